@@ -1,0 +1,160 @@
+package apitype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// JobSpec is the body of POST /v1/jobs (and an entry of POST /v1/jobs/batch).
+type JobSpec struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+
+	// Exactly one of Command, Shell and Handler.
+	Command []string `json:"command,omitempty"`
+	Shell   string   `json:"shell,omitempty"`
+	Handler string   `json:"handler,omitempty"`
+
+	Args json.RawMessage   `json:"args,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
+	Dir  string            `json:"dir,omitempty"`
+
+	Queue        string        `json:"queue,omitempty"`
+	Priority     *int          `json:"priority,omitempty"`
+	Requirements *Requirements `json:"requirements,omitempty"`
+	Timeout      *Duration     `json:"timeout,omitempty"`
+	Retry        *RetryPolicy  `json:"retry,omitempty"`
+	Schedule     *Schedule     `json:"schedule,omitempty"`
+	RunAt        *time.Time    `json:"run_at,omitempty"`
+	Delay        *Duration     `json:"delay,omitempty"`
+	Concurrency  *Concurrency  `json:"concurrency,omitempty"`
+	DependsOn    []Dependency  `json:"depends_on,omitempty"`
+
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	Enabled        *bool    `json:"enabled,omitempty"`
+	Tags           []string `json:"tags,omitempty"`
+}
+
+// Requirements are what one attempt needs from a worker.
+type Requirements struct {
+	CPU      float64           `json:"cpu,omitempty"`
+	MemoryMB int64             `json:"memory_mb,omitempty"`
+	GPU      int               `json:"gpu,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+// RetryPolicy says how often and how soon a failed attempt is tried again.
+type RetryPolicy struct {
+	MaxAttempts    int       `json:"max_attempts,omitempty"`
+	InitialDelay   *Duration `json:"initial_delay,omitempty"`
+	MaxDelay       *Duration `json:"max_delay,omitempty"`
+	Multiplier     float64   `json:"multiplier,omitempty"`
+	Jitter         *float64  `json:"jitter,omitempty"`
+	FinalExitCodes []int     `json:"final_exit_codes,omitempty"`
+	RetryExitCodes []int     `json:"retry_exit_codes,omitempty"`
+}
+
+// Schedule is a cron schedule in an IANA time zone.
+type Schedule struct {
+	Cron     string `json:"cron"`
+	Timezone string `json:"timezone,omitempty"`
+	Misfire  string `json:"misfire,omitempty"`
+}
+
+// Concurrency limits the active runs of a job.
+type Concurrency struct {
+	Policy string `json:"policy,omitempty"`
+	Max    int    `json:"max,omitempty"`
+	Key    string `json:"key,omitempty"`
+}
+
+// Dependency is an edge to an upstream run.
+type Dependency struct {
+	Run       string `json:"run,omitempty"`
+	Ref       string `json:"ref,omitempty"`
+	Condition string `json:"condition,omitempty"`
+}
+
+// Job is a job definition as the API returns it.
+type Job struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+
+	Command []string          `json:"command,omitempty"`
+	Shell   string            `json:"shell,omitempty"`
+	Handler string            `json:"handler,omitempty"`
+	Args    json.RawMessage   `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+
+	Queue        string       `json:"queue"`
+	Priority     int          `json:"priority"`
+	Requirements Requirements `json:"requirements"`
+	Timeout      *Duration    `json:"timeout,omitempty"`
+	Retry        RetryPolicy  `json:"retry"`
+	Schedule     *Schedule    `json:"schedule,omitempty"`
+	Concurrency  Concurrency  `json:"concurrency"`
+	Tags         []string     `json:"tags,omitempty"`
+	Enabled      bool         `json:"enabled"`
+
+	IdempotencyKey string      `json:"idempotency_key,omitempty"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
+	NextFireTimes  []time.Time `json:"next_fire_times,omitempty"`
+	LastRun        *Run        `json:"last_run,omitempty"`
+}
+
+// JobPatch is the body of PATCH /v1/jobs/{id}: fields that are present replace the job's.
+type JobPatch struct {
+	Enabled      *bool             `json:"enabled,omitempty"`
+	Priority     *int              `json:"priority,omitempty"`
+	Queue        *string           `json:"queue,omitempty"`
+	Timeout      *Duration         `json:"timeout,omitempty"`
+	Retry        *RetryPolicy      `json:"retry,omitempty"`
+	Schedule     *Schedule         `json:"schedule,omitempty"`
+	Concurrency  *Concurrency      `json:"concurrency,omitempty"`
+	Tags         []string          `json:"tags,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	Args         json.RawMessage   `json:"args,omitempty"`
+	Requirements *Requirements     `json:"requirements,omitempty"`
+}
+
+// CreateJobResponse answers POST /v1/jobs.
+type CreateJobResponse struct {
+	Job *Job `json:"job"`
+	Run *Run `json:"run"`
+}
+
+// BatchCreateJobsRequest is the body of POST /v1/jobs/batch: many jobs in one transaction.
+type BatchCreateJobsRequest struct {
+	Jobs []JobSpec `json:"jobs"`
+}
+
+// BatchCreateJobsResponse answers POST /v1/jobs/batch, one entry per job in request order.
+type BatchCreateJobsResponse struct {
+	Items []CreateJobResponse `json:"items"`
+}
+
+// TriggerRequest is the optional body of POST /v1/jobs/{id}/trigger.
+type TriggerRequest struct {
+	Args           json.RawMessage `json:"args,omitempty"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// RunResponse wraps one run.
+type RunResponse struct {
+	Run *Run `json:"run"`
+}
+
+// CancelResponse answers POST /v1/jobs/{id}/cancel: the runs that were cancelled (running ones
+// are stopping: cancel_requested).
+type CancelResponse struct {
+	Items []*Run `json:"items"`
+}
+
+// JobList is a page of jobs.
+type JobList struct {
+	Items      []*Job `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}

@@ -1,0 +1,49 @@
+package apitype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run is one request to execute a job.
+type Run struct {
+	ID              string          `json:"id"`
+	JobID           string          `json:"job_id"`
+	JobName         string          `json:"job_name"`
+	Namespace       string          `json:"namespace"`
+	Status          string          `json:"status"`
+	PendingCode     string          `json:"pending_code,omitempty"`
+	PendingReason   string          `json:"pending_reason,omitempty"`
+	Queue           string          `json:"queue"`
+	Priority        int             `json:"priority"`
+	Trigger         string          `json:"trigger"`
+	Args            json.RawMessage `json:"args,omitempty"`
+	ScheduledFor    time.Time       `json:"scheduled_for"`
+	CreatedAt       time.Time       `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at,omitempty"`
+	FinishedAt      *time.Time      `json:"finished_at,omitempty"`
+	Attempt         int             `json:"attempt"`
+	MaxAttempts     int             `json:"max_attempts"`
+	IdempotencyKey  string          `json:"idempotency_key,omitempty"`
+	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	Error           string          `json:"error,omitempty"`
+	WorkerID        string          `json:"worker_id,omitempty"`
+	Attempts        []Attempt       `json:"attempts,omitempty"`
+}
+
+// Attempt is one execution of a run.
+type Attempt struct {
+	N          int        `json:"n"`
+	WorkerID   string     `json:"worker_id"`
+	Status     string     `json:"status"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// RunList is a page of runs.
+type RunList struct {
+	Items      []*Run `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}

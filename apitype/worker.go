@@ -1,0 +1,141 @@
+package apitype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Capacity is what a worker offers or uses.
+type Capacity struct {
+	CPU      float64 `json:"cpu"`
+	MemoryMB int64   `json:"memory_mb"`
+	GPU      int     `json:"gpu"`
+	Slots    int     `json:"slots"`
+}
+
+// Worker is a worker as the API shows it.
+type Worker struct {
+	ID            string            `json:"id"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Capacity      Capacity          `json:"capacity"`
+	Used          Capacity          `json:"used"`
+	Running       int               `json:"running"`
+	State         string            `json:"state"`
+	RegisteredAt  time.Time         `json:"registered_at"`
+	LastHeartbeat time.Time         `json:"last_heartbeat"`
+}
+
+// WorkerList lists workers.
+type WorkerList struct {
+	Items []*Worker `json:"items"`
+}
+
+// RegisterRequest is the body of POST /v1/workers/register.
+type RegisterRequest struct {
+	ID       string            `json:"id"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	Capacity Capacity          `json:"capacity"`
+	// Handlers are the handler kinds this worker serves; Commands says it runs command and
+	// shell jobs.
+	Handlers []string `json:"handlers,omitempty"`
+	Commands bool     `json:"commands"`
+}
+
+// RegisterResponse tells a worker its session and the protocol's timings.
+type RegisterResponse struct {
+	Worker            *Worker  `json:"worker"`
+	Session           string   `json:"session"`
+	HeartbeatInterval Duration `json:"heartbeat_interval"`
+	LeaseTTL          Duration `json:"lease_ttl"`
+}
+
+// LeaseRequest is the body of POST /v1/workers/{id}/lease: a long poll for up to Max runs.
+type LeaseRequest struct {
+	Max  int       `json:"max"`
+	Wait *Duration `json:"wait,omitempty"` // how long to hold the request when nothing is due
+}
+
+// Lease is one run handed to a worker.
+type Lease struct {
+	RunID     string            `json:"run_id"`
+	JobID     string            `json:"job_id"`
+	JobName   string            `json:"job_name"`
+	Attempt   int               `json:"attempt"`
+	Token     string            `json:"token"`
+	ExpiresAt time.Time         `json:"expires_at"`
+	Command   []string          `json:"command,omitempty"`
+	Shell     string            `json:"shell,omitempty"`
+	Handler   string            `json:"handler,omitempty"`
+	Args      json.RawMessage   `json:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Dir       string            `json:"dir,omitempty"`
+	Timeout   *Duration         `json:"timeout,omitempty"`
+}
+
+// LeaseResponse carries the leases granted, and anything else the server pushes to the
+// worker: the long poll returns early when one of the worker's runs is asked to cancel, so a
+// worker keeps one lease request outstanding at all times (with Max 0 when it is full).
+type LeaseResponse struct {
+	Leases []Lease  `json:"leases"`
+	Cancel []string `json:"cancel,omitempty"` // run ids to stop and complete as cancelled
+	Lost   []string `json:"lost,omitempty"`   // run ids whose lease is gone: kill, don't complete
+	Drain  bool     `json:"drain,omitempty"`  // stop taking work, finish what runs, exit
+}
+
+// LeaseRef names a held lease.
+type LeaseRef struct {
+	RunID string `json:"run_id"`
+	Token string `json:"token"`
+}
+
+// HeartbeatRequest is the body of POST /v1/workers/{id}/heartbeat.
+type HeartbeatRequest struct {
+	Held []LeaseRef `json:"held"`
+}
+
+// HeartbeatResponse tells a worker what to stop.
+type HeartbeatResponse struct {
+	Lost   []string `json:"lost,omitempty"`
+	Cancel []string `json:"cancel,omitempty"`
+	Drain  bool     `json:"drain,omitempty"`
+}
+
+// LogChunk is a piece of an attempt's output.
+type LogChunk struct {
+	RunID   string `json:"run_id"`
+	Attempt int    `json:"attempt"`
+	Seq     int64  `json:"seq"`
+	Stream  string `json:"stream"`
+	Data    string `json:"data"`
+}
+
+// LogChunksRequest is the body of POST /v1/attempts/logs.
+type LogChunksRequest struct {
+	Chunks []LogChunk `json:"chunks"`
+}
+
+// Completion is the end of one attempt.
+type Completion struct {
+	RunID    string `json:"run_id"`
+	Token    string `json:"token"`
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// CompleteRequest is the body of POST /v1/attempts/complete.
+type CompleteRequest struct {
+	Completions []Completion `json:"completions"`
+}
+
+// CompletionResult is the answer for one completion: accepted, or refused as stale.
+type CompletionResult struct {
+	RunID    string `json:"run_id"`
+	Accepted bool   `json:"accepted"`
+	Error    string `json:"error,omitempty"`
+}
+
+// CompleteResponse answers POST /v1/attempts/complete.
+type CompleteResponse struct {
+	Results []CompletionResult `json:"results"`
+}

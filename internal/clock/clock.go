@@ -1,0 +1,127 @@
+// Package clock is time as a dependency: services take a Clock, tests hand them a Fake and move
+// it by hand, so scheduling logic is tested without waiting.
+package clock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once after d.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer that services use.
+type Timer interface {
+	C() <-chan time.Time
+	// Stop prevents the timer from firing; it reports whether it stopped a pending timer.
+	Stop() bool
+}
+
+// Real is the wall clock.
+type Real struct{}
+
+// Now returns time.Now().
+func (Real) Now() time.Time { return time.Now() }
+
+// NewTimer wraps time.NewTimer.
+func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }
+
+// Fake is a clock that moves only when told. It is safe for concurrent use.
+type Fake struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	// added is signalled whenever a timer is created, so tests can wait for a service to
+	// go to sleep before moving the clock.
+	added chan struct{}
+}
+
+// NewFake returns a fake clock reading now.
+func NewFake(now time.Time) *Fake {
+	return &Fake{now: now, added: make(chan struct{}, 1024)}
+}
+
+// Now returns the fake time.
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+// NewTimer returns a timer that fires when the clock is advanced past now+d.
+func (f *Fake) NewTimer(d time.Duration) Timer {
+	f.mu.Lock()
+	t := &fakeTimer{f: f, at: f.now.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.fired = true
+		t.c <- f.now
+	} else {
+		f.timers = append(f.timers, t)
+	}
+	f.mu.Unlock()
+	select {
+	case f.added <- struct{}{}:
+	default:
+	}
+	return t
+}
+
+// TimerCreated returns a channel that receives once per timer created, for tests that wait
+// until a loop has gone to sleep.
+func (f *Fake) TimerCreated() <-chan struct{} { return f.added }
+
+// Advance moves the clock forward by d and fires every timer that is due.
+func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }
+
+// Set moves the clock to t (never backwards) and fires every timer that is due.
+func (f *Fake) Set(t time.Time) {
+	f.mu.Lock()
+	if t.After(f.now) {
+		f.now = t
+	}
+	keep := f.timers[:0]
+	for _, tm := range f.timers {
+		if !tm.at.After(f.now) {
+			tm.fired = true
+			tm.c <- f.now
+			continue
+		}
+		keep = append(keep, tm)
+	}
+	f.timers = keep
+	f.mu.Unlock()
+}
+
+type fakeTimer struct {
+	f     *Fake
+	at    time.Time
+	c     chan time.Time
+	fired bool
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	if t.fired {
+		return false
+	}
+	for i, tm := range t.f.timers {
+		if tm == t {
+			t.f.timers = append(t.f.timers[:i], t.f.timers[i+1:]...)
+			break
+		}
+	}
+	t.fired = true
+	return true
+}

@@ -1,0 +1,93 @@
+package model
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// DefaultNamespace is the namespace of jobs that name none.
+const DefaultNamespace = "default"
+
+// DefaultQueue is the queue of jobs that name none.
+const DefaultQueue = "default"
+
+// Job is a definition: what to run, where, how to treat failure, and when.
+type Job struct {
+	ID        string
+	Namespace string
+	Name      string
+	Spec      JobSpec
+	Enabled   bool
+	// NextFireAt is the next cron instant the job fires at (nil when it has no cron schedule
+	// or is disabled).
+	NextFireAt *time.Time
+	// IdempotencyKey and RequestHash dedupe submissions: the same key with the same request
+	// answers with the first result; with another request it is a conflict.
+	IdempotencyKey string
+	RequestHash    string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// JobSpec is the part of a job that users write. The store keeps it as one JSON document, so
+// the JSON tags here are a storage format: add fields freely, never rename one.
+type JobSpec struct {
+	// Exactly one of Command, Shell and Handler is set.
+	Command []string `json:"command,omitempty"`
+	Shell   string   `json:"shell,omitempty"`
+	Handler string   `json:"handler,omitempty"`
+
+	Args json.RawMessage   `json:"args,omitempty"` // a JSON object; commands get it as STINT_ARGS
+	Env  map[string]string `json:"env,omitempty"`
+	Dir  string            `json:"dir,omitempty"`
+
+	Queue        string        `json:"queue"`
+	Priority     int           `json:"priority"`
+	Requirements Requirements  `json:"requirements"`
+	Timeout      time.Duration `json:"timeout,omitempty"`
+	Retry        RetryPolicy   `json:"retry"`
+	Schedule     *Schedule     `json:"schedule,omitempty"`
+	Concurrency  Concurrency   `json:"concurrency"`
+	Tags         []string      `json:"tags,omitempty"`
+}
+
+// Requirements are what one attempt of a job needs from a worker.
+type Requirements struct {
+	CPU      float64           `json:"cpu,omitempty"`
+	MemoryMB int64             `json:"memory_mb,omitempty"`
+	GPU      int               `json:"gpu,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+}
+
+// RetryPolicy says how often and how soon a failed attempt is tried again.
+type RetryPolicy struct {
+	MaxAttempts  int           `json:"max_attempts"` // total attempts, first included; >= 1
+	InitialDelay time.Duration `json:"initial_delay,omitempty"`
+	MaxDelay     time.Duration `json:"max_delay,omitempty"`
+	Multiplier   float64       `json:"multiplier,omitempty"`
+	Jitter       float64       `json:"jitter,omitempty"` // fraction in [0, 1]: delay * (1 ± jitter)
+	// FinalExitCodes end the run failed at once, attempts left or not. RetryExitCodes are
+	// retried whatever else the policy says about the exit (attempts still count).
+	FinalExitCodes []int `json:"final_exit_codes,omitempty"`
+	RetryExitCodes []int `json:"retry_exit_codes,omitempty"`
+}
+
+// Schedule is a cron schedule in a time zone.
+type Schedule struct {
+	Cron     string `json:"cron"`
+	Timezone string `json:"timezone,omitempty"`
+	Misfire  string `json:"misfire,omitempty"` // skip | run_once | run_all
+}
+
+// Concurrency limits how many runs of a job are active at once.
+type Concurrency struct {
+	Policy string `json:"policy,omitempty"` // allow | forbid | queue | replace
+	Max    int    `json:"max,omitempty"`
+	Key    string `json:"key,omitempty"`
+}
+
+// Dependency is an edge: this run waits for run RunID to reach Condition.
+type Dependency struct {
+	RunID     string `json:"run"`
+	Condition string `json:"condition"` // succeeded | failed | finished
+}

@@ -1,0 +1,84 @@
+package model
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Run is one request to execute a job. It holds one or more attempts.
+type Run struct {
+	ID            string
+	JobID         string
+	JobName       string
+	Namespace     string
+	Status        RunStatus
+	PendingCode   PendingCode
+	PendingReason string // human words for PendingCode; empty when running or final
+	Queue         string
+	Priority      int
+	Trigger       Trigger
+	Args          json.RawMessage
+	ScheduledFor  time.Time
+	CreatedAt     time.Time
+	StartedAt     *time.Time // first attempt's start
+	FinishedAt    *time.Time
+	// Attempt counts attempts so far (the running one included).
+	Attempt     int
+	MaxAttempts int
+	// IdempotencyKey dedupes triggers; empty when none was given.
+	IdempotencyKey string
+	// CancelRequested is set when a running run was asked to stop; the worker stops the
+	// process and the run ends cancelled.
+	CancelRequested bool
+	// Error is the last attempt's error, kept on the run for lists.
+	Error string
+
+	// The current lease, while Status is running.
+	WorkerID       string
+	LeaseToken     string
+	LeaseExpiresAt *time.Time
+
+	// Attempts is filled by GetRun only: finished attempts from the attempt history plus the
+	// running one.
+	Attempts []Attempt
+}
+
+// Attempt is one execution of a run on one worker.
+type Attempt struct {
+	RunID      string
+	N          int // 1-based
+	WorkerID   string
+	Status     AttemptStatus
+	ExitCode   *int
+	Error      string
+	StartedAt  time.Time
+	FinishedAt *time.Time
+}
+
+// Lease is a run handed to a worker: the run, the job spec to execute, and the fencing token
+// that every heartbeat and the completion must carry.
+type Lease struct {
+	Run       *Run
+	Spec      JobSpec
+	Token     string
+	ExpiresAt time.Time
+}
+
+// LogStream names an output stream of an attempt.
+type LogStream string
+
+// Log streams.
+const (
+	Stdout LogStream = "stdout"
+	Stderr LogStream = "stderr"
+)
+
+// LogChunk is a piece of an attempt's output, in the order the worker read it.
+type LogChunk struct {
+	RunID     string
+	Attempt   int
+	Seq       int64 // per attempt, increasing from 1
+	Stream    LogStream
+	Data      []byte
+	CreatedAt time.Time
+}

@@ -1,0 +1,38 @@
+package model
+
+import "time"
+
+// Capacity is what a worker offers (or has in use).
+type Capacity struct {
+	CPU      float64 `json:"cpu"`
+	MemoryMB int64   `json:"memory_mb"`
+	GPU      int     `json:"gpu"`
+	Slots    int     `json:"slots"`
+}
+
+// Worker is a process that executes attempts.
+type Worker struct {
+	ID       string
+	Labels   map[string]string
+	Capacity Capacity
+	Used     Capacity
+	// Session changes every time the worker process starts: a registration with a new
+	// session means the previous process is gone and its attempts are lost.
+	Session       string
+	State         WorkerState
+	Running       int
+	RegisteredAt  time.Time
+	LastHeartbeat time.Time
+}
+
+// Queue is a named lane with its own priority, concurrency limit and pause switch.
+type Queue struct {
+	Name           string
+	Priority       int
+	MaxConcurrency int // 0: unlimited
+	Paused         bool
+	// Depth counts the queue's runs by status (filled by reads).
+	Depth     map[RunStatus]int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}

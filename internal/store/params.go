@@ -1,0 +1,215 @@
+package store
+
+import (
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// NewJob is one entry of CreateJobs: a job and, optionally, its first run. The caller fills
+// every field, ids and times included (Run.JobID, JobName, Namespace equal the job's).
+type NewJob struct {
+	Job *model.Job
+	Run *model.Run // nil: no run (a cron job, or a disabled one)
+}
+
+// CreateJobsParams are the arguments of CreateJobs.
+type CreateJobsParams struct {
+	Jobs []NewJob
+	Now  time.Time
+}
+
+// CreateJobResult is the outcome of one NewJob.
+type CreateJobResult struct {
+	Job *model.Job
+	Run *model.Run
+	// Existing: the idempotency key matched an earlier job; Job and Run are that job's.
+	Existing bool
+	// Conflict: Existing, but the earlier request hash differs from this one.
+	Conflict bool
+	// Err is this entry's own failure (model.ErrConflict for a duplicate name); the other
+	// entries are unaffected.
+	Err error
+}
+
+// GetJobParams find one job: by id, or by name within Namespace.
+type GetJobParams struct {
+	Namespace string
+	IDOrName  string
+}
+
+// ListJobsParams filter and page ListJobs.
+type ListJobsParams struct {
+	Namespace string // empty: all namespaces
+	Queue     string
+	Enabled   *bool
+	Limit     int
+	Cursor    string // name of the last job of the previous page
+}
+
+// JobPage is one page of jobs.
+type JobPage struct {
+	Jobs       []*model.Job
+	NextCursor string // empty on the last page
+}
+
+// UpdateJobParams replace a job's mutable parts.
+type UpdateJobParams struct {
+	ID         string
+	Spec       model.JobSpec
+	Enabled    bool
+	NextFireAt *time.Time
+	Now        time.Time
+}
+
+// DeleteJobParams name the job to delete.
+type DeleteJobParams struct {
+	ID  string
+	Now time.Time
+}
+
+// CreateRunsParams are the arguments of CreateRuns.
+type CreateRunsParams struct {
+	Runs []*model.Run
+	Now  time.Time
+}
+
+// CreateRunResult is the outcome of one run of CreateRuns.
+type CreateRunResult struct {
+	Run      *model.Run
+	Existing bool
+	Err      error
+}
+
+// ListRunsParams filter and page ListRuns. Empty fields do not filter.
+type ListRunsParams struct {
+	JobID    string
+	Status   model.RunStatus
+	Queue    string
+	WorkerID string
+	Limit    int
+	Cursor   string // id of the last run of the previous page
+}
+
+// RunPage is one page of runs.
+type RunPage struct {
+	Runs       []*model.Run
+	NextCursor string
+}
+
+// CancelRunsParams name runs to cancel: RunIDs, or every active run of JobID.
+type CancelRunsParams struct {
+	RunIDs []string
+	JobID  string
+	Reason string // recorded as the run's Error
+	Now    time.Time
+}
+
+// RetryRunParams name the run to reopen.
+type RetryRunParams struct {
+	ID  string
+	Now time.Time
+}
+
+// PromoteDueParams bound one promotion pass.
+type PromoteDueParams struct {
+	Now   time.Time
+	Limit int
+}
+
+// LeaseRunsParams describe a worker's request for work.
+type LeaseRunsParams struct {
+	WorkerID string
+	Max      int
+	LeaseTTL time.Duration
+	// Handlers, when not empty, restricts leasing to handler jobs of these kinds plus, if
+	// Commands is true, command and shell jobs.
+	Handlers []string
+	Commands bool
+	Now      time.Time
+}
+
+// Completion is the end of one attempt, as its worker reports it.
+//
+// Rules: Status succeeded ends the run succeeded. Status cancelled, or any status of a run
+// with CancelRequested, ends it cancelled. Otherwise (failed, timed_out, lost) the run is
+// retried when attempts remain and the exit code is not final: queued at once when the
+// backoff is zero, else scheduled for Now+backoff with PendingCode retry_backoff; when no
+// attempt remains it ends failed. Final states set FinishedAt = Now. The run's Error is the
+// attempt's Error.
+type Completion struct {
+	RunID    string
+	Token    string
+	Status   model.AttemptStatus
+	ExitCode *int
+	Error    string
+}
+
+// CompleteAttemptsParams are the arguments of CompleteAttempts.
+type CompleteAttemptsParams struct {
+	Completions []Completion
+	Now         time.Time
+	// Backoff returns the delay before the next attempt of run (whose Attempt is the one
+	// that just ended) under the job's policy; nil means no delay.
+	Backoff func(run *model.Run, policy model.RetryPolicy) time.Duration
+}
+
+// CompletionResult is the outcome of one Completion.
+type CompletionResult struct {
+	Run *model.Run // the run after the change; nil when Err is set
+	Err error      // model.ErrLeaseLost when the token was stale
+}
+
+// LeaseRef names a lease a worker holds.
+type LeaseRef struct {
+	RunID string
+	Token string
+}
+
+// HeartbeatParams are the arguments of Heartbeat.
+type HeartbeatParams struct {
+	WorkerID string
+	Held     []LeaseRef
+	LeaseTTL time.Duration
+	Now      time.Time
+}
+
+// HeartbeatResult tells a worker what to stop.
+type HeartbeatResult struct {
+	Lost   []string // run ids whose lease is no longer the worker's: kill them
+	Cancel []string // run ids asked to cancel: stop them and complete as cancelled
+}
+
+// RescueExpiredParams bound one rescue pass.
+type RescueExpiredParams struct {
+	Now     time.Time
+	Limit   int
+	Backoff func(run *model.Run, policy model.RetryPolicy) time.Duration
+}
+
+// ReadLogsParams select log chunks.
+type ReadLogsParams struct {
+	RunID    string
+	Attempt  int
+	AfterSeq int64
+	Limit    int
+}
+
+// UpdateQueueParams change a queue; nil fields are left as they are.
+type UpdateQueueParams struct {
+	Name           string
+	Priority       *int
+	MaxConcurrency *int
+	Paused         *bool
+	Now            time.Time
+}
+
+// RegisterWorkerParams describe a worker at start.
+type RegisterWorkerParams struct {
+	ID       string
+	Session  string
+	Labels   map[string]string
+	Capacity model.Capacity
+	Now      time.Time
+	Backoff  func(run *model.Run, policy model.RetryPolicy) time.Duration
+}

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// Store is stint's durable state. See the package doc for the rules engines keep.
+type Store interface {
+	// Jobs
+
+	// CreateJobs inserts jobs, each with an optional first run, in one transaction. An entry
+	// whose Job.IdempotencyKey matches an existing job of its namespace creates nothing: its
+	// result carries the existing job and that job's first run with Existing set (and
+	// Conflict set when the stored RequestHash differs). A duplicate name in a namespace
+	// fails that entry alone with model.ErrConflict in its result's Err; the other entries
+	// still commit. Queues named by new runs are created with defaults if missing.
+	CreateJobs(ctx context.Context, p *CreateJobsParams) ([]CreateJobResult, error)
+	// GetJob finds a job by id, or by name within the namespace.
+	GetJob(ctx context.Context, p *GetJobParams) (*model.Job, error)
+	// ListJobs lists jobs by name order (ascending), paging after Cursor.
+	ListJobs(ctx context.Context, p *ListJobsParams) (*JobPage, error)
+	// UpdateJob replaces a job's spec and enabled flag (and NextFireAt) and returns it.
+	UpdateJob(ctx context.Context, p *UpdateJobParams) (*model.Job, error)
+	// DeleteJob deletes a job and cancels its active runs (running ones get
+	// CancelRequested), in one transaction; it returns the runs it cancelled.
+	DeleteJob(ctx context.Context, p *DeleteJobParams) ([]*model.Run, error)
+
+	// Runs
+
+	// CreateRuns inserts runs of existing jobs (manual trigger, cron, event) in one
+	// transaction. A run whose IdempotencyKey already exists creates nothing and returns
+	// the existing run with Existing set.
+	CreateRuns(ctx context.Context, p *CreateRunsParams) ([]CreateRunResult, error)
+	// GetRun returns a run with its Attempts filled (finished attempts in order, then the
+	// running one if any).
+	GetRun(ctx context.Context, id string) (*model.Run, error)
+	// ListRuns lists runs newest first (by id descending), filtered, paging after Cursor.
+	ListRuns(ctx context.Context, p *ListRunsParams) (*RunPage, error)
+	// CancelRuns cancels the given runs, or every active run of JobID. Runs that are not
+	// yet running become cancelled at once (FinishedAt = Now). Running ones get
+	// CancelRequested and stay running until their worker completes them, which then ends
+	// them cancelled. Final runs are left alone. It returns the runs it changed, as they are
+	// after the change.
+	CancelRuns(ctx context.Context, p *CancelRunsParams) ([]*model.Run, error)
+	// RetryRun reopens a failed or cancelled run: it becomes queued (due Now) with its
+	// attempt budget extended by one, FinishedAt and Error cleared; its earlier attempts stay
+	// in the history. Any other state is model.ErrInvalidState.
+	RetryRun(ctx context.Context, p *RetryRunParams) (*model.Run, error)
+
+	// Dispatch
+
+	// PromoteDue moves scheduled runs whose ScheduledFor <= Now to queued, at most Limit,
+	// and returns how many it moved.
+	PromoteDue(ctx context.Context, p *PromoteDueParams) (int, error)
+	// NextDue returns the earliest ScheduledFor among scheduled runs; ok is false when there
+	// is none.
+	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+	// LeaseRuns hands up to Max queued runs to a worker. It takes queues in order of queue
+	// priority (highest first), skipping paused queues and queues at their
+	// MaxConcurrency, and within a queue runs by run priority (highest first), then
+	// ScheduledFor, then id. Each leased run becomes running with Attempt+1, WorkerID, a new
+	// random LeaseToken, LeaseExpiresAt = Now+LeaseTTL, StartedAt set if it was nil, and
+	// PendingCode cleared. Two concurrent callers never lease the same run.
+	LeaseRuns(ctx context.Context, p *LeaseRunsParams) ([]*model.Lease, error)
+	// CompleteAttempts records the ends of attempts, all in one transaction. A completion
+	// whose run is not running with that LeaseToken is refused: its result has
+	// Err = model.ErrLeaseLost and nothing of it is written. An accepted one writes the
+	// attempt to the history and moves the run (see Completion for the rules).
+	CompleteAttempts(ctx context.Context, p *CompleteAttemptsParams) ([]CompletionResult, error)
+	// Heartbeat records that a worker is alive and extends the lease of every run it holds
+	// (LeaseExpiresAt = Now+LeaseTTL). Of the leases the worker says it holds, it returns
+	// those no longer valid (Lost: kill them) and those whose run was asked to cancel.
+	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
+	// RescueExpired ends every attempt whose lease expired before Now (at most Limit) as
+	// lost, applying the retry rules of Completion, and returns the runs as they are after.
+	RescueExpired(ctx context.Context, p *RescueExpiredParams) ([]*model.Run, error)
+	// NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
+	NextLeaseExpiry(ctx context.Context) (t time.Time, ok bool, err error)
+
+	// Logs
+
+	// AppendLogs stores log chunks (one transaction for the batch).
+	AppendLogs(ctx context.Context, chunks []model.LogChunk) error
+	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit.
+	ReadLogs(ctx context.Context, p *ReadLogsParams) ([]model.LogChunk, error)
+
+	// Queues
+
+	// ListQueues returns every queue by name, with Depth filled.
+	ListQueues(ctx context.Context) ([]*model.Queue, error)
+	// GetQueue returns one queue with Depth filled.
+	GetQueue(ctx context.Context, name string) (*model.Queue, error)
+	// UpdateQueue changes the fields that are set, creating the queue if it does not exist,
+	// and returns it with Depth filled.
+	UpdateQueue(ctx context.Context, p *UpdateQueueParams) (*model.Queue, error)
+
+	// Workers
+
+	// RegisterWorker creates or updates a worker (state active, LastHeartbeat = Now). When
+	// the worker existed with another Session, the attempts it held are ended as lost at
+	// once (applying the retry rules), since that process is gone; those runs are returned.
+	RegisterWorker(ctx context.Context, p *RegisterWorkerParams) (*model.Worker, []*model.Run, error)
+	// GetWorker returns one worker with Running and Used filled.
+	GetWorker(ctx context.Context, id string) (*model.Worker, error)
+	// ListWorkers returns every worker by id.
+	ListWorkers(ctx context.Context) ([]*model.Worker, error)
+	// SetWorkerState sets a worker's state (draining, lost).
+	SetWorkerState(ctx context.Context, id string, state model.WorkerState) error
+
+	// Ping checks the store is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the store's connections.
+	Close() error
+}
