@@ -106,7 +106,13 @@ type Job struct {
 }
 
 // JobPatch is the body of PATCH /v1/jobs/{id}: fields that are present replace the job's.
+// Setting one of Command, Shell and Handler replaces what the job runs (the other two are
+// cleared).
 type JobPatch struct {
+	Command      []string          `json:"command,omitempty"`
+	Shell        *string           `json:"shell,omitempty"`
+	Handler      *string           `json:"handler,omitempty"`
+	Dir          *string           `json:"dir,omitempty"`
 	Enabled      *bool             `json:"enabled,omitempty"`
 	Priority     *int              `json:"priority,omitempty"`
 	Queue        *string           `json:"queue,omitempty"`
@@ -124,6 +130,10 @@ type JobPatch struct {
 type CreateJobResponse struct {
 	Job *Job `json:"job"`
 	Run *Run `json:"run"`
+	// Error is set only in an entry of a batch answer whose job could not be created when the
+	// batch committed (its name was taken meanwhile, or its idempotency key belongs to a
+	// different request); Job and Run are then null and the other entries were created.
+	Error *Problem `json:"error,omitempty"`
 }
 
 // BatchCreateJobsRequest is the body of POST /v1/jobs/batch: many jobs in one transaction.

@@ -9,11 +9,13 @@ type Queue struct {
 	Depth          map[string]int `json:"depth"`
 }
 
-// QueuePatch is the body of PATCH /v1/queues/{name}.
+// QueuePatch is the body of PATCH /v1/queues/{name}: fields that are present replace the
+// queue's. State "active" or "paused" is another way to set Paused.
 type QueuePatch struct {
-	Paused         *bool `json:"paused,omitempty"`
-	MaxConcurrency *int  `json:"max_concurrency,omitempty"`
-	Priority       *int  `json:"priority,omitempty"`
+	Paused         *bool   `json:"paused,omitempty"`
+	MaxConcurrency *int    `json:"max_concurrency,omitempty"`
+	Priority       *int    `json:"priority,omitempty"`
+	State          *string `json:"state,omitempty"`
 }
 
 // QueueList lists queues.

@@ -1,0 +1,141 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// CreateJob creates a job (POST /v1/jobs). A job with no schedule gets its run at once, in the
+// answer's Run. created is false when the server answered 200 because the spec's
+// idempotency key was seen before: the answer is then the first one and nothing new exists.
+func (c *Client) CreateJob(ctx context.Context, spec *apitype.JobSpec) (resp *apitype.CreateJobResponse, created bool, err error) {
+	var out apitype.CreateJobResponse
+	status, err := c.do(ctx, nil, http.MethodPost, "/v1/jobs", nil, spec, &out)
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
+// CreateJobs creates many jobs in one transaction (POST /v1/jobs/batch). The answer has one
+// entry per spec, in order.
+func (c *Client) CreateJobs(ctx context.Context, req *apitype.BatchCreateJobsRequest) (*apitype.BatchCreateJobsResponse, error) {
+	var out apitype.BatchCreateJobsResponse
+	if _, err := c.do(ctx, nil, http.MethodPost, "/v1/jobs/batch", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetJob returns a job by id or name (GET /v1/jobs/{id}).
+func (c *Client) GetJob(ctx context.Context, idOrName string) (*apitype.Job, error) {
+	path, err := pathOf("get job", "/v1/jobs/", idOrName, "")
+	if err != nil {
+		return nil, err
+	}
+	out := one[apitype.Job]{key: "job"}
+	if _, err := c.do(ctx, nil, http.MethodGet, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.v, nil
+}
+
+// ListJobsOptions filters and pages ListJobs; zero fields are left out.
+type ListJobsOptions struct {
+	Queue   string
+	Enabled *bool
+	Limit   int
+	Cursor  string
+}
+
+func (o ListJobsOptions) values() url.Values {
+	q := url.Values{}
+	setString(q, "queue", o.Queue)
+	if o.Enabled != nil {
+		q.Set("enabled", strconv.FormatBool(*o.Enabled))
+	}
+	setInt(q, "limit", o.Limit)
+	setString(q, "cursor", o.Cursor)
+	return q
+}
+
+// ListJobs returns a page of jobs (GET /v1/jobs). Pass the answer's NextCursor as Cursor for
+// the next page; it is empty on the last one.
+func (c *Client) ListJobs(ctx context.Context, opts ListJobsOptions) (*apitype.JobList, error) {
+	var out apitype.JobList
+	if _, err := c.do(ctx, nil, http.MethodGet, "/v1/jobs", opts.values(), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UpdateJob changes the fields of a job that the patch sets (PATCH /v1/jobs/{id}) and returns
+// the job as it is now.
+func (c *Client) UpdateJob(ctx context.Context, idOrName string, patch *apitype.JobPatch) (*apitype.Job, error) {
+	path, err := pathOf("update job", "/v1/jobs/", idOrName, "")
+	if err != nil {
+		return nil, err
+	}
+	out := one[apitype.Job]{key: "job"}
+	if _, err := c.do(ctx, nil, http.MethodPatch, path, nil, patch, &out); err != nil {
+		return nil, err
+	}
+	return out.v, nil
+}
+
+// DeleteJob deletes a job definition (DELETE /v1/jobs/{id}); its active runs are cancelled.
+func (c *Client) DeleteJob(ctx context.Context, idOrName string) error {
+	path, err := pathOf("delete job", "/v1/jobs/", idOrName, "")
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, nil, http.MethodDelete, path, nil, nil, nil)
+	return err
+}
+
+// TriggerJob starts a run of a job now (POST /v1/jobs/{id}/trigger). req may be nil.
+func (c *Client) TriggerJob(ctx context.Context, idOrName string, req *apitype.TriggerRequest) (*apitype.Run, error) {
+	path, err := pathOf("trigger job", "/v1/jobs/", idOrName, "/trigger")
+	if err != nil {
+		return nil, err
+	}
+	var in any
+	if req != nil {
+		in = req
+	}
+	out := one[apitype.Run]{key: "run"}
+	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, in, &out); err != nil {
+		return nil, err
+	}
+	return out.v, nil
+}
+
+// CancelJob cancels every active run of a job (POST /v1/jobs/{id}/cancel) and returns them;
+// running ones are stopping (CancelRequested).
+func (c *Client) CancelJob(ctx context.Context, idOrName string) (*apitype.CancelResponse, error) {
+	path, err := pathOf("cancel job", "/v1/jobs/", idOrName, "/cancel")
+	if err != nil {
+		return nil, err
+	}
+	var out apitype.CancelResponse
+	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func setString(q url.Values, key, v string) {
+	if v != "" {
+		q.Set(key, v)
+	}
+}
+
+func setInt(q url.Values, key string, v int) {
+	if v != 0 {
+		q.Set(key, strconv.Itoa(v))
+	}
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// GetRun returns one run with its attempts (GET /v1/runs/{id}).
+func (c *Client) GetRun(ctx context.Context, id string) (*apitype.Run, error) {
+	return c.runCall(ctx, "get run", http.MethodGet, id, "")
+}
+
+// ListRunsOptions filters and pages ListRuns; zero fields are left out. Job is a job id or
+// name.
+type ListRunsOptions struct {
+	Job    string
+	Status string
+	Queue  string
+	Worker string
+	Limit  int
+	Cursor string
+}
+
+func (o ListRunsOptions) values() url.Values {
+	q := url.Values{}
+	setString(q, "job", o.Job)
+	setString(q, "status", o.Status)
+	setString(q, "queue", o.Queue)
+	setString(q, "worker", o.Worker)
+	setInt(q, "limit", o.Limit)
+	setString(q, "cursor", o.Cursor)
+	return q
+}
+
+// ListRuns returns a page of runs, newest first (GET /v1/runs).
+func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (*apitype.RunList, error) {
+	var out apitype.RunList
+	if _, err := c.do(ctx, nil, http.MethodGet, "/v1/runs", opts.values(), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CancelRun cancels a run (POST /v1/runs/{id}/cancel); a running attempt's process is
+// stopped, and until it has stopped the run shows CancelRequested.
+func (c *Client) CancelRun(ctx context.Context, id string) (*apitype.Run, error) {
+	return c.runCall(ctx, "cancel run", http.MethodPost, id, "/cancel")
+}
+
+// RetryRun reopens a failed or cancelled run as a new attempt (POST /v1/runs/{id}/retry).
+func (c *Client) RetryRun(ctx context.Context, id string) (*apitype.Run, error) {
+	return c.runCall(ctx, "retry run", http.MethodPost, id, "/retry")
+}
+
+func (c *Client) runCall(ctx context.Context, what, method, id, suffix string) (*apitype.Run, error) {
+	path, err := pathOf(what, "/v1/runs/", id, suffix)
+	if err != nil {
+		return nil, err
+	}
+	out := one[apitype.Run]{key: "run"}
+	if _, err := c.do(ctx, nil, method, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.v, nil
+}
+
+// LogsOptions selects the log of Logs.
+type LogsOptions struct {
+	// Attempt is the attempt number; 0 lets the server choose (the latest).
+	Attempt int
+	// Follow keeps the stream open until the attempt ends.
+	Follow bool
+}
+
+// Logs streams a run's stdout and stderr as text (GET /v1/runs/{id}/logs). The caller must
+// close the reader. With Follow the stream lasts until the attempt ends or ctx is done, and
+// a Timeout on the client's HTTP client does not cut it short.
+func (c *Client) Logs(ctx context.Context, runID string, opts LogsOptions) (io.ReadCloser, error) {
+	path, err := pathOf("logs", "/v1/runs/", runID, "/logs")
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	setInt(q, "attempt", opts.Attempt)
+	hc := c.hc
+	if opts.Follow {
+		q.Set("follow", "true")
+		hc = c.noTimeout()
+	}
+	resp, err := c.send(ctx, hc, http.MethodGet, path, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// WaitRun asks for the run every poll interval (see WithPollInterval) until done holds for
+// it, and returns that run. It returns early with the error of a failed GetRun, or with
+// ctx's error.
+func (c *Client) WaitRun(ctx context.Context, id string, done func(*apitype.Run) bool) (*apitype.Run, error) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		run, err := c.GetRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if done(run) {
+			return run, nil
+		}
+		t.Reset(c.pollInterval)
+	}
+}
+
+// Finished reports whether a run is in a final state (succeeded, failed, cancelled,
+// skipped): a predicate for WaitRun.
+func Finished(run *apitype.Run) bool {
+	switch run.Status {
+	case "succeeded", "failed", "cancelled", "skipped":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,20 @@
+// Command stint is a distributed job scheduler in one binary: `stint dev` for a first try,
+// `stint server` and `stint worker` for a fleet, and a CLI for every API action.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/stint-dev/stint/internal/app"
+	"github.com/stint-dev/stint/internal/bench"
+	"github.com/stint-dev/stint/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(cli.Execute(ctx, cli.NewRoot(append(app.Commands(), bench.Command())...)))
+}

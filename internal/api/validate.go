@@ -1,0 +1,449 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// Limits of a job spec.
+const (
+	minPriority    = -1000
+	maxPriority    = 1000
+	maxAttempts    = 1000
+	maxExitCode    = 255
+	maxKeyLen      = 255 // idempotency keys
+	defaultJitter  = 0.1
+	defaultBackoff = 2.0 // retry multiplier
+)
+
+// namePattern is what job names, namespaces and queue names look like. A compiled regexp is
+// read-only after init, so it is safe as a package variable.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+const nameRule = "must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+// fieldErrors collects the bad fields of one request, each with its JSON path.
+type fieldErrors struct {
+	prefix string // prepended to every field: "jobs[3]." in a batch
+	errs   []apitype.FieldError
+}
+
+func (f *fieldErrors) add(field, format string, args ...any) {
+	f.errs = append(f.errs, apitype.FieldError{Field: f.prefix + field, Message: fmt.Sprintf(format, args...)})
+}
+
+// validJob is a job spec that passed validation, ready to submit.
+type validJob struct {
+	Job *model.Job
+	Run *model.Run // nil when the job gets no run now (disabled)
+}
+
+// buildJob validates spec and turns it into a job with id, defaults and request hash filled,
+// plus its first run (via engine.NewRun) unless the job is disabled. now is the submission
+// time. prefix names the spec within the request ("" for POST /v1/jobs, "jobs[3]." in a
+// batch). It returns every bad field at once; with any, the job is nil.
+func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, []apitype.FieldError) {
+	fe := &fieldErrors{prefix: prefix}
+	ms := specToModel(spec, fe)
+
+	ns := spec.Namespace
+	if ns == "" {
+		ns = model.DefaultNamespace
+	} else if !namePattern.MatchString(ns) {
+		fe.add("namespace", nameRule)
+	}
+	if spec.Name != "" && !namePattern.MatchString(spec.Name) {
+		fe.add("name", nameRule)
+	}
+	if len(spec.IdempotencyKey) > maxKeyLen {
+		fe.add("idempotency_key", "must be at most %d bytes", maxKeyLen)
+	} else if hasControl(spec.IdempotencyKey) {
+		fe.add("idempotency_key", "must not contain control characters")
+	}
+	if spec.RunAt != nil && spec.Delay != nil {
+		fe.add("run_at", "run_at and delay are exclusive: give at most one")
+	}
+	if spec.Delay != nil && spec.Delay.Std() < 0 {
+		fe.add("delay", "must not be negative")
+	}
+	if len(fe.errs) > 0 {
+		return nil, fe.errs
+	}
+
+	enabled := spec.Enabled == nil || *spec.Enabled
+	job := &model.Job{
+		ID:             id.New(now),
+		Namespace:      ns,
+		Name:           spec.Name,
+		Spec:           ms,
+		Enabled:        enabled,
+		IdempotencyKey: spec.IdempotencyKey,
+		RequestHash:    requestHash(spec),
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	if job.Name == "" {
+		job.Name = job.ID
+	}
+	out := &validJob{Job: job}
+	if enabled {
+		var due time.Time
+		switch {
+		case spec.RunAt != nil:
+			due = *spec.RunAt
+		case spec.Delay != nil:
+			due = now.Add(spec.Delay.Std())
+		}
+		out.Run = engine.NewRun(job, model.TriggerSubmit, nil, due, now)
+	}
+	return out, nil
+}
+
+// specToModel checks the parts of a spec that make up model.JobSpec (what to run, where,
+// and how to treat failure), records bad fields in fe, and returns the spec with defaults
+// applied. PATCH uses it on the job's spec with the patch applied, so both follow one set of
+// rules.
+func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
+	ms := model.JobSpec{
+		Command: spec.Command,
+		Shell:   spec.Shell,
+		Handler: spec.Handler,
+		Env:     spec.Env,
+		Dir:     spec.Dir,
+		Queue:   spec.Queue,
+		Tags:    spec.Tags,
+	}
+
+	// What to run: exactly one of command, shell and handler.
+	var given []string
+	if spec.Command != nil {
+		given = append(given, "command")
+	}
+	if spec.Shell != "" {
+		given = append(given, "shell")
+	}
+	if spec.Handler != "" {
+		given = append(given, "handler")
+	}
+	switch {
+	case len(given) == 0:
+		fe.add("command", "one of command, shell or handler is required")
+	case len(given) > 1:
+		for _, f := range given {
+			fe.add(f, "command, shell and handler are exclusive: got %s", strings.Join(given, " and "))
+		}
+	}
+	if spec.Command != nil {
+		if len(spec.Command) == 0 {
+			fe.add("command", "must not be empty")
+		} else if spec.Command[0] == "" {
+			fe.add("command[0]", "must not be empty: it is the program to run")
+		}
+		for i, a := range spec.Command {
+			if strings.IndexByte(a, 0) >= 0 {
+				fe.add(fmt.Sprintf("command[%d]", i), "must not contain a NUL byte")
+			}
+		}
+	}
+	if strings.IndexByte(spec.Shell, 0) >= 0 {
+		fe.add("shell", "must not contain a NUL byte")
+	}
+	if spec.Handler != "" && (len(spec.Handler) > 256 || strings.IndexFunc(spec.Handler, unicode.IsSpace) >= 0 || hasControl(spec.Handler)) {
+		fe.add("handler", "must be at most 256 characters without spaces or control characters")
+	}
+	if strings.IndexByte(spec.Dir, 0) >= 0 {
+		fe.add("dir", "must not contain a NUL byte")
+	}
+
+	// Parameters.
+	if args := bytes.TrimSpace(spec.Args); len(args) > 0 && !bytes.Equal(args, []byte("null")) {
+		if args[0] != '{' {
+			fe.add("args", "must be a JSON object")
+		} else {
+			ms.Args = spec.Args
+		}
+	}
+	for _, k := range sortedKeys(spec.Env) {
+		switch {
+		case k == "":
+			fe.add("env", "keys must not be empty")
+		case strings.ContainsAny(k, "=\x00"):
+			fe.add(mapPath("env", k), "key must not contain '=' or a NUL byte")
+		case strings.IndexByte(spec.Env[k], 0) >= 0:
+			fe.add(mapPath("env", k), "must not contain a NUL byte")
+		}
+	}
+
+	// Placement.
+	if ms.Queue == "" {
+		ms.Queue = model.DefaultQueue
+	} else if !namePattern.MatchString(ms.Queue) {
+		fe.add("queue", nameRule)
+	}
+	if spec.Priority != nil {
+		ms.Priority = *spec.Priority
+		if ms.Priority < minPriority || ms.Priority > maxPriority {
+			fe.add("priority", "must be between %d and %d", minPriority, maxPriority)
+		}
+	}
+	if r := spec.Requirements; r != nil {
+		ms.Requirements = model.Requirements{CPU: r.CPU, MemoryMB: r.MemoryMB, GPU: r.GPU, Labels: r.Labels}
+		if r.CPU < 0 {
+			fe.add("requirements.cpu", "must not be negative")
+		}
+		if r.MemoryMB < 0 {
+			fe.add("requirements.memory_mb", "must not be negative")
+		}
+		if r.GPU < 0 {
+			fe.add("requirements.gpu", "must not be negative")
+		}
+		for _, k := range sortedKeys(r.Labels) {
+			if k == "" {
+				fe.add("requirements.labels", "keys must not be empty")
+			}
+		}
+	}
+	if spec.Timeout != nil {
+		ms.Timeout = spec.Timeout.Std()
+		if ms.Timeout < 0 {
+			fe.add("timeout", "must not be negative")
+		}
+	}
+	ms.Retry = retryToModel(spec.Retry, fe)
+	for i, t := range spec.Tags {
+		if strings.TrimSpace(t) == "" {
+			fe.add(fmt.Sprintf("tags[%d]", i), "must not be empty")
+		}
+	}
+
+	// Later issues: refuse rather than store something that would be ignored.
+	if spec.Schedule != nil {
+		fe.add("schedule", "not supported yet")
+	}
+	if len(spec.DependsOn) > 0 {
+		fe.add("depends_on", "not supported yet")
+	}
+	if c := spec.Concurrency; c != nil && (c.Policy != "" && c.Policy != "allow" || c.Max != 0 || c.Key != "") {
+		fe.add("concurrency", "not supported yet: only the default policy (allow, no limit) is available")
+	}
+	return ms
+}
+
+// retryToModel checks a retry policy and applies its defaults.
+func retryToModel(r *apitype.RetryPolicy, fe *fieldErrors) model.RetryPolicy {
+	out := model.RetryPolicy{MaxAttempts: 1, Multiplier: defaultBackoff}
+	if r == nil {
+		return out
+	}
+	if r.MaxAttempts != 0 {
+		out.MaxAttempts = r.MaxAttempts
+		if r.MaxAttempts < 1 || r.MaxAttempts > maxAttempts {
+			fe.add("retry.max_attempts", "must be between 1 and %d", maxAttempts)
+		}
+	}
+	if r.InitialDelay != nil {
+		out.InitialDelay = r.InitialDelay.Std()
+		if out.InitialDelay < 0 {
+			fe.add("retry.initial_delay", "must not be negative")
+		}
+	}
+	if r.MaxDelay != nil {
+		out.MaxDelay = r.MaxDelay.Std()
+		if out.MaxDelay < 0 {
+			fe.add("retry.max_delay", "must not be negative")
+		} else if out.MaxDelay < out.InitialDelay {
+			fe.add("retry.max_delay", "must not be less than initial_delay")
+		}
+	}
+	if r.Multiplier != 0 {
+		out.Multiplier = r.Multiplier
+		if r.Multiplier < 1 {
+			fe.add("retry.multiplier", "must be at least 1")
+		}
+	}
+	switch {
+	case r.Jitter != nil:
+		out.Jitter = *r.Jitter
+		if out.Jitter < 0 || out.Jitter > 1 {
+			fe.add("retry.jitter", "must be between 0 and 1")
+		}
+	case out.MaxAttempts > 1:
+		out.Jitter = defaultJitter
+	}
+	out.FinalExitCodes = checkExitCodes(r.FinalExitCodes, "retry.final_exit_codes", fe)
+	out.RetryExitCodes = checkExitCodes(r.RetryExitCodes, "retry.retry_exit_codes", fe)
+	return out
+}
+
+func checkExitCodes(codes []int, field string, fe *fieldErrors) []int {
+	for i, c := range codes {
+		if c < 0 || c > maxExitCode {
+			fe.add(fmt.Sprintf("%s[%d]", field, i), "must be an exit code between 0 and %d", maxExitCode)
+		}
+	}
+	return codes
+}
+
+// specFromJob is the inverse of buildJob for the fields a job keeps: PATCH applies the patch
+// to it and validates the result like a new spec.
+func specFromJob(j *model.Job) *apitype.JobSpec {
+	s := j.Spec
+	enabled := j.Enabled
+	prio := s.Priority
+	spec := &apitype.JobSpec{
+		Name:      j.Name,
+		Namespace: j.Namespace,
+		Command:   s.Command,
+		Shell:     s.Shell,
+		Handler:   s.Handler,
+		Args:      s.Args,
+		Env:       s.Env,
+		Dir:       s.Dir,
+		Queue:     s.Queue,
+		Priority:  &prio,
+		Requirements: &apitype.Requirements{
+			CPU: s.Requirements.CPU, MemoryMB: s.Requirements.MemoryMB, GPU: s.Requirements.GPU, Labels: s.Requirements.Labels,
+		},
+		Retry:   retryToAPI(s.Retry),
+		Enabled: &enabled,
+		Tags:    s.Tags,
+	}
+	if s.Timeout != 0 {
+		d := apitype.Duration(s.Timeout)
+		spec.Timeout = &d
+	}
+	if s.Schedule != nil {
+		spec.Schedule = &apitype.Schedule{Cron: s.Schedule.Cron, Timezone: s.Schedule.Timezone, Misfire: s.Schedule.Misfire}
+	}
+	if c := s.Concurrency; c != (model.Concurrency{}) {
+		spec.Concurrency = &apitype.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
+	}
+	return spec
+}
+
+// applyPatch writes the fields a patch sets over spec.
+func applyPatch(spec *apitype.JobSpec, p *apitype.JobPatch) {
+	if p.Command != nil || p.Shell != nil || p.Handler != nil {
+		spec.Command, spec.Shell, spec.Handler = p.Command, "", ""
+		if p.Shell != nil {
+			spec.Shell = *p.Shell
+		}
+		if p.Handler != nil {
+			spec.Handler = *p.Handler
+		}
+	}
+	if p.Dir != nil {
+		spec.Dir = *p.Dir
+	}
+	if p.Enabled != nil {
+		spec.Enabled = p.Enabled
+	}
+	if p.Priority != nil {
+		spec.Priority = p.Priority
+	}
+	if p.Queue != nil {
+		spec.Queue = *p.Queue
+		if spec.Queue == "" {
+			spec.Queue = model.DefaultQueue
+		}
+	}
+	if p.Timeout != nil {
+		spec.Timeout = p.Timeout
+	}
+	if p.Retry != nil {
+		spec.Retry = p.Retry
+	}
+	if p.Schedule != nil {
+		spec.Schedule = p.Schedule
+	}
+	if p.Concurrency != nil {
+		spec.Concurrency = p.Concurrency
+	}
+	if p.Tags != nil {
+		spec.Tags = p.Tags
+	}
+	if p.Env != nil {
+		spec.Env = p.Env
+	}
+	if p.Args != nil {
+		spec.Args = p.Args
+	}
+	if p.Requirements != nil {
+		spec.Requirements = p.Requirements
+	}
+}
+
+// requestHash is the SHA-256 of the canonical form of a spec: its JSON with object keys
+// sorted (args included), times in UTC. Two bodies that mean the same request hash the same,
+// whatever their key order or spacing.
+func requestHash(spec *apitype.JobSpec) string {
+	c := *spec
+	c.Args = canonicalJSON(spec.Args)
+	if spec.RunAt != nil {
+		t := spec.RunAt.UTC()
+		c.RunAt = &t
+	}
+	b, err := json.Marshal(&c)
+	if err != nil { // cannot happen: every field marshals; hash what we have
+		b = []byte(fmt.Sprintf("%#v", c))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// canonicalJSON rewrites a JSON value with sorted object keys and no insignificant space,
+// keeping numbers exactly as written.
+func canonicalJSON(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// mapPath names the entry key of the object at path: labels.gpu, env["A=B"].
+func mapPath(path, key string) string {
+	if isIdent(key) {
+		return path + "." + key
+	}
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}

@@ -1,0 +1,113 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Commands returns the subcommands that run stint processes: dev, server and worker.
+func Commands() []*cobra.Command {
+	return []*cobra.Command{devCommand(), serverCommand(), workerCommand()}
+}
+
+type serverFlags struct {
+	addr, data, store   string
+	leaseTTL            time.Duration
+	userToken, wkrToken string
+	logLevel, logFormat string
+}
+
+func (f *serverFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", envOr("STINT_ADDR", "127.0.0.1:8080"), "listen address (env STINT_ADDR)")
+	fl.StringVar(&f.data, "data", envOr("STINT_DATA", "./stint-data"), "data directory for the embedded store (env STINT_DATA)")
+	fl.StringVar(&f.store, "store", os.Getenv("STINT_STORE"), "store URL: sqlite:///path/file.db or postgres://... (default: SQLite in --data; env STINT_STORE)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "how long a worker may go without a heartbeat before its attempts are lost")
+	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "bearer token users must present (env STINT_API_TOKEN; empty: no auth)")
+	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "bearer token workers must present (env STINT_WORKER_TOKEN; empty: no auth)")
+	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
+}
+
+func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
+	log, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		return ServerConfig{}, err
+	}
+	if f.leaseTTL < time.Second {
+		return ServerConfig{}, fmt.Errorf("--lease-ttl: must be at least 1s, got %s", f.leaseTTL)
+	}
+	return ServerConfig{
+		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
+		UserToken: f.userToken, WorkerToken: f.wkrToken, Logger: log,
+	}, nil
+}
+
+func devCommand() *cobra.Command {
+	var f serverFlags
+	var slots int
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a server with a local worker on the embedded store: a first try in one command",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return err
+			}
+			cfg.LocalWorker, cfg.LocalSlots = true, slots
+			cfg.Ready = func(addr string) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on http://%s\n  try: stint submit --shell 'echo hello from stint'\n", addr)
+			}
+			return RunServer(cmd.Context(), cfg)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&slots, "slots", 0, "attempts the local worker runs at once (default 4 x CPUs)")
+	return cmd
+}
+
+func serverCommand() *cobra.Command {
+	var f serverFlags
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a stint server (API, worker protocol, scheduler loops); workers run separately",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return err
+			}
+			return RunServer(cmd.Context(), cfg)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/api"
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/metrics"
+	"github.com/stint-dev/stint/worker"
+)
+
+// ServerConfig configures `stint server` and `stint dev`.
+type ServerConfig struct {
+	Addr     string // listen address
+	DataDir  string // where the embedded store lives
+	StoreURL string // empty: SQLite in DataDir
+
+	LeaseTTL time.Duration
+
+	UserToken   string
+	WorkerToken string
+
+	// LocalWorker runs a worker inside the server process (stint dev).
+	LocalWorker bool
+	LocalSlots  int
+
+	Logger *slog.Logger
+	// Ready, if set, receives the listening address once the server accepts requests.
+	Ready func(addr string)
+}
+
+// RunServer runs a server until ctx ends, then shuts down gracefully: it stops accepting
+// requests, lets the local worker drain, and closes the store.
+func RunServer(ctx context.Context, cfg ServerConfig) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	st, eng, err := OpenStore(ctx, cfg.StoreURL, cfg.DataDir, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	committers := 1
+	if eng == EnginePostgres {
+		committers = 4
+	}
+	e := engine.New(engine.Config{Store: st, Logger: log, LeaseTTL: cfg.LeaseTTL, Committers: committers})
+	if err := e.Start(ctx); err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	defer e.Stop()
+
+	a, err := api.New(api.Config{
+		Engine:      e,
+		Logger:      log,
+		UserToken:   cfg.UserToken,
+		WorkerToken: cfg.WorkerToken,
+		Metrics:     metrics.Handler(e, log),
+	})
+	if err != nil {
+		return fmt.Errorf("build api: %w", err)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	var wg sync.WaitGroup
+	serveErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+	}()
+	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker)
+
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorker()
+	workerDone := make(chan error, 1)
+	if cfg.LocalWorker {
+		w, err := newLocalWorker(e, cfg, log)
+		if err != nil {
+			return err
+		}
+		go func() { workerDone <- w.Run(workerCtx) }()
+	} else {
+		close(workerDone)
+	}
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down")
+	stopWorker()
+	<-workerDone
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	wg.Wait()
+	return nil
+}
+
+// newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the
+// built-in noop handler, talking to the engine in-process.
+func newLocalWorker(e *engine.Engine, cfg ServerConfig, log *slog.Logger) (*worker.Agent, error) {
+	host, _ := os.Hostname()
+	slots := cfg.LocalSlots
+	if slots <= 0 {
+		slots = 4 * runtime.NumCPU()
+	}
+	w, err := worker.New(worker.Config{
+		Server:   e,
+		ID:       "local-" + host,
+		Capacity: apitype.Capacity{CPU: float64(runtime.NumCPU()), Slots: slots},
+		Handlers: map[string]worker.Handler{"noop": worker.Noop},
+		Commands: true,
+		Logger:   log.With("component", "local-worker"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("local worker: %w", err)
+	}
+	return w, nil
+}

@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Command returns `stint bench`.
+func Command() *cobra.Command {
+	var (
+		cfg    Config
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench WORKLOAD",
+		Short: "Run a benchmark workload: " + strings.Join(Workloads, ", "),
+		Long: `Run one workload of ../shared/BENCH.md and print its figures.
+
+Without --store the bench drives the server named by --server. With --store it starts a
+server with a local worker in its own process on a fresh store: "sqlite" (a temp directory)
+or a PostgreSQL URL, where it creates a scratch database and drops it afterwards.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfg.Store == "" {
+				cfg.Server, _ = cmd.Flags().GetString("server")
+			}
+			if cfg.N < 1 {
+				return fmt.Errorf("--n: must be at least 1, got %d", cfg.N)
+			}
+			if cfg.Producers < 1 {
+				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
+			}
+			res, err := Run(cmd.Context(), args[0], cfg)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return res.PrintJSON(cmd.OutOrStdout())
+			}
+			res.Print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
+	fl.IntVar(&cfg.N, "n", 100000, "jobs (drain, scheduled, exec)")
+	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
+	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
+	fl.IntVar(&cfg.Slots, "slots", 1000, "local worker slots when the bench starts the server")
+	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
+	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled)")
+	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
+	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}

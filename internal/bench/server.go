@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/app"
+)
+
+// benchServer is a server the bench started in its own process.
+type benchServer struct {
+	url       string
+	storeName string
+	stop      func()
+}
+
+// startServer starts a server with a local worker on a fresh store.
+func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
+	dataDir, err := os.MkdirTemp("", "stint-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	cleanups := []func(){func() { os.RemoveAll(dataDir) }}
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	storeURL, storeName := "", "sqlite (synchronous=FULL, WAL)"
+	switch {
+	case cfg.Store == "" || cfg.Store == "sqlite":
+	case strings.HasPrefix(cfg.Store, "sqlite://"):
+		storeURL = cfg.Store
+	case strings.HasPrefix(cfg.Store, "postgres://"), strings.HasPrefix(cfg.Store, "postgresql://"):
+		u, drop, err := scratchDatabase(ctx, cfg.Store)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		cleanups = append(cleanups, drop)
+		storeURL, storeName = u, "postgres"
+	default:
+		cleanup()
+		return nil, fmt.Errorf("--store %q: want sqlite, sqlite:///path or postgres://...", cfg.Store)
+	}
+	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunServer(srvCtx, app.ServerConfig{
+			Addr:        "127.0.0.1:0",
+			DataDir:     dataDir,
+			StoreURL:    storeURL,
+			LocalWorker: true,
+			LocalSlots:  cfg.Slots,
+			Logger:      cfg.Logger,
+			Ready:       func(addr string) { ready <- addr },
+		})
+	}()
+	select {
+	case addr := <-ready:
+		return &benchServer{url: "http://" + addr, storeName: storeName, stop: func() {
+			cancel()
+			<-done
+			cleanup()
+		}}, nil
+	case err := <-done:
+		cancel()
+		cleanup()
+		return nil, fmt.Errorf("start server: %w", err)
+	case <-time.After(60 * time.Second):
+		cancel()
+		cleanup()
+		return nil, fmt.Errorf("start server: not ready after 60s")
+	}
+}
+
+// scratchDatabase creates an empty database on the PostgreSQL server of base and returns its
+// URL and a function that drops it.
+func scratchDatabase(ctx context.Context, base string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect to %s: %w", base, err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("stint_bench_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("create scratch database: %w", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, fmt.Errorf("parse %s: %w", base, err)
+	}
+	u.Path = "/" + name
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	return u.String(), drop, nil
+}

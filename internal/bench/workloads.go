@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// drain: insert N no-op jobs with the queue paused, resume it, time until all succeeded.
+func drain(ctx context.Context, r *runner) error {
+	return insertThenDrain(ctx, r, "jobs", func(int) apitype.JobSpec {
+		return apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue}
+	})
+}
+
+// exec: like drain, with jobs that run the real command `true`.
+func execWorkload(ctx context.Context, r *runner) error {
+	return insertThenDrain(ctx, r, "processes", func(int) apitype.JobSpec {
+		return apitype.JobSpec{Command: []string{"true"}, Queue: r.queue}
+	})
+}
+
+func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int) apitype.JobSpec) error {
+	n := r.cfg.N
+	r.res.Params["n"] = strconv.Itoa(n)
+	r.res.Params["batch"] = strconv.Itoa(r.cfg.BatchSize)
+	if err := r.setPaused(ctx, true); err != nil {
+		return err
+	}
+	took, err := r.insert(ctx, n, spec)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := r.setPaused(ctx, false); err != nil {
+		return err
+	}
+	done, depth, err := r.waitFinished(ctx, n, 30*time.Minute)
+	if err != nil {
+		return err
+	}
+	if depth["succeeded"] != n {
+		return fmt.Errorf("%d of %d succeeded: %v", depth["succeeded"], n, depth)
+	}
+	r.res.add("insert", float64(n)/took.Seconds(), "jobs/s")
+	r.res.add("processed", float64(n)/done.Sub(start).Seconds(), unit+"/s")
+	r.res.add("drain time", done.Sub(start).Seconds(), "s")
+	return nil
+}
+
+// steady: Producers goroutines submit one job per request for Duration while the workers run;
+// report completions per second, submit-to-start latency and the backlog at the end.
+func steady(ctx context.Context, r *runner) error {
+	producers, dur := r.cfg.Producers, r.cfg.Duration
+	r.res.Params["producers"] = strconv.Itoa(producers)
+	r.res.Params["duration"] = dur.String()
+	var submitted, failed atomic.Int64
+	stop := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spec := &apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue}
+			for time.Now().Before(stop) && ctx.Err() == nil {
+				if _, _, err := r.c.CreateJob(ctx, spec); err != nil {
+					failed.Add(1)
+					continue
+				}
+				submitted.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	depth, err := r.depth(ctx)
+	if err != nil {
+		return err
+	}
+	backlog := depth["queued"] + depth["scheduled"]
+	runs, err := r.allRuns(ctx)
+	if err != nil {
+		return err
+	}
+	var lat []time.Duration
+	completed := 0
+	begin := end.Add(-dur)
+	for _, run := range runs {
+		if run.StartedAt != nil {
+			lat = append(lat, run.StartedAt.Sub(run.CreatedAt))
+		}
+		if run.FinishedAt != nil && run.Status == "succeeded" && !run.FinishedAt.After(end) && !run.FinishedAt.Before(begin) {
+			completed++
+		}
+	}
+	slices.Sort(lat)
+	r.res.add("submitted", float64(submitted.Load())/dur.Seconds(), "jobs/s")
+	r.res.add("completed", float64(completed)/dur.Seconds(), "jobs/s")
+	r.res.add("submit-to-start p50", percentile(lat, 50), "ms")
+	r.res.add("submit-to-start p95", percentile(lat, 95), "ms")
+	r.res.add("submit-to-start p99", percentile(lat, 99), "ms")
+	r.res.add("backlog at end", float64(backlog), "runs")
+	r.res.add("submit errors", float64(failed.Load()), "requests")
+	return nil
+}
+
+// scheduled: N jobs whose run_at is one instant Lead ahead; report how late they start.
+func scheduled(ctx context.Context, r *runner) error {
+	n, lead := r.cfg.N, r.cfg.Lead
+	r.res.Params["n"] = strconv.Itoa(n)
+	r.res.Params["lead"] = lead.String()
+	instant := time.Now().Add(lead).Truncate(time.Millisecond)
+	took, err := r.insert(ctx, n, func(int) apitype.JobSpec {
+		at := instant
+		return apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue, RunAt: &at}
+	})
+	if err != nil {
+		return err
+	}
+	if time.Now().After(instant) {
+		return fmt.Errorf("inserting %d jobs took %s, longer than the %s lead: raise --lead", n, took, lead)
+	}
+	if _, _, err := r.waitFinished(ctx, n, 10*time.Minute); err != nil {
+		return err
+	}
+	runs, err := r.allRuns(ctx)
+	if err != nil {
+		return err
+	}
+	var late []time.Duration
+	var last time.Time
+	for _, run := range runs {
+		if run.StartedAt != nil {
+			late = append(late, run.StartedAt.Sub(instant))
+		}
+		if run.FinishedAt != nil && run.FinishedAt.After(last) {
+			last = *run.FinishedAt
+		}
+	}
+	slices.Sort(late)
+	r.res.add("lateness p50", percentile(late, 50), "ms")
+	r.res.add("lateness p99", percentile(late, 99), "ms")
+	r.res.add("lateness max", percentile(late, 100), "ms")
+	r.res.add("last finished after instant", float64(last.Sub(instant))/float64(time.Millisecond), "ms")
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package engine is the server's core. It sits between the API and the store and does three
+// things the store cannot do alone:
+//
+//   - Group commit. Concurrent submissions, completions and log chunks are collected by
+//     committers and written in one transaction per batch, so a burst of requests shares one
+//     fsync instead of paying one each. A caller gets its answer only after its batch
+//     committed (invariant 1).
+//   - Wake-ups. Workers long-poll Lease; the engine parks them on a broadcast signal that is
+//     fired the moment a run becomes queued (a submission, a promotion, a retry), so no
+//     worker polls on an interval. Cancel requests for a worker's runs are pushed to its
+//     outstanding long poll.
+//   - Timers. The promoter sleeps until the earliest scheduled run is due and moves due runs
+//     to queued; the rescuer sleeps until the earliest lease expires and ends expired
+//     attempts as lost. Both are woken early when the earliest time changes. Time comes
+//     from an injected clock.
+//
+// The engine implements worker.Server in apitype terms, so the server's own local worker
+// calls it in-process and the HTTP worker routes are a thin decode/encode around it.
+package engine

@@ -1,0 +1,474 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// Config wires an Engine.
+type Config struct {
+	Store  store.Store
+	Clock  clock.Clock  // default clock.Real
+	Logger *slog.Logger // default slog.Default()
+	// LeaseTTL is how long a lease lives without a heartbeat; a worker silent that long
+	// has its attempts ended as lost. Default 15s.
+	LeaseTTL time.Duration
+	// HeartbeatInterval is what workers are told to use. Default LeaseTTL/5.
+	HeartbeatInterval time.Duration
+	// MaxLeaseWait caps a worker's long poll. Default 30s.
+	MaxLeaseWait time.Duration
+	// Committers is how many transactions each group committer may run at once: 1 for
+	// SQLite (one writer), a few for PostgreSQL. Default 1.
+	Committers int
+	// MaxBatch caps the entries of one group commit. Default 2000.
+	MaxBatch int
+	// Rand returns uniform numbers in [0, 1) for retry jitter. Default math/rand/v2.
+	Rand func() float64
+}
+
+// Engine is the server core; see the package doc.
+type Engine struct {
+	cfg   Config
+	store store.Store
+	clock clock.Clock
+	log   *slog.Logger
+
+	submits   *committer[store.NewJob, store.CreateJobResult]
+	completes *committer[store.Completion, store.CompletionResult]
+	logs      *committer[model.LogChunk, struct{}]
+
+	work    *broadcast // a run became queued
+	timers  *broadcast // the earliest due time or lease expiry may have moved earlier
+	changes *broadcast // a run changed state or got log output (followers)
+
+	mu      sync.Mutex
+	workers map[string]*workerConn
+
+	stop    chan struct{}
+	stopped sync.Once
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
+}
+
+// New returns an engine; call Start before use.
+func New(cfg Config) *Engine {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 15 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = cfg.LeaseTTL / 5
+	}
+	if cfg.MaxLeaseWait <= 0 {
+		cfg.MaxLeaseWait = 30 * time.Second
+	}
+	if cfg.Committers <= 0 {
+		cfg.Committers = 1
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 2000
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	e := &Engine{
+		cfg:     cfg,
+		store:   cfg.Store,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		work:    newBroadcast(),
+		timers:  newBroadcast(),
+		changes: newBroadcast(),
+		workers: make(map[string]*workerConn),
+		stop:    make(chan struct{}),
+	}
+	e.submits = newCommitter(cfg.MaxBatch, e.flushSubmits)
+	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
+	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
+	return e
+}
+
+// Store returns the engine's store, for reads that need no engine logic.
+func (e *Engine) Store() store.Store { return e.store }
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() clock.Clock { return e.clock }
+
+// Start runs the committers and the timer loops until Stop.
+func (e *Engine) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	for range e.cfg.Committers {
+		e.goLoop(ctx, e.submits.run)
+		e.goLoop(ctx, e.completes.run)
+		e.goLoop(ctx, e.logs.run)
+	}
+	e.goLoop(ctx, e.promoteLoop)
+	e.goLoop(ctx, e.rescueLoop)
+	return nil
+}
+
+func (e *Engine) goLoop(ctx context.Context, f func(context.Context)) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		f(ctx)
+	}()
+}
+
+// Stop ends the loops and waits for them; requests still queued are answered with an error.
+func (e *Engine) Stop() {
+	e.stopped.Do(func() {
+		close(e.stop)
+		if e.cancel != nil {
+			e.cancel()
+		}
+		e.wg.Wait()
+	})
+}
+
+// Changes returns a channel closed at the next change of any run's state or logs. Followers
+// take it, read, and wait on it when there is nothing new.
+func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
+
+// backoff is the retry delay function handed to the store.
+func (e *Engine) backoff(run *model.Run, p model.RetryPolicy) time.Duration {
+	return scheduler.Backoff(p, run.Attempt, e.cfg.Rand())
+}
+
+// NewRun builds a run of job due at due (zero: now): queued when due, scheduled with
+// not_due otherwise.
+func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, now time.Time) *model.Run {
+	if due.IsZero() || due.Before(now) {
+		due = now
+	}
+	if args == nil {
+		args = job.Spec.Args
+	}
+	maxAttempts := job.Spec.Retry.MaxAttempts
+	if maxAttempts < 1 {
+		maxAttempts = 1
+	}
+	r := &model.Run{
+		ID:           id.New(now),
+		JobID:        job.ID,
+		JobName:      job.Name,
+		Namespace:    job.Namespace,
+		Status:       model.RunQueued,
+		Queue:        job.Spec.Queue,
+		Priority:     job.Spec.Priority,
+		Trigger:      trigger,
+		Args:         args,
+		ScheduledFor: due,
+		CreatedAt:    now,
+		MaxAttempts:  maxAttempts,
+	}
+	if due.After(now) {
+		r.Status = model.RunScheduled
+		r.PendingCode = model.PendingNotDue
+		r.PendingReason = "not due until " + due.UTC().Format(time.RFC3339Nano)
+	}
+	return r
+}
+
+// SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
+func (e *Engine) SubmitJobs(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {
+	res, err := e.submits.do(ctx, e.stop, jobs)
+	if err != nil {
+		return nil, fmt.Errorf("submit jobs: %w", err)
+	}
+	return res, nil
+}
+
+func (e *Engine) flushSubmits(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {
+	res, err := e.store.CreateJobs(ctx, &store.CreateJobsParams{Jobs: jobs, Now: e.clock.Now()})
+	if err != nil {
+		return nil, err
+	}
+	var runs []*model.Run
+	for _, r := range res {
+		if r.Err == nil && !r.Existing && r.Run != nil {
+			runs = append(runs, r.Run)
+		}
+	}
+	e.wakeFor(runs)
+	return res, nil
+}
+
+// wakeFor wakes workers when some runs are queued and the promoter when some are scheduled.
+func (e *Engine) wakeFor(runs []*model.Run) {
+	var queued, scheduled bool
+	for _, r := range runs {
+		switch r.Status {
+		case model.RunQueued:
+			queued = true
+		case model.RunScheduled:
+			scheduled = true
+		}
+	}
+	if queued {
+		e.work.Notify()
+	}
+	if scheduled {
+		e.timers.Notify()
+	}
+	if len(runs) > 0 {
+		e.changes.Notify()
+	}
+}
+
+// Trigger creates runs of existing jobs (manual, event, cron).
+func (e *Engine) Trigger(ctx context.Context, runs []*model.Run) ([]store.CreateRunResult, error) {
+	res, err := e.store.CreateRuns(ctx, &store.CreateRunsParams{Runs: runs, Now: e.clock.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("trigger: %w", err)
+	}
+	var created []*model.Run
+	for _, r := range res {
+		if r.Err == nil && !r.Existing {
+			created = append(created, r.Run)
+		}
+	}
+	e.wakeFor(created)
+	return res, nil
+}
+
+// UpdateJob stores a job's new spec and enabled flag.
+func (e *Engine) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model.Job, error) {
+	p.Now = e.clock.Now()
+	job, err := e.store.UpdateJob(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("update job: %w", err)
+	}
+	e.timers.Notify()
+	return job, nil
+}
+
+// DeleteJob deletes a job and cancels its active runs, stopping running ones.
+func (e *Engine) DeleteJob(ctx context.Context, jobID string) ([]*model.Run, error) {
+	runs, err := e.store.DeleteJob(ctx, &store.DeleteJobParams{ID: jobID, Now: e.clock.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("delete job: %w", err)
+	}
+	e.pushCancels(runs)
+	return runs, nil
+}
+
+// CancelRuns cancels runs (by id, or every active run of a job); running ones are stopped by
+// their worker and end cancelled.
+func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
+	p.Now = e.clock.Now()
+	if p.Reason == "" {
+		p.Reason = "cancelled by request"
+	}
+	runs, err := e.store.CancelRuns(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("cancel runs: %w", err)
+	}
+	e.pushCancels(runs)
+	return runs, nil
+}
+
+// pushCancels tells the workers of running runs that were asked to cancel, through their
+// outstanding long poll. A worker attached to another server learns it at its next heartbeat.
+func (e *Engine) pushCancels(runs []*model.Run) {
+	e.mu.Lock()
+	for _, r := range runs {
+		if r.Status == model.RunRunning && r.CancelRequested {
+			if w := e.workers[r.WorkerID]; w != nil {
+				w.cancel = append(w.cancel, r.ID)
+				w.events.Notify()
+			}
+		}
+	}
+	e.mu.Unlock()
+	if len(runs) > 0 {
+		e.changes.Notify()
+	}
+}
+
+// RetryRun reopens a failed or cancelled run.
+func (e *Engine) RetryRun(ctx context.Context, runID string) (*model.Run, error) {
+	run, err := e.store.RetryRun(ctx, &store.RetryRunParams{ID: runID, Now: e.clock.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("retry run: %w", err)
+	}
+	e.wakeFor([]*model.Run{run})
+	return run, nil
+}
+
+// UpdateQueue changes a queue; resuming one or raising its limit wakes workers.
+func (e *Engine) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
+	p.Now = e.clock.Now()
+	q, err := e.store.UpdateQueue(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("update queue: %w", err)
+	}
+	e.work.Notify()
+	return q, nil
+}
+
+// Workers lists workers, marking lost those silent for longer than the lease TTL.
+func (e *Engine) Workers(ctx context.Context) ([]*model.Worker, error) {
+	ws, err := e.store.ListWorkers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	now := e.clock.Now()
+	for _, w := range ws {
+		e.markLost(w, now)
+	}
+	return ws, nil
+}
+
+// Worker returns one worker, marked lost when silent for longer than the lease TTL.
+func (e *Engine) Worker(ctx context.Context, workerID string) (*model.Worker, error) {
+	w, err := e.store.GetWorker(ctx, workerID)
+	if err != nil {
+		return nil, fmt.Errorf("get worker: %w", err)
+	}
+	e.markLost(w, e.clock.Now())
+	return w, nil
+}
+
+func (e *Engine) markLost(w *model.Worker, now time.Time) {
+	if now.Sub(w.LastHeartbeat) > e.cfg.LeaseTTL {
+		w.State = model.WorkerLost
+	}
+}
+
+// DrainWorker asks a worker to stop taking work and exit once its running attempts end.
+func (e *Engine) DrainWorker(ctx context.Context, workerID string) error {
+	if err := e.store.SetWorkerState(ctx, workerID, model.WorkerDraining); err != nil {
+		return fmt.Errorf("drain worker: %w", err)
+	}
+	e.mu.Lock()
+	if w := e.workers[workerID]; w != nil {
+		w.drain = true
+		w.events.Notify()
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+// sleepUntil waits until t (or d from now when t is zero), a wake-up on wake, or ctx's end.
+// It reports false when ctx ended.
+func (e *Engine) sleepUntil(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C():
+	}
+	return true
+}
+
+// promoteLoop moves scheduled runs to queued as they fall due. It sleeps until the earliest
+// due time, or until a new scheduled run may have moved it earlier.
+func (e *Engine) promoteLoop(ctx context.Context) {
+	const batch = 5000
+	for ctx.Err() == nil {
+		wake := e.timers.Wait()
+		next, ok, err := e.store.NextDue(ctx)
+		if err != nil {
+			e.retryLater(ctx, "next due", err)
+			continue
+		}
+		now := e.clock.Now()
+		if ok && !next.After(now) {
+			n, err := e.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: batch})
+			if err != nil {
+				e.retryLater(ctx, "promote due runs", err)
+				continue
+			}
+			if n > 0 {
+				e.work.Notify()
+				e.changes.Notify()
+			}
+			continue
+		}
+		wait := e.cfg.MaxLeaseWait * 10 // nothing scheduled: sleep until woken
+		if ok {
+			wait = next.Sub(now)
+		}
+		if !e.sleepUntil(ctx, wake, wait) {
+			return
+		}
+	}
+}
+
+// rescueLoop ends attempts whose lease expired (their worker died or was cut off) as lost,
+// which retries or fails their runs. It sleeps until the earliest lease expiry.
+func (e *Engine) rescueLoop(ctx context.Context) {
+	const batch = 1000
+	for ctx.Err() == nil {
+		wake := e.timers.Wait()
+		now := e.clock.Now()
+		runs, err := e.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: batch, Backoff: e.backoff})
+		if err != nil {
+			e.retryLater(ctx, "rescue expired leases", err)
+			continue
+		}
+		if len(runs) > 0 {
+			e.log.Warn("attempts lost: lease expired", "runs", len(runs))
+			e.wakeFor(runs)
+			e.changes.Notify()
+			if len(runs) == batch {
+				continue
+			}
+		}
+		next, ok, err := e.store.NextLeaseExpiry(ctx)
+		if err != nil {
+			e.retryLater(ctx, "next lease expiry", err)
+			continue
+		}
+		wait := e.cfg.LeaseTTL
+		if ok {
+			wait = next.Sub(now) + time.Millisecond
+		}
+		if !e.sleepUntil(ctx, wake, wait) {
+			return
+		}
+	}
+}
+
+// retryLater logs a loop's store error and pauses a second, so a store outage neither spins
+// nor kills the loop.
+func (e *Engine) retryLater(ctx context.Context, what string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	e.log.Error(what, "err", err)
+	e.sleepUntil(ctx, nil, time.Second)
+}
+
+// ListQueues lists queues with their depth by status.
+func (e *Engine) ListQueues(ctx context.Context) ([]*model.Queue, error) {
+	qs, err := e.store.ListQueues(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return qs, nil
+}

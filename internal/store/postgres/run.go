@@ -1,0 +1,321 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// querier is what pool, connection and transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// createRunsSQL inserts the runs of existing jobs that clash with nothing (their handler
+// kind copied from the job) and the queues they name; it returns the inserted ids.
+var createRunsSQL = `WITH new_runs AS (
+	INSERT INTO runs (` + runInsertCols + `)
+	SELECT ` + fmt.Sprintf(runInsertSelect, "coalesce(j.spec->>'handler', '')") + `
+	FROM ` + runInput{}.sql(2) + ` JOIN jobs j ON j.id = i.job_id
+	ON CONFLICT DO NOTHING
+	RETURNING id, queue
+), new_queues AS (
+	INSERT INTO queues (name, created_at, updated_at)
+	SELECT DISTINCT queue, $1::timestamptz, $1::timestamptz FROM new_runs
+	ON CONFLICT DO NOTHING
+)
+SELECT id FROM new_runs`
+
+// CreateRuns inserts runs of existing jobs in one statement. A run whose job does not exist
+// fails with model.ErrNotFound; one that repeats a cron instant of its job, or an id, with
+// model.ErrConflict; one whose idempotency key is taken (in the store or earlier in the
+// batch) answers with that run, Existing.
+func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
+	now := utc(p.Now)
+	res := make([]store.CreateRunResult, len(p.Runs))
+	runs := make([]*model.Run, len(p.Runs))
+	sameAs := make([]int, len(p.Runs))
+	byKey := make(map[string]int)
+	var in runInput
+	for i, r := range p.Runs {
+		sameAs[i] = -1
+		if r == nil {
+			res[i].Err = errors.New("create run: nil run")
+			continue
+		}
+		runs[i] = normalizeRun(r)
+		if k := r.IdempotencyKey; k != "" {
+			if first, ok := byKey[k]; ok {
+				sameAs[i] = first
+				continue
+			}
+			byKey[k] = i
+		}
+		in.add(runs[i], "")
+	}
+	inserted := make(map[string]bool, in.len())
+	if in.len() > 0 {
+		rows, err := s.pool.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
+		if err != nil {
+			return nil, translate(err, "create runs")
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, translate(err, "create runs")
+		}
+		for _, id := range ids {
+			inserted[id] = true
+		}
+	}
+	var keys, jobIDs []string
+	for i, r := range runs {
+		if r != nil && sameAs[i] < 0 && !inserted[r.ID] {
+			if r.IdempotencyKey != "" {
+				keys = append(keys, r.IdempotencyKey)
+			}
+			jobIDs = append(jobIDs, r.JobID)
+		}
+	}
+	existing := map[string]*model.Run{}
+	jobExists := map[string]bool{}
+	if len(jobIDs) > 0 {
+		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)`, keys)
+		if err != nil {
+			return nil, translate(err, "create runs: find idempotency keys")
+		}
+		found, err := collectRuns(rows)
+		if err != nil {
+			return nil, translate(err, "create runs: find idempotency keys")
+		}
+		for _, r := range found {
+			existing[r.IdempotencyKey] = &r.Run
+		}
+		rows, err = s.pool.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, jobIDs)
+		if err != nil {
+			return nil, translate(err, "create runs: find jobs")
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, translate(err, "create runs: find jobs")
+		}
+		for _, id := range ids {
+			jobExists[id] = true
+		}
+	}
+	for i, r := range runs {
+		switch {
+		case r == nil || sameAs[i] >= 0:
+		case inserted[r.ID]:
+			res[i].Run = r
+		case r.IdempotencyKey != "" && existing[r.IdempotencyKey] != nil:
+			res[i] = store.CreateRunResult{Run: existing[r.IdempotencyKey], Existing: true}
+		case !jobExists[r.JobID]:
+			res[i].Err = fmt.Errorf("create run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
+		default:
+			res[i].Err = fmt.Errorf("create run %s: id or cron instant taken: %w", r.ID, model.ErrConflict)
+		}
+	}
+	for i, first := range sameAs {
+		if first < 0 {
+			continue
+		}
+		if f := res[first]; f.Err != nil {
+			res[i].Err = f.Err
+		} else {
+			res[i] = store.CreateRunResult{Run: f.Run, Existing: true}
+		}
+	}
+	return res, nil
+}
+
+// attemptCols are the columns scanAttempt reads.
+const attemptCols = `run_id, n, worker_id, status, exit_code, error, started_at, finished_at`
+
+func scanAttempt(row pgx.Row) (model.Attempt, error) {
+	var (
+		a      model.Attempt
+		status string
+		exit   *int32
+	)
+	if err := row.Scan(&a.RunID, &a.N, &a.WorkerID, &status, &exit, &a.Error, &a.StartedAt, &a.FinishedAt); err != nil {
+		return a, err
+	}
+	a.Status = model.AttemptStatus(status)
+	if exit != nil {
+		v := int(*exit)
+		a.ExitCode = &v
+	}
+	a.StartedAt = a.StartedAt.UTC()
+	a.FinishedAt = utcPtr(a.FinishedAt)
+	return a, nil
+}
+
+// GetRun returns a run with its attempts: the finished ones in order, then the running one.
+func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT `+runCols+` FROM runs r WHERE r.id = $1`, id)
+	b.Queue(`SELECT `+attemptCols+` FROM attempts WHERE run_id = $1 ORDER BY n`, id)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	r, err := scanRun(br.QueryRow())
+	if err != nil {
+		return nil, translate(err, "get run %s", id)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, translate(err, "get run %s: attempts", id)
+	}
+	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.Attempt, error) { return scanAttempt(row) })
+	if err != nil {
+		return nil, translate(err, "get run %s: attempts", id)
+	}
+	r.Attempts = attempts
+	if r.Status == model.RunRunning {
+		a := model.Attempt{RunID: r.ID, N: r.Attempt, WorkerID: r.WorkerID, Status: model.AttemptRunning}
+		if r.attemptStartedAt != nil {
+			a.StartedAt = *r.attemptStartedAt
+		}
+		r.Attempts = append(r.Attempts, a)
+	}
+	if r.Attempts == nil {
+		r.Attempts = []model.Attempt{}
+	}
+	return &r.Run, nil
+}
+
+// ListRuns lists runs newest first, filtered, paging after the id in Cursor.
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.RunPage, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if p.JobID != "" {
+		add("r.job_id = $?", p.JobID)
+	}
+	if p.Status != "" {
+		add("r.status = $?", string(p.Status))
+	}
+	if p.Queue != "" {
+		add("r.queue = $?", p.Queue)
+	}
+	if p.WorkerID != "" {
+		add("r.worker_id = $?", p.WorkerID)
+	}
+	if p.Cursor != "" {
+		add("r.id < $?", p.Cursor)
+	}
+	q := `SELECT ` + runCols + ` FROM runs r`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit+1)
+	q += ` ORDER BY r.id DESC LIMIT $` + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, translate(err, "list runs")
+	}
+	found, err := collectRuns(rows)
+	if err != nil {
+		return nil, translate(err, "list runs")
+	}
+	page := &store.RunPage{Runs: models(found)}
+	if len(found) > limit {
+		page.Runs = page.Runs[:limit]
+		page.NextCursor = page.Runs[limit-1].ID
+	}
+	return page, nil
+}
+
+// cancelSet is the SET list of a cancel: runs not yet running end cancelled at once,
+// running ones get cancel_requested and stay running.
+const cancelSet = `
+	status = CASE WHEN r.status = 'running' THEN 'running' ELSE 'cancelled' END,
+	cancel_requested = r.status = 'running',
+	finished_at = CASE WHEN r.status = 'running' THEN NULL ELSE $1::timestamptz END,
+	pending_code = '', pending_reason = '',
+	error = $2::text`
+
+// cancelActive selects what a cancel changes: active runs, not running ones already asked.
+const cancelActive = `r.status IN ('waiting', 'scheduled', 'queued', 'running') AND NOT r.cancel_requested`
+
+// CancelRuns cancels runs by id, or every active run of a job, in one statement.
+func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
+	return cancelRuns(ctx, s.pool, p)
+}
+
+func cancelRuns(ctx context.Context, q querier, p *store.CancelRunsParams) ([]*model.Run, error) {
+	var (
+		sel string
+		arg any
+	)
+	switch {
+	case len(p.RunIDs) > 0:
+		sel, arg = `r.id = ANY($3::text[])`, p.RunIDs
+	case p.JobID != "":
+		sel, arg = `r.job_id = $3::text`, p.JobID
+	default:
+		return []*model.Run{}, nil
+	}
+	rows, err := q.Query(ctx, `UPDATE runs r SET `+cancelSet+`
+		WHERE `+sel+` AND `+cancelActive+`
+		RETURNING `+runCols, utc(p.Now), p.Reason, arg)
+	if err != nil {
+		return nil, translate(err, "cancel runs")
+	}
+	changed, err := collectRuns(rows)
+	if err != nil {
+		return nil, translate(err, "cancel runs")
+	}
+	return models(changed), nil
+}
+
+// RetryRun reopens a failed or cancelled run as queued, due now, with one more attempt in
+// its budget. A run whose job was deleted cannot be retried (model.ErrInvalidState).
+func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs r SET
+			status = 'queued', scheduled_for = $2, max_attempts = r.max_attempts + 1,
+			finished_at = NULL, error = '', pending_code = '', pending_reason = '',
+			cancel_requested = false, worker_id = NULL, lease_token = NULL,
+			lease_expires_at = NULL, attempt_started_at = NULL
+		WHERE r.id = $1 AND r.status IN ('failed', 'cancelled')
+		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+		RETURNING `+runCols, p.ID, utc(p.Now)))
+	if err == nil {
+		return &r.Run, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, translate(err, "retry run %s", p.ID)
+	}
+	var (
+		status    string
+		jobExists bool
+	)
+	err = s.pool.QueryRow(ctx, `SELECT r.status, EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+		FROM runs r WHERE r.id = $1`, p.ID).Scan(&status, &jobExists)
+	if err != nil {
+		return nil, translate(err, "retry run %s", p.ID)
+	}
+	if !jobExists {
+		return nil, fmt.Errorf("retry run %s: its job was deleted: %w", p.ID, model.ErrInvalidState)
+	}
+	return nil, fmt.Errorf("retry run %s: run is %s: %w", p.ID, status, model.ErrInvalidState)
+}

@@ -1,0 +1,92 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// runInput holds new runs as column arrays, for one INSERT ... SELECT FROM unnest.
+type runInput struct {
+	id, jobID, jobName, namespace, status, pendingCode, pendingReason, queue []string
+	priority                                                             []int32
+	trigger, handler                                                     []string
+	args                                                                 [][]byte
+	scheduledFor, createdAt                                              []time.Time
+	finishedAt                                                           []*time.Time
+	attempt, maxAttempts                                                 []int32
+	idempotencyKey, errMsg                                               []string
+}
+
+// runInputCols names the columns of runInput.sql, in order.
+const runInputCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue,
+	priority, trigger, handler, args, scheduled_for, created_at, finished_at, attempt,
+	max_attempts, idempotency_key, error`
+
+var runInputTypes = []string{"text", "text", "text", "text", "text", "text", "text", "text",
+	"int4", "text", "text", "jsonb", "timestamptz", "timestamptz", "timestamptz", "int4",
+	"int4", "text", "text"}
+
+// sql is the unnest expression over parameters $first.. (aliased in, with runInputCols).
+func (runInput) sql(first int) string {
+	var b strings.Builder
+	b.WriteString("unnest(")
+	for i, t := range runInputTypes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d::%s[]", first+i, t)
+	}
+	b.WriteString(") AS i(" + runInputCols + ")")
+	return b.String()
+}
+
+func (in *runInput) add(r *model.Run, handler string) {
+	in.id = append(in.id, r.ID)
+	in.jobID = append(in.jobID, r.JobID)
+	in.jobName = append(in.jobName, r.JobName)
+	in.namespace = append(in.namespace, r.Namespace)
+	in.status = append(in.status, string(r.Status))
+	in.pendingCode = append(in.pendingCode, string(r.PendingCode))
+	in.pendingReason = append(in.pendingReason, r.PendingReason)
+	in.queue = append(in.queue, r.Queue)
+	in.priority = append(in.priority, int32(r.Priority))
+	in.trigger = append(in.trigger, string(r.Trigger))
+	in.handler = append(in.handler, handler)
+	var args []byte
+	if len(r.Args) > 0 {
+		args = r.Args
+	}
+	in.args = append(in.args, args)
+	in.scheduledFor = append(in.scheduledFor, r.ScheduledFor)
+	in.createdAt = append(in.createdAt, r.CreatedAt)
+	in.finishedAt = append(in.finishedAt, r.FinishedAt)
+	in.attempt = append(in.attempt, int32(r.Attempt))
+	in.maxAttempts = append(in.maxAttempts, int32(r.MaxAttempts))
+	in.idempotencyKey = append(in.idempotencyKey, r.IdempotencyKey)
+	in.errMsg = append(in.errMsg, r.Error)
+}
+
+func (in *runInput) len() int { return len(in.id) }
+
+func (in *runInput) params() []any {
+	return []any{in.id, in.jobID, in.jobName, in.namespace, in.status, in.pendingCode,
+		in.pendingReason, in.queue, in.priority, in.trigger, in.handler, in.args,
+		in.scheduledFor, in.createdAt, in.finishedAt, in.attempt, in.maxAttempts,
+		in.idempotencyKey, in.errMsg}
+}
+
+// normalizeRun returns a copy of r with its times in boundary form.
+func normalizeRun(r *model.Run) *model.Run {
+	c := *r
+	c.ScheduledFor = utc(c.ScheduledFor)
+	c.CreatedAt = utc(c.CreatedAt)
+	c.StartedAt = utcPtr(c.StartedAt)
+	c.FinishedAt = utcPtr(c.FinishedAt)
+	c.LeaseExpiresAt = utcPtr(c.LeaseExpiresAt)
+	c.Args = compactJSON(c.Args)
+	c.Attempts = nil
+	return &c
+}

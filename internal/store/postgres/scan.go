@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// utc is the boundary form of a time: UTC, microsecond precision (what timestamptz keeps).
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := utc(*t)
+	return &u
+}
+
+// nullString is s, or NULL when empty.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// compactJSON returns b without insignificant space (jsonb prints "a": 1 with a space), or
+// nil when b is empty.
+func compactJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return json.RawMessage(b)
+	}
+	return json.RawMessage(buf.Bytes())
+}
+
+// encodeSpec is the stored form of a job spec.
+func encodeSpec(spec *model.JobSpec) ([]byte, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode job spec: %w", err)
+	}
+	return b, nil
+}
+
+func decodeSpec(b []byte, spec *model.JobSpec) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, spec); err != nil {
+		return fmt.Errorf("decode job spec: %w", err)
+	}
+	spec.Args = compactJSON(spec.Args)
+	return nil
+}
+
+// jobCols are the columns scanJob reads, in order.
+const jobCols = `id, namespace, name, spec, enabled, next_fire_at, coalesce(idempotency_key, ''),
+	request_hash, created_at, updated_at`
+
+func scanJob(row pgx.Row) (*model.Job, error) {
+	var (
+		j    model.Job
+		spec []byte
+	)
+	if err := row.Scan(&j.ID, &j.Namespace, &j.Name, &spec, &j.Enabled, &j.NextFireAt,
+		&j.IdempotencyKey, &j.RequestHash, &j.CreatedAt, &j.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if err := decodeSpec(spec, &j.Spec); err != nil {
+		return nil, fmt.Errorf("job %s: %w", j.ID, err)
+	}
+	j.NextFireAt = utcPtr(j.NextFireAt)
+	j.CreatedAt = j.CreatedAt.UTC()
+	j.UpdatedAt = j.UpdatedAt.UTC()
+	return &j, nil
+}
+
+// runRow is a run as stored: the model's fields plus what the row keeps of the running
+// attempt.
+type runRow struct {
+	model.Run
+	attemptStartedAt *time.Time
+}
+
+// runCols are the columns scanRun reads, in order, for a runs table aliased r.
+const runCols = `r.id, r.job_id, r.job_name, r.namespace, r.status, r.pending_code, r.pending_reason,
+	r.queue, r.priority, r.trigger, r.args, r.scheduled_for, r.created_at, r.started_at,
+	r.finished_at, r.attempt, r.max_attempts, coalesce(r.idempotency_key, ''), r.cancel_requested,
+	r.error, coalesce(r.worker_id, ''), coalesce(r.lease_token, ''), r.lease_expires_at,
+	r.attempt_started_at`
+
+// runDest returns the scan destinations for runCols; call fixRun after the scan.
+func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
+	return []any{&r.ID, &r.JobID, &r.JobName, &r.Namespace, status, pending, &r.PendingReason,
+		&r.Queue, &r.Priority, trigger, args, &r.ScheduledFor, &r.CreatedAt, &r.StartedAt,
+		&r.FinishedAt, &r.Attempt, &r.MaxAttempts, &r.IdempotencyKey, &r.CancelRequested,
+		&r.Error, &r.WorkerID, &r.LeaseToken, &r.LeaseExpiresAt, &r.attemptStartedAt}
+}
+
+func fixRun(r *runRow, status, pending, trigger string, args []byte) {
+	r.Status = model.RunStatus(status)
+	r.PendingCode = model.PendingCode(pending)
+	r.Trigger = model.Trigger(trigger)
+	r.Args = compactJSON(args)
+	r.ScheduledFor = r.ScheduledFor.UTC()
+	r.CreatedAt = r.CreatedAt.UTC()
+	r.StartedAt = utcPtr(r.StartedAt)
+	r.FinishedAt = utcPtr(r.FinishedAt)
+	r.LeaseExpiresAt = utcPtr(r.LeaseExpiresAt)
+	r.attemptStartedAt = utcPtr(r.attemptStartedAt)
+}
+
+func scanRun(row pgx.Row) (*runRow, error) {
+	var (
+		r                         runRow
+		status, pending, trigger string
+		args                     []byte
+	)
+	if err := row.Scan(runDest(&r, &status, &pending, &trigger, &args)...); err != nil {
+		return nil, err
+	}
+	fixRun(&r, status, pending, trigger, args)
+	return &r, nil
+}
+
+// collectRuns scans every row of rows with scanRun.
+func collectRuns(rows pgx.Rows) ([]*runRow, error) {
+	defer rows.Close()
+	var out []*runRow
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// models returns the model runs of rows.
+func models(rows []*runRow) []*model.Run {
+	out := make([]*model.Run, len(rows))
+	for i, r := range rows {
+		out[i] = &r.Run
+	}
+	return out
+}

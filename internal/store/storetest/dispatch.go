@@ -1,0 +1,469 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+func testDispatch(t *testing.T, open OpenFunc) {
+	t.Run("PromoteDueAndNextDue", func(t *testing.T) {
+		f := setup(t, open)
+		_, ok, err := f.s.NextDue(f.ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+
+		j, _ := f.submit("a")
+		sched := func(d time.Duration) *model.Run {
+			return f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode, r.PendingReason = model.RunScheduled, at(d), model.PendingNotDue, "not due"
+			})
+		}
+		runs := f.createRuns(sched(3*time.Minute), sched(time.Minute), sched(2*time.Minute), sched(4*time.Minute))
+		r3, r1, r2, r4 := runs[0], runs[1], runs[2], runs[3]
+
+		next, ok, err := f.s.NextDue(f.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(time.Minute), next)
+		require.Equal(t, time.UTC, next.Location())
+
+		n, err := f.s.PromoteDue(f.ctx, &store.PromoteDueParams{Now: at(time.Minute - time.Microsecond), Limit: 10})
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		// Due at or before Now, earliest first, at most Limit.
+		n, err = f.s.PromoteDue(f.ctx, &store.PromoteDueParams{Now: at(3 * time.Minute), Limit: 2})
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		for _, r := range []*model.Run{r1, r2} {
+			got := f.getRun(r.ID)
+			require.Equal(t, model.RunQueued, got.Status)
+			require.Equal(t, model.PendingNone, got.PendingCode)
+			require.Empty(t, got.PendingReason)
+			require.Equal(t, r.ScheduledFor, got.ScheduledFor)
+		}
+		require.Equal(t, model.RunScheduled, f.getRun(r3.ID).Status)
+
+		next, ok, err = f.s.NextDue(f.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(3*time.Minute), next)
+
+		n, err = f.s.PromoteDue(f.ctx, &store.PromoteDueParams{Now: at(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "Limit 0: no limit")
+		require.Equal(t, model.RunQueued, f.getRun(r4.ID).Status)
+		_, ok, err = f.s.NextDue(f.ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+	})
+
+	t.Run("LeaseFields", func(t *testing.T) {
+		f := setup(t, open)
+		j, r := f.submit("a", func(j *model.Job) {
+			j.Spec.Args = rawJSON(`{"k":"v"}`)
+			j.Spec.Retry.MaxAttempts = 2
+		})
+		now := at(time.Minute)
+		ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w1", Max: 5, LeaseTTL: 45 * time.Second, Now: now})
+		require.NoError(t, err)
+		require.Len(t, ls, 1)
+		l := ls[0]
+		require.Equal(t, j.Spec, l.Spec)
+		require.NotEmpty(t, l.Token)
+		require.Equal(t, now.Add(45*time.Second), l.ExpiresAt)
+
+		want := *r
+		want.Status = model.RunRunning
+		want.Attempt = 1
+		want.WorkerID = "w1"
+		want.LeaseToken = l.Token
+		want.LeaseExpiresAt = timep(now.Add(45 * time.Second))
+		want.StartedAt = timep(now)
+		require.Equal(t, &want, l.Run)
+
+		got := f.getRun(r.ID)
+		require.Equal(t, []model.Attempt{{RunID: r.ID, N: 1, WorkerID: "w1", Status: model.AttemptRunning, StartedAt: now}}, got.Attempts)
+		require.Equal(t, &want, withoutAttempts(got))
+
+		// A second attempt gets a new token; StartedAt stays the first attempt's start.
+		f.finish(l, model.AttemptFailed, intp(1), at(2*time.Minute))
+		l2 := f.leaseOne("w2", at(3*time.Minute))
+		require.Equal(t, 2, l2.Run.Attempt)
+		require.NotEqual(t, l.Token, l2.Token)
+		require.Equal(t, timep(now), l2.Run.StartedAt)
+		require.Equal(t, "w2", l2.Run.WorkerID)
+	})
+
+	t.Run("LeaseOrder", func(t *testing.T) {
+		f := setup(t, open)
+		for _, q := range []struct {
+			name string
+			prio int
+		}{{"hi", 10}, {"lo", -1}, {"mid", 0}, {"amid", 0}} {
+			_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: q.name, Priority: intp(q.prio), Now: t0})
+			require.NoError(t, err)
+		}
+		jobs := map[string]*model.Job{}
+		for _, q := range []string{"hi", "lo", "mid", "amid"} {
+			jobs[q] = f.job("job-"+q, func(j *model.Job) { j.Spec.Queue = q })
+			f.createJob(jobs[q], nil)
+		}
+		mk := func(q string, prio int, due time.Duration) *model.Run {
+			return f.run(jobs[q], func(r *model.Run) { r.Priority, r.ScheduledFor = prio, at(due) })
+		}
+		// Created in an order that differs from the lease order.
+		runs := f.createRuns(
+			mk("lo", 100, 0),              // 0
+			mk("mid", 0, 2*time.Second),   // 1
+			mk("hi", 0, time.Second),      // 2
+			mk("mid", 5, 3*time.Second),   // 3
+			mk("hi", 0, time.Second),      // 4 (ties with 2 on priority and time: id order)
+			mk("hi", 1, 5*time.Second),    // 5
+			mk("amid", 0, 9*time.Second),  // 6
+			mk("mid", 0, time.Second),     // 7
+			mk("hi", 0, 500*time.Millisecond), // 8
+		)
+		want := []int{5, 8, 2, 4, 6, 3, 7, 1, 0} // hi; then amid, mid (same priority: by name); then lo
+		var got []string
+		for range runs {
+			got = append(got, f.leaseOne("w", at(time.Minute)).Run.ID)
+		}
+		wantIDs := make([]string, len(want))
+		for i, k := range want {
+			wantIDs[i] = runs[k].ID
+		}
+		require.Equal(t, wantIDs, got)
+		require.Empty(t, f.lease("w", 10, at(time.Minute)))
+	})
+
+	t.Run("LeaseBatchOrder", func(t *testing.T) {
+		f := setup(t, open)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "hi", Priority: intp(1), Now: t0})
+		require.NoError(t, err)
+		jd := f.job("d")
+		jh := f.job("h", func(j *model.Job) { j.Spec.Queue = "hi" })
+		f.createJob(jd, nil)
+		f.createJob(jh, nil)
+		runs := f.createRuns(
+			f.run(jd, func(r *model.Run) { r.Priority = 3 }),
+			f.run(jh, func(r *model.Run) { r.ScheduledFor = at(time.Second) }),
+			f.run(jd, func(r *model.Run) { r.Priority = 4 }),
+			f.run(jh),
+			f.run(jd, func(r *model.Run) { r.Priority = 3 }),
+		)
+		ls := f.lease("w", 4, at(time.Minute))
+		require.Equal(t, []string{runs[3].ID, runs[1].ID, runs[2].ID, runs[0].ID}, leaseIDs(ls))
+		tokens := map[string]bool{}
+		for _, l := range ls {
+			require.Equal(t, model.RunRunning, l.Run.Status)
+			require.Equal(t, l.Token, l.Run.LeaseToken)
+			tokens[l.Token] = true
+		}
+		require.Len(t, tokens, 4, "every lease has its own token")
+	})
+
+	t.Run("LeaseOnlyQueued", func(t *testing.T) {
+		f := setup(t, open)
+		j := f.job("a")
+		f.createJob(j, nil)
+		f.createRuns(
+			f.run(j, func(r *model.Run) { r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(-time.Hour), model.PendingNotDue }),
+			f.run(j, func(r *model.Run) { r.Status, r.PendingCode = model.RunWaiting, model.PendingDependencies }),
+		)
+		require.Empty(t, f.lease("w", 10, at(time.Hour)), "scheduled runs wait for PromoteDue; waiting runs for their deps")
+	})
+
+	t.Run("LeaseMax", func(t *testing.T) {
+		f := setup(t, open)
+		j := f.job("a")
+		f.createJob(j, nil)
+		for range 5 {
+			f.createRuns(f.run(j))
+		}
+		require.Empty(t, f.lease("w", 0, t0))
+		require.Len(t, f.lease("w", 3, t0), 3)
+		require.Len(t, f.lease("w", 3, t0), 2)
+		require.Empty(t, f.lease("w", 3, t0))
+	})
+
+	t.Run("PausedQueue", func(t *testing.T) {
+		f := setup(t, open)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "p", Paused: boolp(true), Priority: intp(5), Now: t0})
+		require.NoError(t, err)
+		_, rp := f.submit("a", func(j *model.Job) { j.Spec.Queue = "p" })
+		_, rd := f.submit("b")
+		ls := f.lease("w", 10, t0)
+		require.Equal(t, []string{rd.ID}, leaseIDs(ls))
+		require.Empty(t, f.lease("w", 10, t0))
+
+		_, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "p", Paused: boolp(false), Now: t0})
+		require.NoError(t, err)
+		require.Equal(t, []string{rp.ID}, leaseIDs(f.lease("w", 10, t0)))
+	})
+
+	t.Run("QueueMaxConcurrency", func(t *testing.T) {
+		f := setup(t, open)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "lim", MaxConcurrency: intp(2), Priority: intp(1), Now: t0})
+		require.NoError(t, err)
+		j := f.job("a", func(j *model.Job) { j.Spec.Queue = "lim" })
+		f.createJob(j, nil)
+		for range 5 {
+			f.createRuns(f.run(j))
+		}
+		_, other := f.submit("b")
+		ls := f.lease("w", 10, t0)
+		require.Len(t, ls, 3, "two of lim, then the default queue")
+		require.Equal(t, other.ID, ls[2].Run.ID)
+		require.Empty(t, f.lease("w", 10, t0), "lim is at its limit")
+
+		f.finish(ls[0], model.AttemptSucceeded, intp(0), at(time.Second))
+		require.Len(t, f.lease("w", 10, at(time.Second)), 1)
+		require.Empty(t, f.lease("w", 10, at(time.Second)))
+
+		// Raising the limit lets more through.
+		_, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "lim", MaxConcurrency: intp(0), Now: t0})
+		require.NoError(t, err)
+		require.Len(t, f.lease("w", 10, at(time.Second)), 2)
+	})
+
+	t.Run("LeaseHandlers", func(t *testing.T) {
+		f := setup(t, open)
+		_, cmd := f.submit("cmd")
+		_, sh := f.submit("sh", func(j *model.Job) { j.Spec.Command, j.Spec.Shell = nil, "echo" })
+		_, email := f.submit("email", func(j *model.Job) { j.Spec.Command, j.Spec.Handler = nil, "email" })
+		_, sms := f.submit("sms", func(j *model.Job) { j.Spec.Command, j.Spec.Handler = nil, "sms" })
+
+		cases := []struct {
+			name     string
+			handlers []string
+			commands bool
+			want     []string
+		}{
+			{"handlers only", []string{"email", "push"}, false, []string{email.ID}},
+			{"handlers and commands", []string{"sms"}, true, []string{cmd.ID, sh.ID, sms.ID}},
+			{"commands only", nil, true, []string{cmd.ID, sh.ID}},
+			{"no filter", nil, false, []string{cmd.ID, sh.ID, email.ID, sms.ID}},
+		}
+		for i, c := range cases {
+			ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: 10, LeaseTTL: time.Minute, Handlers: c.handlers, Commands: c.commands, Now: at(time.Duration(i) * time.Second)})
+			require.NoError(t, err)
+			require.Equal(t, c.want, leaseIDs(ls), c.name)
+			// Put them back for the next case.
+			var cs []store.Completion
+			for _, l := range ls {
+				cs = append(cs, store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptLost})
+			}
+			res, err := f.s.CompleteAttempts(f.ctx, &store.CompleteAttemptsParams{Completions: cs, Now: at(time.Duration(i) * time.Second)})
+			require.NoError(t, err)
+			for _, r := range res {
+				require.NoError(t, r.Err)
+				require.Equal(t, model.RunFailed, r.Run.Status)
+				_, err := f.s.RetryRun(f.ctx, &store.RetryRunParams{ID: r.Run.ID, Now: t0})
+				require.NoError(t, err)
+			}
+		}
+	})
+
+	t.Run("ConcurrentLease", func(t *testing.T) {
+		f := setup(t, open)
+		const runs, workers = 120, 6
+		for q := range 3 {
+			j := f.job(fmt.Sprintf("j%d", q), func(j *model.Job) { j.Spec.Queue = fmt.Sprintf("q%d", q) })
+			f.createJob(j, nil)
+			var batch []*model.Run
+			for range runs / 3 {
+				batch = append(batch, f.run(j))
+			}
+			f.createRuns(batch...)
+		}
+		var (
+			mu   sync.Mutex
+			seen = map[string]string{}
+			wg   sync.WaitGroup
+			errs = make(chan error, workers)
+		)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				worker := fmt.Sprintf("w%d", w)
+				for {
+					ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: worker, Max: 7, LeaseTTL: time.Minute, Now: t0})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(ls) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, l := range ls {
+						if prev, dup := seen[l.Run.ID]; dup {
+							mu.Unlock()
+							errs <- fmt.Errorf("run %s leased by %s and %s", l.Run.ID, prev, worker)
+							return
+						}
+						seen[l.Run.ID] = worker
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.Len(t, seen, runs)
+	})
+
+	t.Run("Heartbeat", func(t *testing.T) {
+		f := setup(t, open)
+		j, _ := f.submit("a", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 2 })
+		f.createRuns(f.run(j), f.run(j))
+		f.register("w", "s1", t0)
+		ls := f.lease("w", 3, t0)
+		require.Len(t, ls, 3)
+		a, b, c := ls[0], ls[1], ls[2]
+		_, err := f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{b.Run.ID}, Now: t0})
+		require.NoError(t, err)
+
+		now := at(20 * time.Second)
+		hb, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{
+			WorkerID: "w",
+			Held: []store.LeaseRef{
+				{RunID: a.Run.ID, Token: a.Token},
+				{RunID: b.Run.ID, Token: b.Token},
+				{RunID: c.Run.ID, Token: "stale"},
+				{RunID: "unknown", Token: "x"},
+			},
+			LeaseTTL: time.Minute,
+			Now:      now,
+		})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{c.Run.ID, "unknown"}, hb.Lost)
+		require.Equal(t, []string{b.Run.ID}, hb.Cancel)
+
+		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(a.Run.ID).LeaseExpiresAt)
+		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(b.Run.ID).LeaseExpiresAt)
+		require.Equal(t, timep(at(30*time.Second)), f.getRun(c.Run.ID).LeaseExpiresAt, "a stale token extends nothing")
+		w, err := f.s.GetWorker(f.ctx, "w")
+		require.NoError(t, err)
+		require.Equal(t, now, w.LastHeartbeat)
+
+		next, ok, err := f.s.NextLeaseExpiry(f.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(30*time.Second), next)
+
+		// Another worker cannot heartbeat a lease that is not its own.
+		f.register("w2", "s1", now)
+		hb, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w2", Held: []store.LeaseRef{{RunID: a.Run.ID, Token: a.Token}}, LeaseTTL: time.Hour, Now: now})
+		require.NoError(t, err)
+		require.Equal(t, []string{a.Run.ID}, hb.Lost)
+		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(a.Run.ID).LeaseExpiresAt)
+
+		_, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "nobody", LeaseTTL: time.Minute, Now: now})
+		require.ErrorIs(t, err, model.ErrNotFound)
+	})
+
+	t.Run("RescueExpired", func(t *testing.T) {
+		f := setup(t, open)
+		_, ok, err := f.s.NextLeaseExpiry(f.ctx)
+		require.NoError(t, err)
+		require.False(t, ok)
+
+		f.submit("retry", func(j *model.Job) { j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: time.Second} })
+		f.submit("once")
+		f.submit("cancelled", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 5 })
+		ls := f.lease("w", 3, t0) // leases expire at t0+30s
+		require.Len(t, ls, 3)
+		rRetry, rOnce, rCancel := ls[0], ls[1], ls[2]
+		_, err = f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{rCancel.Run.ID}, Now: t0})
+		require.NoError(t, err)
+		// A later lease that has not expired.
+		_, fresh := f.submit("fresh")
+		lf := f.leaseOne("w", at(time.Minute))
+		require.Equal(t, fresh.ID, lf.Run.ID)
+
+		next, ok, err := f.s.NextLeaseExpiry(f.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(30*time.Second), next)
+
+		bo := &backoffRecorder{d: 10 * time.Second}
+		rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(30 * time.Second), Limit: 10, Backoff: bo.fn})
+		require.NoError(t, err)
+		require.Empty(t, rescued, "a lease expiring at Now is still valid")
+
+		now := at(31 * time.Second)
+		rescued, err = f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 2, Backoff: bo.fn})
+		require.NoError(t, err)
+		require.Len(t, rescued, 2, "at most Limit")
+		more, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 2, Backoff: bo.fn})
+		require.NoError(t, err)
+		require.Len(t, more, 1)
+		byID := map[string]*model.Run{}
+		for _, r := range append(rescued, more...) {
+			byID[r.ID] = r
+		}
+		require.Len(t, byID, 3)
+
+		// Attempts left: retried after the backoff; the lost attempt counts.
+		r := byID[rRetry.Run.ID]
+		require.Equal(t, model.RunScheduled, r.Status)
+		require.Equal(t, model.PendingRetryBackoff, r.PendingCode)
+		require.NotEmpty(t, r.PendingReason)
+		require.Equal(t, now.Add(10*time.Second), r.ScheduledFor)
+		require.Equal(t, 1, r.Attempt)
+		require.Empty(t, r.WorkerID)
+		require.Empty(t, r.LeaseToken)
+		require.Nil(t, r.LeaseExpiresAt)
+		require.Equal(t, r, withoutAttempts(f.getRun(r.ID)))
+		hist := f.getRun(r.ID).Attempts
+		require.Len(t, hist, 1)
+		require.Equal(t, model.AttemptLost, hist[0].Status)
+		require.Equal(t, "w", hist[0].WorkerID)
+		require.Equal(t, timep(now), hist[0].FinishedAt)
+		require.Nil(t, hist[0].ExitCode)
+		require.Len(t, bo.runs, 1, "Backoff is asked only for the run that is retried")
+		require.Equal(t, 1, bo.runs[0].Attempt)
+		require.Equal(t, model.RetryPolicy{MaxAttempts: 2, InitialDelay: time.Second}, bo.policy[0])
+
+		// No attempt left: failed.
+		r = byID[rOnce.Run.ID]
+		require.Equal(t, model.RunFailed, r.Status)
+		require.Equal(t, timep(now), r.FinishedAt)
+		require.NotEmpty(t, r.Error)
+		// Cancel requested: cancelled.
+		r = byID[rCancel.Run.ID]
+		require.Equal(t, model.RunCancelled, r.Status)
+		require.Equal(t, timep(now), r.FinishedAt)
+
+		// The rescued lease is fenced off.
+		res := f.complete(store.Completion{RunID: rRetry.Run.ID, Token: rRetry.Token, Status: model.AttemptSucceeded, ExitCode: intp(0)}, now, nil)
+		require.ErrorIs(t, res.Err, model.ErrLeaseLost)
+		require.Equal(t, model.RunScheduled, f.getRun(rRetry.Run.ID).Status)
+
+		next, ok, err = f.s.NextLeaseExpiry(f.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(90*time.Second), next)
+
+		// Retried: leased again as attempt 2 once due.
+		n, err := f.s.PromoteDue(f.ctx, &store.PromoteDueParams{Now: now.Add(10 * time.Second), Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		l := f.leaseOne("w", now.Add(10*time.Second))
+		require.Equal(t, rRetry.Run.ID, l.Run.ID)
+		require.Equal(t, 2, l.Run.Attempt)
+	})
+}
