@@ -172,13 +172,15 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 	var lastErr error
 	for i := range c.servers {
 		idx := (first + i) % len(c.servers)
-		req, err := http.NewRequestWithContext(ctx, method, c.servers[idx]+target, bytes.NewReader(body))
+		var rd io.Reader // a nil *bytes.Reader would be a non-nil body
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.servers[idx]+target, rd)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, err)
 		}
-		if body == nil {
-			req.Body, req.GetBody, req.ContentLength = nil, nil, 0
-		} else {
+		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/json, application/problem+json")

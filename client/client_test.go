@@ -237,7 +237,8 @@ func TestEmptyID(t *testing.T) {
 	c := newClient(t, "http://127.0.0.1:1")
 	_, err := c.GetRun(context.Background(), "")
 	require.EqualError(t, err, "get run: empty id")
-	require.EqualError(t, c.DeleteJob(context.Background(), ""), "delete job: empty id")
+	_, err = c.DeleteJob(context.Background(), "")
+	require.EqualError(t, err, "delete job: empty id")
 }
 
 func TestTransportError(t *testing.T) {

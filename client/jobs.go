@@ -37,11 +37,11 @@ func (c *Client) GetJob(ctx context.Context, idOrName string) (*apitype.Job, err
 	if err != nil {
 		return nil, err
 	}
-	out := one[apitype.Job]{key: "job"}
+	var out apitype.Job
 	if _, err := c.do(ctx, nil, http.MethodGet, path, nil, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.v, nil
+	return &out, nil
 }
 
 // ListJobsOptions filters and pages ListJobs; zero fields are left out.
@@ -80,21 +80,25 @@ func (c *Client) UpdateJob(ctx context.Context, idOrName string, patch *apitype.
 	if err != nil {
 		return nil, err
 	}
-	out := one[apitype.Job]{key: "job"}
+	var out apitype.Job
 	if _, err := c.do(ctx, nil, http.MethodPatch, path, nil, patch, &out); err != nil {
 		return nil, err
 	}
-	return out.v, nil
+	return &out, nil
 }
 
-// DeleteJob deletes a job definition (DELETE /v1/jobs/{id}); its active runs are cancelled.
-func (c *Client) DeleteJob(ctx context.Context, idOrName string) error {
+// DeleteJob deletes a job definition (DELETE /v1/jobs/{id}) and returns its active runs,
+// which are cancelled (running ones are stopping: CancelRequested).
+func (c *Client) DeleteJob(ctx context.Context, idOrName string) (*apitype.CancelResponse, error) {
 	path, err := pathOf("delete job", "/v1/jobs/", idOrName, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = c.do(ctx, nil, http.MethodDelete, path, nil, nil, nil)
-	return err
+	var out apitype.CancelResponse
+	if _, err := c.do(ctx, nil, http.MethodDelete, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // TriggerJob starts a run of a job now (POST /v1/jobs/{id}/trigger). req may be nil.
@@ -107,11 +111,11 @@ func (c *Client) TriggerJob(ctx context.Context, idOrName string, req *apitype.T
 	if req != nil {
 		in = req
 	}
-	out := one[apitype.Run]{key: "run"}
+	var out apitype.RunResponse
 	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, in, &out); err != nil {
 		return nil, err
 	}
-	return out.v, nil
+	return out.Run, nil
 }
 
 // CancelJob cancels every active run of a job (POST /v1/jobs/{id}/cancel) and returns them;

@@ -102,13 +102,6 @@ func TestJobCalls(t *testing.T) {
 			},
 		},
 		{
-			name:   "get job wrapped",
-			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.GetJob(ctx, "j1") },
-			method: http.MethodGet, path: "/v1/jobs/j1",
-			answer: answer{Body: `{"job":{"id":"j1","name":"x"}}`},
-			check:  func(t *testing.T, got any) { require.Equal(t, "x", got.(*apitype.Job).Name) },
-		},
-		{
 			name: "list jobs",
 			call: func(ctx context.Context, c *client.Client) (any, error) {
 				return c.ListJobs(ctx, client.ListJobsOptions{Queue: "io", Enabled: ptr(false), Limit: 10, Cursor: "c1"})
@@ -122,8 +115,10 @@ func TestJobCalls(t *testing.T) {
 			},
 		},
 		{
-			name:   "list jobs without filters",
-			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.ListJobs(ctx, client.ListJobsOptions{}) },
+			name: "list jobs without filters",
+			call: func(ctx context.Context, c *client.Client) (any, error) {
+				return c.ListJobs(ctx, client.ListJobsOptions{})
+			},
 			method: http.MethodGet, path: "/v1/jobs",
 			answer: answer{Body: `{"items":[]}`},
 		},
@@ -139,9 +134,21 @@ func TestJobCalls(t *testing.T) {
 		},
 		{
 			name:   "delete job",
-			call:   func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteJob(ctx, "backup") },
+			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.DeleteJob(ctx, "backup") },
+			method: http.MethodDelete, path: "/v1/jobs/backup",
+			answer: answer{Body: `{"items":[{"id":"r1","status":"cancelled"}]}`},
+			check: func(t *testing.T, got any) {
+				require.Len(t, got.(*apitype.CancelResponse).Items, 1)
+			},
+		},
+		{
+			name:   "delete job answered with no body",
+			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.DeleteJob(ctx, "backup") },
 			method: http.MethodDelete, path: "/v1/jobs/backup",
 			answer: answer{Status: http.StatusNoContent},
+			check: func(t *testing.T, got any) {
+				require.Empty(t, got.(*apitype.CancelResponse).Items)
+			},
 		},
 		{
 			name: "trigger job with args",

@@ -24,6 +24,13 @@ func TestQueueCalls(t *testing.T) {
 			},
 		},
 		{
+			name:   "get queue",
+			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.GetQueue(ctx, "io") },
+			method: http.MethodGet, path: "/v1/queues/io",
+			answer: answer{Body: `{"name":"io","max_concurrency":4,"depth":{"running":4}}`},
+			check:  func(t *testing.T, got any) { require.Equal(t, 4, got.(*apitype.Queue).MaxConcurrency) },
+		},
+		{
 			name: "update queue",
 			call: func(ctx context.Context, c *client.Client) (any, error) {
 				return c.UpdateQueue(ctx, "io", &apitype.QueuePatch{Paused: ptr(true), MaxConcurrency: ptr(0)})

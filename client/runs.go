@@ -12,7 +12,15 @@ import (
 
 // GetRun returns one run with its attempts (GET /v1/runs/{id}).
 func (c *Client) GetRun(ctx context.Context, id string) (*apitype.Run, error) {
-	return c.runCall(ctx, "get run", http.MethodGet, id, "")
+	path, err := pathOf("get run", "/v1/runs/", id, "")
+	if err != nil {
+		return nil, err
+	}
+	var out apitype.Run
+	if _, err := c.do(ctx, nil, http.MethodGet, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // ListRunsOptions filters and pages ListRuns; zero fields are left out. Job is a job id or
@@ -49,24 +57,25 @@ func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (*apitype.R
 // CancelRun cancels a run (POST /v1/runs/{id}/cancel); a running attempt's process is
 // stopped, and until it has stopped the run shows CancelRequested.
 func (c *Client) CancelRun(ctx context.Context, id string) (*apitype.Run, error) {
-	return c.runCall(ctx, "cancel run", http.MethodPost, id, "/cancel")
+	return c.runAction(ctx, "cancel run", id, "/cancel")
 }
 
 // RetryRun reopens a failed or cancelled run as a new attempt (POST /v1/runs/{id}/retry).
 func (c *Client) RetryRun(ctx context.Context, id string) (*apitype.Run, error) {
-	return c.runCall(ctx, "retry run", http.MethodPost, id, "/retry")
+	return c.runAction(ctx, "retry run", id, "/retry")
 }
 
-func (c *Client) runCall(ctx context.Context, what, method, id, suffix string) (*apitype.Run, error) {
+// runAction POSTs an action on a run, answered with {"run": {...}}.
+func (c *Client) runAction(ctx context.Context, what, id, suffix string) (*apitype.Run, error) {
 	path, err := pathOf(what, "/v1/runs/", id, suffix)
 	if err != nil {
 		return nil, err
 	}
-	out := one[apitype.Run]{key: "run"}
-	if _, err := c.do(ctx, nil, method, path, nil, nil, &out); err != nil {
+	var out apitype.RunResponse
+	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.v, nil
+	return out.Run, nil
 }
 
 // LogsOptions selects the log of Logs.
@@ -75,6 +84,8 @@ type LogsOptions struct {
 	Attempt int
 	// Follow keeps the stream open until the attempt ends.
 	Follow bool
+	// Stream is "stdout" or "stderr" for only that one; empty for both, interleaved.
+	Stream string
 }
 
 // Logs streams a run's stdout and stderr as text (GET /v1/runs/{id}/logs). The caller must
@@ -87,6 +98,7 @@ func (c *Client) Logs(ctx context.Context, runID string, opts LogsOptions) (io.R
 	}
 	q := url.Values{}
 	setInt(q, "attempt", opts.Attempt)
+	setString(q, "stream", opts.Stream)
 	hc := c.hc
 	if opts.Follow {
 		q.Set("follow", "true")

@@ -25,7 +25,7 @@ func (c *Client) GetWorker(ctx context.Context, id string) (*apitype.Worker, err
 }
 
 // DrainWorker asks a worker to stop taking work, finish what it runs and exit
-// (POST /v1/workers/{id}/drain). It returns the worker when the server answers with it.
+// (POST /v1/workers/{id}/drain), and returns the worker.
 func (c *Client) DrainWorker(ctx context.Context, id string) (*apitype.Worker, error) {
 	return c.workerCall(ctx, "drain worker", http.MethodPost, id, "/drain")
 }
@@ -35,11 +35,11 @@ func (c *Client) workerCall(ctx context.Context, what, method, id, suffix string
 	if err != nil {
 		return nil, err
 	}
-	out := one[apitype.Worker]{key: "worker"}
+	var out apitype.Worker
 	if _, err := c.do(ctx, nil, method, path, nil, nil, &out); err != nil {
 		return nil, err
 	}
-	return out.v, nil
+	return &out, nil
 }
 
 // Register registers a worker process (POST /v1/workers/register) and returns its session and

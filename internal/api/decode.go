@@ -24,9 +24,10 @@ const (
 	logsMaxBody    = 8 << 20  // POST /v1/attempts/logs: a worker's batch of output
 )
 
-// readBody reads the request body, at most limit bytes; a longer body is a 413.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+// readBody reads the request body, which endpoint capped with http.MaxBytesReader; a longer
+// body is a 413.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -42,8 +43,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 // decodeBody reads a JSON body into v. An empty body is an error unless optional is set, in
 // which case v is left as it is.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any, optional bool) error {
-	b, err := readBody(w, r, limit)
+func decodeBody(r *http.Request, v any, optional bool) error {
+	b, err := readBody(r)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,8 @@ func decodeError(b []byte, v any, err error) error {
 	var syn *json.SyntaxError
 	switch {
 	case errors.As(err, &syn):
-		return badRequest(fmt.Sprintf("malformed JSON at byte offset %d: %s", syn.Offset, strings.TrimPrefix(syn.Error(), "json: ")))
+		// Offset counts the bytes read, the bad one included; name the bad one (0-based).
+		return badRequest(fmt.Sprintf("malformed JSON at byte offset %d: %s", max(syn.Offset-1, 0), strings.TrimPrefix(syn.Error(), "json: ")))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return badRequest(fmt.Sprintf("malformed JSON at byte offset %d: unexpected end of input", len(b)))
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/worker"
 )
 
 // workerConn is what this server knows of a worker that registered with it: what it can run
@@ -24,7 +25,8 @@ type workerConn struct {
 
 // ErrUnknownWorker answers protocol calls from a worker that has not registered with this
 // server; the worker registers again.
-var ErrUnknownWorker = fmt.Errorf("worker not registered: %w", model.ErrNotFound)
+// It is both worker.ErrUnknownWorker (the agent's cue) and model.ErrNotFound (a 404).
+var ErrUnknownWorker = fmt.Errorf("%w: %w", worker.ErrUnknownWorker, model.ErrNotFound)
 
 // Register records a worker and starts a new session for it. Attempts held by an earlier
 // session of the same worker id are ended as lost at once: that process is gone.

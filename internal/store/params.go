@@ -137,6 +137,13 @@ type LeaseRunsParams struct {
 // backoff is zero, else scheduled for Now+backoff with PendingCode retry_backoff; when no
 // attempt remains it ends failed. Final states set FinishedAt = Now. The run's Error is the
 // attempt's Error.
+//
+// Details: succeeded wins over CancelRequested (the work finished before the stop reached
+// it). An exit code in FinalExitCodes and not in RetryExitCodes is final. Backoff is called
+// only for a run that is retried. A retried run gets ScheduledFor = Now (+ backoff), keeps
+// its Attempt count, and loses its lease fields (WorkerID, LeaseToken, LeaseExpiresAt), as
+// does every run that leaves running. PendingReason is set to human words whenever the
+// store sets a PendingCode. Statuses other than succeeded and cancelled count as failures.
 type Completion struct {
 	RunID    string
 	Token    string

@@ -17,43 +17,67 @@ type Store interface {
 	// Conflict set when the stored RequestHash differs). A duplicate name in a namespace
 	// fails that entry alone with model.ErrConflict in its result's Err; the other entries
 	// still commit. Queues named by new runs are created with defaults if missing.
+	//
+	// Details: "that job's first run" is its run with the smallest id (nil when it has
+	// none). Keys also match earlier entries of the same batch. An entry whose Run carries
+	// an IdempotencyKey already taken fails with model.ErrConflict in its Err, and nothing
+	// of it is written.
 	CreateJobs(ctx context.Context, p *CreateJobsParams) ([]CreateJobResult, error)
-	// GetJob finds a job by id, or by name within the namespace.
+	// GetJob finds a job by id, or by name within the namespace. An id matches in any
+	// namespace and is tried first; a name is looked up in Namespace (empty: the default
+	// namespace).
 	GetJob(ctx context.Context, p *GetJobParams) (*model.Job, error)
-	// ListJobs lists jobs by name order (ascending), paging after Cursor.
+	// ListJobs lists jobs by name order (ascending), paging after Cursor. Across all
+	// namespaces (Namespace empty) jobs sort by name, then namespace. Cursor is opaque: pass
+	// back the NextCursor of the previous page. NextCursor is empty exactly when no job
+	// follows. Limit <= 0 means 100.
 	ListJobs(ctx context.Context, p *ListJobsParams) (*JobPage, error)
-	// UpdateJob replaces a job's spec and enabled flag (and NextFireAt) and returns it.
+	// UpdateJob replaces a job's spec and enabled flag (and NextFireAt), sets UpdatedAt =
+	// Now and returns it. Existing runs keep their queue and priority; leases always carry
+	// the spec as it is at lease time.
 	UpdateJob(ctx context.Context, p *UpdateJobParams) (*model.Job, error)
 	// DeleteJob deletes a job and cancels its active runs (running ones get
-	// CancelRequested), in one transaction; it returns the runs it cancelled.
+	// CancelRequested), in one transaction; it returns the runs it cancelled (those
+	// cancelled at once and those that got CancelRequested), with Error "job deleted". The
+	// runs themselves stay (history): GetRun and ListRuns still find them.
 	DeleteJob(ctx context.Context, p *DeleteJobParams) ([]*model.Run, error)
 
 	// Runs
 
 	// CreateRuns inserts runs of existing jobs (manual trigger, cron, event) in one
 	// transaction. A run whose IdempotencyKey already exists creates nothing and returns
-	// the existing run with Existing set.
+	// the existing run with Existing set. So does a cron run (Trigger cron) whose
+	// (JobID, ScheduledFor) already exists: a cron instant fires at most once (invariant 4).
+	// A run whose JobID names no job fails alone with model.ErrNotFound in its Err. Queues
+	// named by new runs are created with defaults if missing.
 	CreateRuns(ctx context.Context, p *CreateRunsParams) ([]CreateRunResult, error)
 	// GetRun returns a run with its Attempts filled (finished attempts in order, then the
 	// running one if any).
 	GetRun(ctx context.Context, id string) (*model.Run, error)
 	// ListRuns lists runs newest first (by id descending), filtered, paging after Cursor.
+	// NextCursor is empty exactly when no run follows. Limit <= 0 means 100. WorkerID
+	// matches running runs only: a run's lease fields are cleared when it leaves running.
 	ListRuns(ctx context.Context, p *ListRunsParams) (*RunPage, error)
 	// CancelRuns cancels the given runs, or every active run of JobID. Runs that are not
 	// yet running become cancelled at once (FinishedAt = Now). Running ones get
 	// CancelRequested and stay running until their worker completes them, which then ends
 	// them cancelled. Final runs are left alone. It returns the runs it changed, as they are
-	// after the change.
+	// after the change. Reason becomes the run's Error. A running run that already has
+	// CancelRequested is not changed (nor returned). A RunID that names no run fails the
+	// whole call with model.ErrNotFound, changing nothing; a JobID is not checked.
 	CancelRuns(ctx context.Context, p *CancelRunsParams) ([]*model.Run, error)
 	// RetryRun reopens a failed or cancelled run: it becomes queued (due Now) with its
 	// attempt budget extended by one, FinishedAt and Error cleared; its earlier attempts stay
-	// in the history. Any other state is model.ErrInvalidState.
+	// in the history. Any other state is model.ErrInvalidState. Precisely: MaxAttempts
+	// grows by one, ScheduledFor = Now, and CancelRequested and PendingCode are cleared;
+	// StartedAt (the first attempt's start) and Trigger stay.
 	RetryRun(ctx context.Context, p *RetryRunParams) (*model.Run, error)
 
 	// Dispatch
 
 	// PromoteDue moves scheduled runs whose ScheduledFor <= Now to queued, at most Limit,
-	// and returns how many it moved.
+	// and returns how many it moved, earliest first. It clears PendingCode and
+	// PendingReason and keeps ScheduledFor. Limit <= 0 means no limit.
 	PromoteDue(ctx context.Context, p *PromoteDueParams) (int, error)
 	// NextDue returns the earliest ScheduledFor among scheduled runs; ok is false when there
 	// is none.
@@ -64,32 +88,49 @@ type Store interface {
 	// ScheduledFor, then id. Each leased run becomes running with Attempt+1, WorkerID, a new
 	// random LeaseToken, LeaseExpiresAt = Now+LeaseTTL, StartedAt set if it was nil, and
 	// PendingCode cleared. Two concurrent callers never lease the same run.
+	//
+	// Details: queues of equal priority go by name. Max <= 0 leases nothing. Handlers and
+	// Commands filter by the job's kind: with Handlers empty, Commands true means command
+	// and shell jobs only and Commands false means no filter at all. Only queued runs are
+	// leased (scheduled ones wait for PromoteDue).
 	LeaseRuns(ctx context.Context, p *LeaseRunsParams) ([]*model.Lease, error)
 	// CompleteAttempts records the ends of attempts, all in one transaction. A completion
 	// whose run is not running with that LeaseToken is refused: its result has
 	// Err = model.ErrLeaseLost and nothing of it is written. An accepted one writes the
-	// attempt to the history and moves the run (see Completion for the rules).
+	// attempt to the history and moves the run (see Completion for the rules). A
+	// completion of a run that does not exist is refused the same way, and so is a second
+	// completion of one run in the same batch (the first spent the lease).
 	CompleteAttempts(ctx context.Context, p *CompleteAttemptsParams) ([]CompletionResult, error)
 	// Heartbeat records that a worker is alive and extends the lease of every run it holds
 	// (LeaseExpiresAt = Now+LeaseTTL). Of the leases the worker says it holds, it returns
 	// those no longer valid (Lost: kill them) and those whose run was asked to cancel.
+	// Precisely: only the Held leases that are still valid (run running, same token, same
+	// worker) are extended; a lease the store has for the worker but the worker does not
+	// list is left to expire and be rescued. It sets LastHeartbeat = Now and leaves State
+	// alone. An unknown worker is model.ErrNotFound.
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 	// RescueExpired ends every attempt whose lease expired before Now (at most Limit) as
 	// lost, applying the retry rules of Completion, and returns the runs as they are after.
+	// A lease expiring exactly at Now is still valid. Limit <= 0 means no limit.
 	RescueExpired(ctx context.Context, p *RescueExpiredParams) ([]*model.Run, error)
 	// NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
 	NextLeaseExpiry(ctx context.Context) (t time.Time, ok bool, err error)
 
 	// Logs
 
-	// AppendLogs stores log chunks (one transaction for the batch).
+	// AppendLogs stores log chunks (one transaction for the batch). A chunk whose (RunID,
+	// Attempt, Seq) is already stored is ignored (a worker may resend), so the first write
+	// stands. A chunk of a run that does not exist fails the batch with model.ErrNotFound.
 	AppendLogs(ctx context.Context, chunks []model.LogChunk) error
-	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit.
+	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit
+	// (Limit <= 0: no limit). An unknown run is model.ErrNotFound.
 	ReadLogs(ctx context.Context, p *ReadLogsParams) ([]model.LogChunk, error)
 
 	// Queues
 
-	// ListQueues returns every queue by name, with Depth filled.
+	// ListQueues returns every queue by name, with Depth filled. Depth counts the active
+	// states only (waiting, scheduled, queued, running), each present even when zero;
+	// finished runs are history and are not counted.
 	ListQueues(ctx context.Context) ([]*model.Queue, error)
 	// GetQueue returns one queue with Depth filled.
 	GetQueue(ctx context.Context, name string) (*model.Queue, error)
@@ -102,10 +143,13 @@ type Store interface {
 	// RegisterWorker creates or updates a worker (state active, LastHeartbeat = Now). When
 	// the worker existed with another Session, the attempts it held are ended as lost at
 	// once (applying the retry rules), since that process is gone; those runs are returned.
+	// RegisteredAt is Now when the worker is new or its Session changed.
 	RegisterWorker(ctx context.Context, p *RegisterWorkerParams) (*model.Worker, []*model.Run, error)
-	// GetWorker returns one worker with Running and Used filled.
+	// GetWorker returns one worker with Running and Used filled: Running counts its running
+	// runs, Used sums their jobs' Requirements (as they were when each run was created) with
+	// Slots = Running.
 	GetWorker(ctx context.Context, id string) (*model.Worker, error)
-	// ListWorkers returns every worker by id.
+	// ListWorkers returns every worker by id, with Running and Used filled.
 	ListWorkers(ctx context.Context) ([]*model.Worker, error)
 	// SetWorkerState sets a worker's state (draining, lost).
 	SetWorkerState(ctx context.Context, id string, state model.WorkerState) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,14 +16,24 @@ import (
 // defaultLimit is the page size of lists that ask for none.
 const defaultLimit = 100
 
-// runInsertSelect is the SELECT list that turns runInput rows (alias i) into runs columns.
+// runInsertSelect is the SELECT list that turns runInput rows (alias i) into runs columns;
+// the job's kind and requirements come from %s (i.handler, ... or the jobs row j).
 const runInsertSelect = `i.id, i.job_id, i.job_name, i.namespace, i.status, i.pending_code,
 	i.pending_reason, i.queue, i.priority, i.trigger, %s, i.args, i.scheduled_for, i.created_at,
 	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error`
 
 const runInsertCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason,
-	queue, priority, trigger, handler, args, scheduled_for, created_at, finished_at, attempt,
-	max_attempts, idempotency_key, error`
+	queue, priority, trigger, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for,
+	created_at, finished_at, attempt, max_attempts, idempotency_key, error`
+
+// Where a run's job kind and requirements come from: the input arrays, or the jobs row j.
+const (
+	kindFromInput = `i.handler, i.req_cpu, i.req_memory_mb, i.req_gpu`
+	kindFromJob   = `coalesce(j.spec->>'handler', ''),
+	coalesce((j.spec->'requirements'->>'cpu')::float8, 0),
+	coalesce((j.spec->'requirements'->>'memory_mb')::int8, 0),
+	coalesce((j.spec->'requirements'->>'gpu')::int4, 0)`
+)
 
 // createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
 // the queues those runs name, in one statement; it returns the ids of the inserted jobs.
@@ -39,7 +50,7 @@ var createJobsSQL = `WITH ins AS (
 	RETURNING id
 ), new_runs AS (
 	INSERT INTO runs (` + runInsertCols + `)
-	SELECT ` + fmt.Sprintf(runInsertSelect, "i.handler") + `
+	SELECT ` + fmt.Sprintf(runInsertSelect, kindFromInput) + `
 	FROM ` + runInput{}.sql(12) + ` JOIN ins ON ins.id = i.job_id
 	RETURNING queue
 ), new_queues AS (
@@ -141,7 +152,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		created = append(created, j.CreatedAt)
 		updated = append(updated, j.UpdatedAt)
 		if r := runs[i]; r != nil {
-			in.add(r, j.Spec.Handler)
+			in.add(r, j.Spec.Handler, j.Spec.Requirements)
 		}
 	}
 
@@ -283,19 +294,31 @@ func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*model.Job, 
 	return j, nil
 }
 
-// ListJobs lists jobs by name (then namespace), paging after the name in Cursor.
+// cursorSep separates name and namespace in a cursor of a list across namespaces. Names
+// and namespaces never hold it, and it never reaches the database.
+const cursorSep = "\x00"
+
+// ListJobs lists jobs by name, paging after Cursor. Within a namespace the cursor is the
+// last name; across namespaces (which sort by name, then namespace) it is the last name and
+// namespace joined by cursorSep, so that jobs sharing a name are never skipped.
 func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.JobPage, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = defaultLimit
 	}
+	// After (name, namespace) when the cursor has both, else after every job of the name.
+	afterName, ns, both := strings.Cut(p.Cursor, cursorSep)
+	var afterNS *string
+	if both && p.Namespace == "" {
+		afterNS = &ns
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs
 		WHERE ($1::text = '' OR namespace = $1::text)
 		  AND ($2::text = '' OR spec->>'queue' = $2::text)
 		  AND ($3::boolean IS NULL OR enabled = $3::boolean)
-		  AND name > $4::text
+		  AND (name > $4::text OR (name = $4::text AND namespace > $5::text))
 		ORDER BY name, namespace
-		LIMIT $5`, p.Namespace, p.Queue, p.Enabled, p.Cursor, limit+1)
+		LIMIT $6`, p.Namespace, p.Queue, p.Enabled, afterName, afterNS, limit+1)
 	if err != nil {
 		return nil, translate(err, "list jobs")
 	}
@@ -306,7 +329,11 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 	page := &store.JobPage{Jobs: jobs}
 	if len(jobs) > limit {
 		page.Jobs = jobs[:limit]
-		page.NextCursor = jobs[limit-1].Name
+		last := jobs[limit-1]
+		page.NextCursor = last.Name
+		if p.Namespace == "" {
+			page.NextCursor = last.Name + cursorSep + last.Namespace
+		}
 	}
 	if page.Jobs == nil {
 		page.Jobs = []*model.Job{}
@@ -314,17 +341,35 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 	return page, nil
 }
 
-// UpdateJob replaces a job's spec, enabled flag and next fire.
+// UpdateJob replaces a job's spec, enabled flag and next fire. When the job's kind (handler)
+// changes, its runs not yet leased take the new kind, since leasing filters on it.
 func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model.Job, error) {
 	spec, err := encodeSpec(&p.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("update job %s: %w", p.ID, err)
 	}
-	j, err := scanJob(s.pool.QueryRow(ctx, `UPDATE jobs
-		SET spec = $2, enabled = $3, next_fire_at = $4, updated_at = $5
-		WHERE id = $1 RETURNING `+jobCols, p.ID, spec, p.Enabled, utcPtr(p.NextFireAt), utc(p.Now)))
+	var j *model.Job
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var oldHandler string
+		if err := tx.QueryRow(ctx, `SELECT coalesce(spec->>'handler', '') FROM jobs WHERE id = $1 FOR UPDATE`, p.ID).Scan(&oldHandler); err != nil {
+			return translate(err, "update job %s", p.ID)
+		}
+		j, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs
+			SET spec = $2, enabled = $3, next_fire_at = $4, updated_at = $5
+			WHERE id = $1 RETURNING `+jobCols, p.ID, spec, p.Enabled, utcPtr(p.NextFireAt), utc(p.Now)))
+		if err != nil {
+			return translate(err, "update job %s", p.ID)
+		}
+		if oldHandler != p.Spec.Handler {
+			if _, err := tx.Exec(ctx, `UPDATE runs SET handler = $2
+				WHERE job_id = $1 AND status IN ('waiting', 'scheduled', 'queued')`, p.ID, p.Spec.Handler); err != nil {
+				return translate(err, "update job %s: runs", p.ID)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, translate(err, "update job %s", p.ID)
+		return nil, err
 	}
 	return j, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,7 +27,7 @@ type querier interface {
 // kind copied from the job) and the queues they name; it returns the inserted ids.
 var createRunsSQL = `WITH new_runs AS (
 	INSERT INTO runs (` + runInsertCols + `)
-	SELECT ` + fmt.Sprintf(runInsertSelect, "coalesce(j.spec->>'handler', '')") + `
+	SELECT ` + fmt.Sprintf(runInsertSelect, kindFromJob) + `
 	FROM ` + runInput{}.sql(2) + ` JOIN jobs j ON j.id = i.job_id
 	ON CONFLICT DO NOTHING
 	RETURNING id, queue
@@ -38,9 +39,9 @@ var createRunsSQL = `WITH new_runs AS (
 SELECT id FROM new_runs`
 
 // CreateRuns inserts runs of existing jobs in one statement. A run whose job does not exist
-// fails with model.ErrNotFound; one that repeats a cron instant of its job, or an id, with
-// model.ErrConflict; one whose idempotency key is taken (in the store or earlier in the
-// batch) answers with that run, Existing.
+// fails with model.ErrNotFound, one whose id is taken with model.ErrConflict; one whose
+// idempotency key or cron instant is taken (in the store or earlier in the batch) answers
+// with that run, Existing.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
 	now := utc(p.Now)
 	res := make([]store.CreateRunResult, len(p.Runs))
@@ -62,7 +63,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			}
 			byKey[k] = i
 		}
-		in.add(runs[i], "")
+		in.add(runs[i], "", model.Requirements{})
 	}
 	inserted := make(map[string]bool, in.len())
 	if in.len() > 0 {
@@ -78,28 +79,51 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			inserted[id] = true
 		}
 	}
-	var keys, jobIDs []string
+	// Runs the insert skipped: an idempotency key or cron instant already taken (answer
+	// with that run), a job that does not exist, or an id already taken.
+	var (
+		keys, jobIDs, cronJobs []string
+		cronAt                 []time.Time
+	)
 	for i, r := range runs {
 		if r != nil && sameAs[i] < 0 && !inserted[r.ID] {
 			if r.IdempotencyKey != "" {
 				keys = append(keys, r.IdempotencyKey)
 			}
+			if r.Trigger == model.TriggerCron {
+				cronJobs = append(cronJobs, r.JobID)
+				cronAt = append(cronAt, r.ScheduledFor)
+			}
 			jobIDs = append(jobIDs, r.JobID)
 		}
 	}
 	existing := map[string]*model.Run{}
+	type instant struct {
+		job string
+		at  time.Time
+	}
+	fired := map[instant]*model.Run{}
 	jobExists := map[string]bool{}
 	if len(jobIDs) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)`, keys)
+		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)
+			UNION ALL
+			SELECT `+runCols+` FROM runs r WHERE r.trigger = 'cron'
+				AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`,
+			keys, cronJobs, cronAt)
 		if err != nil {
-			return nil, translate(err, "create runs: find idempotency keys")
+			return nil, translate(err, "create runs: find existing runs")
 		}
 		found, err := collectRuns(rows)
 		if err != nil {
-			return nil, translate(err, "create runs: find idempotency keys")
+			return nil, translate(err, "create runs: find existing runs")
 		}
 		for _, r := range found {
-			existing[r.IdempotencyKey] = &r.Run
+			if r.IdempotencyKey != "" {
+				existing[r.IdempotencyKey] = &r.Run
+			}
+			if r.Trigger == model.TriggerCron {
+				fired[instant{r.JobID, r.ScheduledFor}] = &r.Run
+			}
 		}
 		rows, err = s.pool.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, jobIDs)
 		if err != nil {
@@ -120,10 +144,12 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			res[i].Run = r
 		case r.IdempotencyKey != "" && existing[r.IdempotencyKey] != nil:
 			res[i] = store.CreateRunResult{Run: existing[r.IdempotencyKey], Existing: true}
+		case r.Trigger == model.TriggerCron && fired[instant{r.JobID, r.ScheduledFor}] != nil:
+			res[i] = store.CreateRunResult{Run: fired[instant{r.JobID, r.ScheduledFor}], Existing: true}
 		case !jobExists[r.JobID]:
 			res[i].Err = fmt.Errorf("create run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
 		default:
-			res[i].Err = fmt.Errorf("create run %s: id or cron instant taken: %w", r.ID, model.ErrConflict)
+			res[i].Err = fmt.Errorf("create run %s: id taken: %w", r.ID, model.ErrConflict)
 		}
 	}
 	for i, first := range sameAs {
@@ -249,7 +275,7 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 // running ones get cancel_requested and stay running.
 const cancelSet = `
 	status = CASE WHEN r.status = 'running' THEN 'running' ELSE 'cancelled' END,
-	cancel_requested = r.status = 'running',
+	cancel_requested = (r.status = 'running'),
 	finished_at = CASE WHEN r.status = 'running' THEN NULL ELSE $1::timestamptz END,
 	pending_code = '', pending_reason = '',
 	error = $2::text`
@@ -257,9 +283,32 @@ const cancelSet = `
 // cancelActive selects what a cancel changes: active runs, not running ones already asked.
 const cancelActive = `r.status IN ('waiting', 'scheduled', 'queued', 'running') AND NOT r.cancel_requested`
 
-// CancelRuns cancels runs by id, or every active run of a job, in one statement.
+// CancelRuns cancels runs by id, or every active run of a job. A run id that names no run
+// fails the call and changes nothing.
 func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
-	return cancelRuns(ctx, s.pool, p)
+	if len(p.RunIDs) == 0 {
+		return cancelRuns(ctx, s.pool, p)
+	}
+	var out []*model.Run
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = cancelRuns(ctx, tx, p); err != nil {
+			return err
+		}
+		var missing *string
+		if err := tx.QueryRow(ctx, `SELECT min(i.id) FROM unnest($1::text[]) AS i(id)
+			WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = i.id)`, p.RunIDs).Scan(&missing); err != nil {
+			return translate(err, "cancel runs")
+		}
+		if missing != nil {
+			return fmt.Errorf("cancel runs: run %s: %w", *missing, model.ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func cancelRuns(ctx context.Context, q querier, p *store.CancelRunsParams) ([]*model.Run, error) {
@@ -275,8 +324,13 @@ func cancelRuns(ctx context.Context, q querier, p *store.CancelRunsParams) ([]*m
 	default:
 		return []*model.Run{}, nil
 	}
-	rows, err := q.Query(ctx, `UPDATE runs r SET `+cancelSet+`
-		WHERE `+sel+` AND `+cancelActive+`
+	// Rows are locked in id order, as every batch that waits on run locks does, so that
+	// concurrent batches cannot deadlock.
+	rows, err := q.Query(ctx, `WITH t AS (
+			SELECT r.id FROM runs r WHERE `+sel+` AND `+cancelActive+` ORDER BY r.id FOR UPDATE
+		)
+		UPDATE runs r SET `+cancelSet+`
+		FROM t WHERE r.id = t.id AND `+cancelActive+`
 		RETURNING `+runCols, utc(p.Now), p.Reason, arg)
 	if err != nil {
 		return nil, translate(err, "cancel runs")

@@ -11,23 +11,26 @@ import (
 // runInput holds new runs as column arrays, for one INSERT ... SELECT FROM unnest.
 type runInput struct {
 	id, jobID, jobName, namespace, status, pendingCode, pendingReason, queue []string
-	priority                                                             []int32
-	trigger, handler                                                     []string
-	args                                                                 [][]byte
-	scheduledFor, createdAt                                              []time.Time
-	finishedAt                                                           []*time.Time
-	attempt, maxAttempts                                                 []int32
-	idempotencyKey, errMsg                                               []string
+	priority                                                                 []int32
+	trigger, handler                                                         []string
+	reqCPU                                                                   []float64
+	reqMemoryMB                                                              []int64
+	reqGPU                                                                   []int32
+	args                                                                     [][]byte
+	scheduledFor, createdAt                                                  []time.Time
+	finishedAt                                                               []*time.Time
+	attempt, maxAttempts                                                     []int32
+	idempotencyKey, errMsg                                                   []string
 }
 
 // runInputCols names the columns of runInput.sql, in order.
 const runInputCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue,
-	priority, trigger, handler, args, scheduled_for, created_at, finished_at, attempt,
-	max_attempts, idempotency_key, error`
+	priority, trigger, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for, created_at,
+	finished_at, attempt, max_attempts, idempotency_key, error`
 
 var runInputTypes = []string{"text", "text", "text", "text", "text", "text", "text", "text",
-	"int4", "text", "text", "jsonb", "timestamptz", "timestamptz", "timestamptz", "int4",
-	"int4", "text", "text"}
+	"int4", "text", "text", "float8", "int8", "int4", "jsonb", "timestamptz", "timestamptz",
+	"timestamptz", "int4", "int4", "text", "text"}
 
 // sql is the unnest expression over parameters $first.. (aliased in, with runInputCols).
 func (runInput) sql(first int) string {
@@ -43,7 +46,9 @@ func (runInput) sql(first int) string {
 	return b.String()
 }
 
-func (in *runInput) add(r *model.Run, handler string) {
+// add appends r, whose job's handler kind and requirements are given (CreateRuns passes
+// zeros and takes them from the job in SQL).
+func (in *runInput) add(r *model.Run, handler string, req model.Requirements) {
 	in.id = append(in.id, r.ID)
 	in.jobID = append(in.jobID, r.JobID)
 	in.jobName = append(in.jobName, r.JobName)
@@ -55,6 +60,9 @@ func (in *runInput) add(r *model.Run, handler string) {
 	in.priority = append(in.priority, int32(r.Priority))
 	in.trigger = append(in.trigger, string(r.Trigger))
 	in.handler = append(in.handler, handler)
+	in.reqCPU = append(in.reqCPU, req.CPU)
+	in.reqMemoryMB = append(in.reqMemoryMB, req.MemoryMB)
+	in.reqGPU = append(in.reqGPU, int32(req.GPU))
 	var args []byte
 	if len(r.Args) > 0 {
 		args = r.Args
@@ -73,7 +81,8 @@ func (in *runInput) len() int { return len(in.id) }
 
 func (in *runInput) params() []any {
 	return []any{in.id, in.jobID, in.jobName, in.namespace, in.status, in.pendingCode,
-		in.pendingReason, in.queue, in.priority, in.trigger, in.handler, in.args,
+		in.pendingReason, in.queue, in.priority, in.trigger, in.handler, in.reqCPU,
+		in.reqMemoryMB, in.reqGPU, in.args,
 		in.scheduledFor, in.createdAt, in.finishedAt, in.attempt, in.maxAttempts,
 		in.idempotencyKey, in.errMsg}
 }

@@ -122,7 +122,7 @@ func fixRun(r *runRow, status, pending, trigger string, args []byte) {
 
 func scanRun(row pgx.Row) (*runRow, error) {
 	var (
-		r                         runRow
+		r                        runRow
 		status, pending, trigger string
 		args                     []byte
 	)

@@ -83,13 +83,15 @@ func testCompletion(t *testing.T, open OpenFunc) {
 					require.Equal(t, now.Add(c.wantDelay), got.ScheduledFor)
 					require.False(t, got.CancelRequested)
 				}
-				if bo != nil && c.wantStatus != model.RunSucceeded && c.wantStatus != model.RunCancelled && c.name != "final exit code" && c.wantStatus != model.RunFailed {
-					require.Len(t, bo.runs, 1)
-					require.Equal(t, 1, bo.runs[0].Attempt, "Backoff sees the attempt that just ended")
-					require.Equal(t, r.ID, bo.runs[0].ID)
-					require.Equal(t, c.policy, bo.policy[0])
-				} else if bo != nil {
-					require.Empty(t, bo.runs, "Backoff is asked only when the run is retried")
+				if bo != nil {
+					if c.wantStatus.Final() {
+						require.Empty(t, bo.runs, "Backoff is asked only when the run is retried")
+					} else {
+						require.Len(t, bo.runs, 1)
+						require.Equal(t, 1, bo.runs[0].Attempt, "Backoff sees the attempt that just ended")
+						require.Equal(t, r.ID, bo.runs[0].ID)
+						require.Equal(t, c.policy, bo.policy[0])
+					}
 				}
 
 				read := f.getRun(r.ID)

@@ -121,14 +121,14 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		}
 		// Created in an order that differs from the lease order.
 		runs := f.createRuns(
-			mk("lo", 100, 0),              // 0
-			mk("mid", 0, 2*time.Second),   // 1
-			mk("hi", 0, time.Second),      // 2
-			mk("mid", 5, 3*time.Second),   // 3
-			mk("hi", 0, time.Second),      // 4 (ties with 2 on priority and time: id order)
-			mk("hi", 1, 5*time.Second),    // 5
-			mk("amid", 0, 9*time.Second),  // 6
-			mk("mid", 0, time.Second),     // 7
+			mk("lo", 100, 0),                  // 0
+			mk("mid", 0, 2*time.Second),       // 1
+			mk("hi", 0, time.Second),          // 2
+			mk("mid", 5, 3*time.Second),       // 3
+			mk("hi", 0, time.Second),          // 4 (ties with 2 on priority and time: id order)
+			mk("hi", 1, 5*time.Second),        // 5
+			mk("amid", 0, 9*time.Second),      // 6
+			mk("mid", 0, time.Second),         // 7
 			mk("hi", 0, 500*time.Millisecond), // 8
 		)
 		want := []int{5, 8, 2, 4, 6, 3, 7, 1, 0} // hi; then amid, mid (same priority: by name); then lo
@@ -175,7 +175,9 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		j := f.job("a")
 		f.createJob(j, nil)
 		f.createRuns(
-			f.run(j, func(r *model.Run) { r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(-time.Hour), model.PendingNotDue }),
+			f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(-time.Hour), model.PendingNotDue
+			}),
 			f.run(j, func(r *model.Run) { r.Status, r.PendingCode = model.RunWaiting, model.PendingDependencies }),
 		)
 		require.Empty(t, f.lease("w", 10, at(time.Hour)), "scheduled runs wait for PromoteDue; waiting runs for their deps")

@@ -94,7 +94,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 		for _, p := range []store.GetJobParams{
 			{Namespace: model.DefaultNamespace, IDOrName: "missing"},
 			{Namespace: model.DefaultNamespace, IDOrName: f.id()},
-			{Namespace: "other", IDOrName: "a"},               // name in another namespace
+			{Namespace: "other", IDOrName: "a"},                // name in another namespace
 			{Namespace: model.DefaultNamespace, IDOrName: "b"}, // name in another namespace
 		} {
 			_, err := f.s.GetJob(f.ctx, &p)

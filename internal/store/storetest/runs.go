@@ -145,8 +145,12 @@ func testRuns(t *testing.T, open OpenFunc) {
 		f.finish(l[1], model.AttemptSucceeded, intp(0), at(time.Second))
 		other := f.createRuns(
 			f.run(j),
-			f.run(j, func(r *model.Run) { r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(time.Hour), model.PendingNotDue }),
-			f.run(j, func(r *model.Run) { r.Status, r.PendingCode, r.PendingReason = model.RunWaiting, model.PendingDependencies, "waiting on x" }),
+			f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(time.Hour), model.PendingNotDue
+			}),
+			f.run(j, func(r *model.Run) {
+				r.Status, r.PendingCode, r.PendingReason = model.RunWaiting, model.PendingDependencies, "waiting on x"
+			}),
 		)
 		queued, scheduled, waiting := other[0], other[1], other[2]
 
@@ -196,8 +200,10 @@ func testRuns(t *testing.T, open OpenFunc) {
 		require.Equal(t, model.AttemptCancelled, f.getRun(running.ID).Attempts[0].Status)
 
 		// An unknown id fails the call and changes nothing.
-		_, err = f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{"missing"}, Now: now})
+		still := f.createRuns(f.run(j))[0]
+		_, err = f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{still.ID, "missing"}, Now: now})
 		require.ErrorIs(t, err, model.ErrNotFound)
+		require.Equal(t, model.RunQueued, f.getRun(still.ID).Status)
 	})
 
 	t.Run("CancelRunsByJob", func(t *testing.T) {
@@ -279,7 +285,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 		loc := time.FixedZone("Y", -7*3600)
 		ts := time.Date(2030, 12, 31, 16, 59, 59, 999999999, loc)
 		j := f.job("t")
-		r := f.run(j, func(r *model.Run) { r.ScheduledFor, r.CreatedAt = ts, ts.Add(-time.Nanosecond) })
+		r := f.run(j, func(r *model.Run) { r.ScheduledFor, r.CreatedAt = ts, ts.Add(-time.Microsecond) })
 		f.createJob(j, r)
 		got := f.getRun(r.ID)
 		require.Equal(t, time.Date(2030, 12, 31, 23, 59, 59, 999999000, time.UTC), got.ScheduledFor)

@@ -1,11 +1,13 @@
 -- stint schema, version 1. The same logical schema as the SQLite engine's first migration:
 -- table and column names match; types are PostgreSQL's own (timestamptz, jsonb, bytea).
--- Empty optional strings are stored as NULL where a unique index covers them.
+-- Empty optional strings are stored as NULL where a unique index covers them. Keys and
+-- names that lists sort by use the "C" collation: byte order, as SQLite's BINARY, and the
+-- cheapest to compare.
 
 CREATE TABLE jobs (
-    id              text        PRIMARY KEY,
-    namespace       text        NOT NULL,
-    name            text        NOT NULL,
+    id              text        COLLATE "C" PRIMARY KEY,
+    namespace       text        COLLATE "C" NOT NULL,
+    name            text        COLLATE "C" NOT NULL,
     spec            jsonb       NOT NULL,
     enabled         boolean     NOT NULL,
     next_fire_at    timestamptz,
@@ -21,7 +23,7 @@ CREATE UNIQUE INDEX jobs_idempotency_key_idx ON jobs (namespace, idempotency_key
 CREATE INDEX jobs_next_fire_at_idx ON jobs (next_fire_at) WHERE next_fire_at IS NOT NULL;
 
 CREATE TABLE queues (
-    name            text        PRIMARY KEY,
+    name            text        COLLATE "C" PRIMARY KEY,
     priority        integer     NOT NULL DEFAULT 0,
     max_concurrency integer     NOT NULL DEFAULT 0,
     paused          boolean     NOT NULL DEFAULT false,
@@ -31,20 +33,25 @@ CREATE TABLE queues (
 
 -- runs holds every run; the running attempt lives on the row (worker_id, lease_token,
 -- lease_expires_at, attempt_started_at) and moves to attempts only when it ends.
--- handler is the job's handler kind ('' for command and shell jobs), copied at insert so
--- that leasing filters on the run row alone.
+-- handler is the job's handler kind ('' for command and shell jobs), copied at insert (and
+-- by UpdateJob to runs not yet leased) so that leasing filters on the run row alone.
+-- req_cpu, req_memory_mb and req_gpu are the job's requirements when the run was created;
+-- a worker's used capacity sums them over its running runs.
 CREATE TABLE runs (
-    id                 text        PRIMARY KEY,
-    job_id             text        NOT NULL,
+    id                 text        COLLATE "C" PRIMARY KEY,
+    job_id             text        COLLATE "C" NOT NULL,
     job_name           text        NOT NULL,
     namespace          text        NOT NULL,
     status             text        NOT NULL,
     pending_code       text        NOT NULL DEFAULT '',
     pending_reason     text        NOT NULL DEFAULT '',
-    queue              text        NOT NULL,
+    queue              text        COLLATE "C" NOT NULL,
     priority           integer     NOT NULL DEFAULT 0,
     trigger            text        NOT NULL,
     handler            text        NOT NULL DEFAULT '',
+    req_cpu            double precision NOT NULL DEFAULT 0,
+    req_memory_mb      bigint      NOT NULL DEFAULT 0,
+    req_gpu            integer     NOT NULL DEFAULT 0,
     args               jsonb,
     scheduled_for      timestamptz NOT NULL,
     created_at         timestamptz NOT NULL,
@@ -104,7 +111,7 @@ CREATE TABLE log_chunks (
 );
 
 CREATE TABLE workers (
-    id             text             PRIMARY KEY,
+    id             text             COLLATE "C" PRIMARY KEY,
     session        text             NOT NULL,
     labels         jsonb,
     cpu            double precision NOT NULL DEFAULT 0,

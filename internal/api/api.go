@@ -1,0 +1,77 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// Config wires an API.
+type Config struct {
+	Engine *engine.Engine
+	Logger *slog.Logger // default slog.Default()
+	// UserToken, when set, is the bearer token every user route requires.
+	UserToken string
+	// WorkerToken, when set, is a bearer token the worker protocol routes accept; they also
+	// accept UserToken. With neither set the worker routes are open.
+	WorkerToken string
+	// MaxBodyBytes caps request bodies (default 1 MiB); POST /v1/jobs/batch allows 64 MiB
+	// and POST /v1/attempts/logs 8 MiB, or MaxBodyBytes when that is larger.
+	MaxBodyBytes int64
+	// Metrics, when set, serves GET /metrics.
+	Metrics http.Handler
+}
+
+// API is stint's HTTP layer; see the package doc.
+type API struct {
+	eng     *engine.Engine
+	store   store.Store
+	clock   clock.Clock
+	log     *slog.Logger
+	cfg     Config
+	handler http.Handler
+}
+
+// New builds the API and its routes.
+func New(cfg Config) (*API, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("new api: no engine")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = defaultMaxBody
+	}
+	a := &API{
+		eng:   cfg.Engine,
+		store: cfg.Engine.Store(),
+		clock: cfg.Engine.Clock(),
+		log:   cfg.Logger,
+		cfg:   cfg,
+	}
+	mux := http.NewServeMux()
+	for _, rt := range routeTable() {
+		mux.Handle(rt.Method+" "+rt.Path, a.endpoint(rt))
+	}
+	a.handler = a.middleware(mux)
+	return a, nil
+}
+
+// Handler returns the API's HTTP handler.
+func (a *API) Handler() http.Handler { return a.handler }
+
+// bodyLimit is the body cap of a route.
+func (a *API) bodyLimit(b bodySize) int64 {
+	switch b {
+	case bodyBatch:
+		return max(batchMaxBody, a.cfg.MaxBodyBytes)
+	case bodyLogs:
+		return max(logsMaxBody, a.cfg.MaxBodyBytes)
+	}
+	return a.cfg.MaxBodyBytes
+}

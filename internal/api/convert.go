@@ -1,0 +1,158 @@
+package api
+
+import (
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// jobToAPI turns a job into its wire form; lastRun may be nil. Times are UTC.
+func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
+	s := j.Spec
+	out := &apitype.Job{
+		ID:        j.ID,
+		Namespace: j.Namespace,
+		Name:      j.Name,
+		Command:   s.Command,
+		Shell:     s.Shell,
+		Handler:   s.Handler,
+		Args:      s.Args,
+		Env:       s.Env,
+		Dir:       s.Dir,
+		Queue:     s.Queue,
+		Priority:  s.Priority,
+		Requirements: apitype.Requirements{
+			CPU: s.Requirements.CPU, MemoryMB: s.Requirements.MemoryMB, GPU: s.Requirements.GPU, Labels: s.Requirements.Labels,
+		},
+		Retry:          *retryToAPI(s.Retry),
+		Concurrency:    apitype.Concurrency{Policy: s.Concurrency.Policy, Max: s.Concurrency.Max, Key: s.Concurrency.Key},
+		Tags:           s.Tags,
+		Enabled:        j.Enabled,
+		IdempotencyKey: j.IdempotencyKey,
+		CreatedAt:      j.CreatedAt.UTC(),
+		UpdatedAt:      j.UpdatedAt.UTC(),
+	}
+	if out.Concurrency.Policy == "" {
+		out.Concurrency.Policy = "allow"
+	}
+	if s.Timeout > 0 {
+		d := apitype.Duration(s.Timeout)
+		out.Timeout = &d
+	}
+	if s.Schedule != nil {
+		out.Schedule = &apitype.Schedule{Cron: s.Schedule.Cron, Timezone: s.Schedule.Timezone, Misfire: s.Schedule.Misfire}
+	}
+	if j.NextFireAt != nil {
+		out.NextFireTimes = []time.Time{j.NextFireAt.UTC()}
+	}
+	if lastRun != nil {
+		out.LastRun = runToAPI(lastRun)
+	}
+	return out
+}
+
+// retryToAPI turns a retry policy into its wire form.
+func retryToAPI(p model.RetryPolicy) *apitype.RetryPolicy {
+	out := &apitype.RetryPolicy{
+		MaxAttempts:    p.MaxAttempts,
+		Multiplier:     p.Multiplier,
+		FinalExitCodes: p.FinalExitCodes,
+		RetryExitCodes: p.RetryExitCodes,
+	}
+	if p.InitialDelay != 0 {
+		d := apitype.Duration(p.InitialDelay)
+		out.InitialDelay = &d
+	}
+	if p.MaxDelay != 0 {
+		d := apitype.Duration(p.MaxDelay)
+		out.MaxDelay = &d
+	}
+	jitter := p.Jitter
+	out.Jitter = &jitter
+	return out
+}
+
+// runToAPI turns a run into its wire form, with its attempts when the run carries them.
+func runToAPI(r *model.Run) *apitype.Run {
+	out := &apitype.Run{
+		ID:              r.ID,
+		JobID:           r.JobID,
+		JobName:         r.JobName,
+		Namespace:       r.Namespace,
+		Status:          string(r.Status),
+		PendingCode:     string(r.PendingCode),
+		PendingReason:   r.PendingReason,
+		Queue:           r.Queue,
+		Priority:        r.Priority,
+		Trigger:         string(r.Trigger),
+		Args:            r.Args,
+		ScheduledFor:    r.ScheduledFor.UTC(),
+		CreatedAt:       r.CreatedAt.UTC(),
+		StartedAt:       utcPtr(r.StartedAt),
+		FinishedAt:      utcPtr(r.FinishedAt),
+		Attempt:         r.Attempt,
+		MaxAttempts:     r.MaxAttempts,
+		IdempotencyKey:  r.IdempotencyKey,
+		CancelRequested: r.CancelRequested,
+		Error:           r.Error,
+		WorkerID:        r.WorkerID,
+	}
+	if len(r.Attempts) > 0 {
+		out.Attempts = make([]apitype.Attempt, len(r.Attempts))
+		for i, at := range r.Attempts {
+			out.Attempts[i] = apitype.Attempt{
+				N:          at.N,
+				WorkerID:   at.WorkerID,
+				Status:     string(at.Status),
+				ExitCode:   at.ExitCode,
+				Error:      at.Error,
+				StartedAt:  at.StartedAt.UTC(),
+				FinishedAt: utcPtr(at.FinishedAt),
+			}
+		}
+	}
+	return out
+}
+
+// runsToAPI converts a list of runs; the answer is never null.
+func runsToAPI(rs []*model.Run) []*apitype.Run {
+	out := make([]*apitype.Run, len(rs))
+	for i, r := range rs {
+		out[i] = runToAPI(r)
+	}
+	return out
+}
+
+// queueToAPI turns a queue into its wire form; depth has every run status that is not final,
+// zero or not.
+func queueToAPI(q *model.Queue) *apitype.Queue {
+	out := &apitype.Queue{
+		Name:           q.Name,
+		Priority:       q.Priority,
+		MaxConcurrency: q.MaxConcurrency,
+		Paused:         q.Paused,
+		Depth:          make(map[string]int, len(model.RunStatuses)),
+	}
+	for _, s := range model.RunStatuses {
+		if !s.Final() {
+			out.Depth[string(s)] = 0
+		}
+	}
+	for s, n := range q.Depth {
+		out.Depth[string(s)] = n
+	}
+	return out
+}
+
+// workerToAPI turns a worker into its wire form.
+func workerToAPI(w *model.Worker) *apitype.Worker { return engine.WorkerToAPI(w) }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

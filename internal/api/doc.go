@@ -1,0 +1,13 @@
+// Package api is stint's HTTP layer: the REST API of API.md, the worker protocol, health,
+// readiness, metrics and the OpenAPI document, on a net/http ServeMux.
+//
+// Handlers decode and validate, call the engine (for anything that changes state) or the
+// store (for plain reads), and encode. Every route is declared once, in routeTable; a test
+// checks that openapi.json describes exactly those routes.
+//
+// Bad input never changes anything (invariant 7): a request is decoded strictly (unknown
+// fields, wrong types, malformed JSON and trailing data are refused), validated whole, and
+// answered with one problem document (RFC 9457) listing every bad field by its JSON path
+// (retry.max_attempts, command[0], jobs[3].name) before the engine is called. Errors become
+// HTTP statuses in one function, problemFor.
+package api

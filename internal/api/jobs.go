@@ -1,0 +1,433 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// Paging.
+const (
+	defaultLimit = 50
+	maxLimit     = 1000
+	// maxBatchJobs caps the entries of POST /v1/jobs/batch.
+	maxBatchJobs = 10000
+	// maxListedErrors caps the field errors of one answer, so a batch of 10,000 bad entries
+	// does not get a 10,000-entry problem document.
+	maxListedErrors = 1000
+)
+
+// createJob serves POST /v1/jobs.
+func (a *API) createJob(w http.ResponseWriter, r *http.Request) error {
+	var spec apitype.JobSpec
+	if err := decodeBody(r, &spec, false); err != nil {
+		return err
+	}
+	vj, errs := buildJob(&spec, "", a.clock.Now())
+	if len(errs) > 0 {
+		return invalidFields(errs)
+	}
+	res, err := a.eng.SubmitJobs(r.Context(), []store.NewJob{{Job: vj.Job, Run: vj.Run}})
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 {
+		return fmt.Errorf("create job: %d results for 1 job", len(res))
+	}
+	item, created, err := createResult(res[0], "", vj.Job)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, item)
+	return nil
+}
+
+// createResult turns the store's answer for one submitted job into the API's. It returns an
+// error (409) for a duplicate name or an idempotency key reused with another request; prefix
+// names the entry in a batch.
+func createResult(res store.CreateJobResult, prefix string, job *model.Job) (apitype.CreateJobResponse, bool, error) {
+	switch {
+	case res.Err != nil:
+		if errors.Is(res.Err, model.ErrConflict) {
+			return apitype.CreateJobResponse{}, false, conflict(prefix+"name",
+				fmt.Sprintf("a job named %q already exists in namespace %q", job.Name, job.Namespace))
+		}
+		return apitype.CreateJobResponse{}, false, res.Err
+	case res.Conflict:
+		return apitype.CreateJobResponse{}, false, conflict(prefix+"idempotency_key",
+			fmt.Sprintf("idempotency key %q was used before for a different request", job.IdempotencyKey))
+	}
+	out := apitype.CreateJobResponse{Job: jobToAPI(res.Job, nil)}
+	if res.Run != nil {
+		out.Run = runToAPI(res.Run)
+	}
+	return out, !res.Existing, nil
+}
+
+// createJobs serves POST /v1/jobs/batch: every entry is validated first and nothing is
+// created unless all are valid; then all are submitted in one group commit.
+func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
+	var req apitype.BatchCreateJobsRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case len(req.Jobs) == 0:
+		return invalidField("jobs", "must list at least one job")
+	case len(req.Jobs) > maxBatchJobs:
+		return invalidField("jobs", fmt.Sprintf("must list at most %d jobs, got %d", maxBatchJobs, len(req.Jobs)))
+	}
+	now := a.clock.Now()
+	jobs := make([]store.NewJob, len(req.Jobs))
+	var errs []apitype.FieldError
+	type nsKey struct{ ns, key string }
+	names := make(map[nsKey]int)
+	keys := make(map[nsKey]int)
+	for i := range req.Jobs {
+		prefix := fmt.Sprintf("jobs[%d].", i)
+		vj, fe := buildJob(&req.Jobs[i], prefix, now)
+		if len(fe) > 0 {
+			errs = append(errs, fe...)
+			continue
+		}
+		jobs[i] = store.NewJob{Job: vj.Job, Run: vj.Run}
+		if req.Jobs[i].Name != "" {
+			k := nsKey{vj.Job.Namespace, vj.Job.Name}
+			if j, dup := names[k]; dup {
+				errs = append(errs, apitype.FieldError{Field: prefix + "name", Message: fmt.Sprintf("repeats the name of jobs[%d]", j)})
+			} else {
+				names[k] = i
+			}
+		}
+		// A key repeated with the same request is a replay (the store answers it with the
+		// earlier entry's job); with another request it can only be a mistake.
+		if key := vj.Job.IdempotencyKey; key != "" {
+			k := nsKey{vj.Job.Namespace, key}
+			if j, dup := keys[k]; !dup {
+				keys[k] = i
+			} else if jobs[j].Job.RequestHash != vj.Job.RequestHash {
+				errs = append(errs, apitype.FieldError{Field: prefix + "idempotency_key",
+					Message: fmt.Sprintf("repeats the idempotency_key of jobs[%d] with a different request", j)})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return batchErrors(http.StatusBadRequest, errs)
+	}
+	// Names already taken: refuse the whole batch rather than create part of it. (A name
+	// taken between this check and the commit fails that entry alone; its item says so.)
+	if errs, err := a.takenNames(r.Context(), jobs); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return batchErrors(http.StatusConflict, errs)
+	}
+
+	res, err := a.eng.SubmitJobs(r.Context(), jobs)
+	if err != nil {
+		return err
+	}
+	if len(res) != len(jobs) {
+		return fmt.Errorf("create jobs: %d results for %d jobs", len(res), len(jobs))
+	}
+	out := apitype.BatchCreateJobsResponse{Items: make([]apitype.CreateJobResponse, len(res))}
+	anyCreated := false
+	for i, rr := range res {
+		item, created, err := createResult(rr, fmt.Sprintf("jobs[%d].", i), jobs[i].Job)
+		if err != nil {
+			item = apitype.CreateJobResponse{Error: problemFor(err)}
+			if item.Error.Status >= 500 {
+				a.log.ErrorContext(r.Context(), "create job in batch", "index", i, "err", err)
+			}
+		}
+		anyCreated = anyCreated || created
+		out.Items[i] = item
+	}
+	status := http.StatusOK
+	if anyCreated {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, out)
+	return nil
+}
+
+// takenNames returns a field error for every entry whose name already belongs to a job,
+// unless the entry's idempotency key is that job's (a replay).
+func (a *API) takenNames(ctx context.Context, jobs []store.NewJob) ([]apitype.FieldError, error) {
+	var errs []apitype.FieldError
+	for i, nj := range jobs {
+		j := nj.Job
+		if j.Name == j.ID {
+			continue // unnamed: the name is the new id
+		}
+		got, err := a.store.GetJob(ctx, &store.GetJobParams{Namespace: j.Namespace, IDOrName: j.Name})
+		if errors.Is(err, model.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check job names: %w", err)
+		}
+		if got.Name != j.Name || got.Namespace != j.Namespace {
+			continue // matched an id, not the name
+		}
+		if j.IdempotencyKey != "" && got.IdempotencyKey == j.IdempotencyKey {
+			continue
+		}
+		errs = append(errs, apitype.FieldError{
+			Field:   fmt.Sprintf("jobs[%d].name", i),
+			Message: fmt.Sprintf("a job named %q already exists in namespace %q", j.Name, j.Namespace),
+		})
+	}
+	return errs, nil
+}
+
+// batchErrors is a problem listing a batch's bad entries, at most maxListedErrors of them.
+func batchErrors(status int, errs []apitype.FieldError) error {
+	detail := fmt.Sprintf("%d invalid field(s); nothing was created", len(errs))
+	if status == http.StatusConflict {
+		detail = fmt.Sprintf("%d job name(s) already taken; nothing was created", len(errs))
+	}
+	if len(errs) > maxListedErrors {
+		detail += fmt.Sprintf(" (the first %d are listed)", maxListedErrors)
+		errs = errs[:maxListedErrors]
+	}
+	return &httpError{status: status, detail: detail, fields: errs}
+}
+
+// findJob resolves the {id} of a path, a job id or name in the namespace of ?namespace=.
+func (a *API) findJob(r *http.Request) (*model.Job, error) {
+	ns, err := namespaceParam(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	return a.lookupJob(r.Context(), ns, r.PathValue("id"))
+}
+
+func (a *API) lookupJob(ctx context.Context, ns, idOrName string) (*model.Job, error) {
+	j, err := a.store.GetJob(ctx, &store.GetJobParams{Namespace: ns, IDOrName: idOrName})
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found in namespace %q", idOrName, ns)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", idOrName, err)
+	}
+	return j, nil
+}
+
+func namespaceParam(q url.Values) (string, error) {
+	ns := q.Get("namespace")
+	if ns == "" {
+		return model.DefaultNamespace, nil
+	}
+	if !namePattern.MatchString(ns) {
+		return "", invalidField("namespace", nameRule)
+	}
+	return ns, nil
+}
+
+// lastRun returns the newest run of a job, or nil.
+func (a *API) lastRun(ctx context.Context, jobID string) (*model.Run, error) {
+	page, err := a.store.ListRuns(ctx, &store.ListRunsParams{JobID: jobID, Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("last run of %s: %w", jobID, err)
+	}
+	if len(page.Runs) == 0 {
+		return nil, nil
+	}
+	return page.Runs[0], nil
+}
+
+// getJob serves GET /v1/jobs/{id}.
+func (a *API) getJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	last, err := a.lastRun(r.Context(), j.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, jobToAPI(j, last))
+	return nil
+}
+
+// listJobs serves GET /v1/jobs.
+func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	p := &store.ListJobsParams{Queue: q.Get("queue"), Cursor: q.Get("cursor")}
+	var errs []apitype.FieldError
+	if ns := q.Get("namespace"); ns != "" {
+		if !namePattern.MatchString(ns) {
+			errs = append(errs, apitype.FieldError{Field: "namespace", Message: nameRule})
+		}
+		p.Namespace = ns
+	}
+	if p.Queue != "" && !namePattern.MatchString(p.Queue) {
+		errs = append(errs, apitype.FieldError{Field: "queue", Message: nameRule})
+	}
+	if s := q.Get("enabled"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, apitype.FieldError{Field: "enabled", Message: "must be true or false"})
+		}
+		p.Enabled = &b
+	}
+	limit, fe := limitParam(q)
+	errs = append(errs, fe...)
+	if len(errs) > 0 {
+		return invalidFields(errs)
+	}
+	p.Limit = limit
+	page, err := a.store.ListJobs(r.Context(), p)
+	if err != nil {
+		return fmt.Errorf("list jobs: %w", err)
+	}
+	out := apitype.JobList{Items: make([]*apitype.Job, len(page.Jobs)), NextCursor: page.NextCursor}
+	for i, j := range page.Jobs {
+		out.Items[i] = jobToAPI(j, nil)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// limitParam reads ?limit=: default 50, 1 to 1000.
+func limitParam(q url.Values) (int, []apitype.FieldError) {
+	s := q.Get("limit")
+	if s == "" {
+		return defaultLimit, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, []apitype.FieldError{{Field: "limit", Message: fmt.Sprintf("must be an integer from 1 to %d", maxLimit)}}
+	}
+	return n, nil
+}
+
+// patchJob serves PATCH /v1/jobs/{id}: the patch is applied to the job's spec and the result
+// validated like a new job.
+func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
+	var patch apitype.JobPatch
+	if err := decodeBody(r, &patch, false); err != nil {
+		return err
+	}
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	spec := specFromJob(j)
+	applyPatch(spec, &patch)
+	fe := &fieldErrors{}
+	ms := specToModel(spec, fe)
+	if len(fe.errs) > 0 {
+		return invalidFields(fe.errs)
+	}
+	updated, err := a.eng.UpdateJob(r.Context(), &store.UpdateJobParams{
+		ID:      j.ID,
+		Spec:    ms,
+		Enabled: *spec.Enabled,
+	})
+	if errors.Is(err, model.ErrNotFound) {
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
+	}
+	if err != nil {
+		return err
+	}
+	last, err := a.lastRun(r.Context(), j.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, jobToAPI(updated, last))
+	return nil
+}
+
+// deleteJob serves DELETE /v1/jobs/{id}; the answer lists the runs it cancelled.
+func (a *API) deleteJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	runs, err := a.eng.DeleteJob(r.Context(), j.ID)
+	if errors.Is(err, model.ErrNotFound) {
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitype.CancelResponse{Items: runsToAPI(runs)})
+	return nil
+}
+
+// triggerJob serves POST /v1/jobs/{id}/trigger: a manual run, due now.
+func (a *API) triggerJob(w http.ResponseWriter, r *http.Request) error {
+	var req apitype.TriggerRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	fe := &fieldErrors{}
+	var args []byte
+	if b := bytes.TrimSpace(req.Args); len(b) > 0 && !bytes.Equal(b, []byte("null")) {
+		if b[0] != '{' {
+			fe.add("args", "must be a JSON object")
+		}
+		args = req.Args
+	}
+	if len(req.IdempotencyKey) > maxKeyLen || hasControl(req.IdempotencyKey) {
+		fe.add("idempotency_key", "must be at most %d bytes without control characters", maxKeyLen)
+	}
+	if len(fe.errs) > 0 {
+		return invalidFields(fe.errs)
+	}
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	run := engine.NewRun(j, model.TriggerManual, args, a.clock.Now(), a.clock.Now())
+	run.IdempotencyKey = req.IdempotencyKey
+	res, err := a.eng.Trigger(r.Context(), []*model.Run{run})
+	if err != nil {
+		return err
+	}
+	if len(res) != 1 {
+		return fmt.Errorf("trigger job: %d results for 1 run", len(res))
+	}
+	switch {
+	case errors.Is(res[0].Err, model.ErrConflict):
+		return conflict("idempotency_key", fmt.Sprintf("idempotency key %q belongs to another run", req.IdempotencyKey))
+	case errors.Is(res[0].Err, model.ErrNotFound):
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
+	case res[0].Err != nil:
+		return res[0].Err
+	}
+	status := http.StatusCreated
+	if res[0].Existing {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, apitype.RunResponse{Run: runToAPI(res[0].Run)})
+	return nil
+}
+
+// cancelJob serves POST /v1/jobs/{id}/cancel.
+func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	runs, err := a.eng.CancelRuns(r.Context(), &store.CancelRunsParams{JobID: j.ID})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitype.CancelResponse{Items: runsToAPI(runs)})
+	return nil
+}

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/model"
+)
+
+func TestRunLogs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.register(t, "w1")
+	created := b.createJob(t, `{"command": ["sh", "-c", "echo"]}`)
+	runID := created.Run.ID
+
+	// Before any attempt: empty.
+	r := b.do(t, "GET", "/v1/runs/"+runID+"/logs", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Empty(t, r.body)
+
+	l := b.lease(t, "w1", 1).Leases[0]
+	appendLogs := func(chunks ...apitype.LogChunk) {
+		t.Helper()
+		r := b.do(t, "POST", "/v1/attempts/logs", apitype.LogChunksRequest{Chunks: chunks})
+		require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+	}
+	appendLogs(
+		apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 1, Stream: "stdout", Data: "hello\n"},
+		apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 2, Stream: "stderr", Data: "oops\n"},
+	)
+
+	tests := []struct {
+		query string
+		want  string
+	}{
+		{"", "hello\noops\n"},
+		{"?attempt=1", "hello\noops\n"},
+		{"?stream=stdout", "hello\n"},
+		{"?stream=stderr", "oops\n"},
+		{"?attempt=2", ""},
+	}
+	for _, tt := range tests {
+		r := b.do(t, "GET", "/v1/runs/"+runID+"/logs"+tt.query, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s: %s", tt.query, r.body)
+		require.Equal(t, "text/plain; charset=utf-8", r.header.Get("Content-Type"))
+		require.Equal(t, tt.want, string(r.body), tt.query)
+	}
+	for query, field := range map[string]string{"?attempt=0": "attempt", "?attempt=x": "attempt", "?stream=stdin": "stream", "?follow=perhaps": "follow"} {
+		r := b.do(t, "GET", "/v1/runs/"+runID+"/logs"+query, nil)
+		require.Equal(t, http.StatusBadRequest, r.status, query)
+		require.Equal(t, []string{field}, r.fields(t), query)
+	}
+
+	// Follow: what is there, then what comes, until the attempt ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/v1/runs/"+runID+"/logs?follow=true", nil)
+	require.NoError(t, err)
+	resp, err := b.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	readLine := func() string {
+		t.Helper()
+		s, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		return s
+	}
+	require.Equal(t, "hello\n", readLine())
+	require.Equal(t, "oops\n", readLine())
+	appendLogs(apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 3, Stream: "stdout", Data: "more\n"})
+	require.Equal(t, "more\n", readLine())
+	appendLogs(apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 4, Stream: "stdout", Data: "last\n"})
+	res := b.complete(t, apitype.Completion{RunID: runID, Token: l.Token, Status: "succeeded"})
+	require.True(t, res.Accepted)
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err, "the stream ends when the attempt has ended")
+	require.Equal(t, "last\n", string(rest))
+
+	// Following an attempt that has ended answers at once.
+	r = b.do(t, "GET", "/v1/runs/"+runID+"/logs?follow=true&stream=stdout", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, "hello\nmore\nlast\n", string(r.body))
+}
+
+// TestRunLogsFollowEndsWhenClientLeaves follows a run that never starts and hangs up.
+func TestRunLogsFollowEndsWhenClientLeaves(t *testing.T) {
+	t.Parallel()
+	entered, left := make(chan struct{}, 1), make(chan struct{}, 1)
+	b := setupWrapped(t, watch("/logs", entered, left))
+	created := b.createJob(t, `{"command": ["true"]}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		req, err := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/v1/runs/"+created.Run.ID+"/logs?follow=true", nil)
+		if err != nil {
+			return
+		}
+		if resp, err := b.srv.Client().Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	within(t, entered, 10*time.Second, "the follow request")
+	cancel()
+	within(t, left, 10*time.Second, "the follow handler to notice the client left")
+}
+
+func TestAttemptEnded(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		status  model.RunStatus
+		attempt int
+		n       int
+		want    bool
+	}{
+		{"not started", model.RunQueued, 0, 1, false},
+		{"running", model.RunRunning, 1, 1, false},
+		{"waiting to retry", model.RunScheduled, 1, 1, true},
+		{"a later attempt runs", model.RunRunning, 2, 1, true},
+		{"next attempt not started", model.RunQueued, 1, 2, false},
+		{"final", model.RunSucceeded, 1, 1, true},
+		{"cancelled before starting", model.RunCancelled, 0, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, attemptEnded(&model.Run{Status: tt.status, Attempt: tt.attempt}, tt.n))
+		})
+	}
+}

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/model"
+)
+
+func TestProblemFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		field  string
+	}{
+		{"not found", errors.Join(errors.New("get job"), model.ErrNotFound), 404, ""},
+		{"conflict", model.ErrConflict, 409, ""},
+		{"invalid state", model.ErrInvalidState, 409, ""},
+		{"lease lost", model.ErrLeaseLost, 409, ""},
+		{"engine field", fmt.Errorf("append logs: %w", &engine.FieldError{Field: "chunks[0].stream", Message: "must be stdout or stderr"}), 400, "chunks[0].stream"},
+		{"fields", invalidField("limit", "bad"), 400, "limit"},
+		{"other", errors.New("disk on fire"), 500, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := problemFor(tt.err)
+			require.Equal(t, tt.status, p.Status)
+			require.NotEmpty(t, p.Title)
+			if tt.field != "" {
+				require.Equal(t, tt.field, p.Errors[0].Field)
+			}
+			if tt.status == 500 {
+				require.NotContains(t, p.Detail, "disk", "internal errors are not shown")
+			}
+			_, err := json.Marshal(p)
+			require.NoError(t, err)
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// Queue states accepted by PATCH /v1/queues/{name} as "state".
+const (
+	queueActive = "active"
+	queuePaused = "paused"
+)
+
+// listQueues serves GET /v1/queues.
+func (a *API) listQueues(w http.ResponseWriter, r *http.Request) error {
+	qs, err := a.store.ListQueues(r.Context())
+	if err != nil {
+		return fmt.Errorf("list queues: %w", err)
+	}
+	out := apitype.QueueList{Items: make([]*apitype.Queue, len(qs))}
+	for i, q := range qs {
+		out.Items[i] = queueToAPI(q)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getQueue serves GET /v1/queues/{name}.
+func (a *API) getQueue(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	q, err := a.store.GetQueue(r.Context(), name)
+	if errors.Is(err, model.ErrNotFound) {
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("queue %q not found", name)}
+	}
+	if err != nil {
+		return fmt.Errorf("get queue %s: %w", name, err)
+	}
+	writeJSON(w, http.StatusOK, queueToAPI(q))
+	return nil
+}
+
+// patchQueue serves PATCH /v1/queues/{name}: paused (or state active|paused),
+// max_concurrency and priority. A queue that does not exist yet is created.
+func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
+	var patch apitype.QueuePatch
+	if err := decodeBody(r, &patch, false); err != nil {
+		return err
+	}
+	name := r.PathValue("name")
+	fe := &fieldErrors{}
+	if !namePattern.MatchString(name) {
+		fe.add("name", nameRule)
+	}
+	if patch.MaxConcurrency != nil && *patch.MaxConcurrency < 0 {
+		fe.add("max_concurrency", "must not be negative (0 means no limit)")
+	}
+	if patch.Priority != nil && (*patch.Priority < minPriority || *patch.Priority > maxPriority) {
+		fe.add("priority", "must be between %d and %d", minPriority, maxPriority)
+	}
+	paused := patch.Paused
+	if patch.State != nil {
+		var p bool
+		switch *patch.State {
+		case queueActive:
+		case queuePaused:
+			p = true
+		default:
+			fe.add("state", "must be active or paused")
+		}
+		if paused != nil && *paused != p {
+			fe.add("state", "contradicts paused")
+		}
+		paused = &p
+	}
+	if len(fe.errs) > 0 {
+		return invalidFields(fe.errs)
+	}
+	q, err := a.eng.UpdateQueue(r.Context(), &store.UpdateQueueParams{
+		Name: name, Priority: patch.Priority, MaxConcurrency: patch.MaxConcurrency, Paused: paused,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, queueToAPI(q))
+	return nil
+}

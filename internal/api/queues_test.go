@@ -1,0 +1,88 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.register(t, "w1")
+	created := b.createJob(t, `{"command": ["true"], "queue": "q1", "delay": "1h"}`)
+
+	getQueue := func() apitype.Queue {
+		t.Helper()
+		r := b.do(t, "GET", "/v1/queues/q1", nil)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		var q apitype.Queue
+		r.decode(t, &q)
+		return q
+	}
+	q := getQueue()
+	require.False(t, q.Paused)
+	require.Equal(t, 1, q.Depth["scheduled"])
+	require.Contains(t, q.Depth, "queued")
+
+	patch := func(body string) *response {
+		t.Helper()
+		return b.do(t, "PATCH", "/v1/queues/q1", body)
+	}
+	r := patch(`{"paused": true, "max_concurrency": 3, "priority": 10}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r.decode(t, &q)
+	require.True(t, q.Paused)
+	require.Equal(t, 3, q.MaxConcurrency)
+	require.Equal(t, 10, q.Priority)
+
+	// A paused queue hands out nothing.
+	r = b.do(t, "POST", "/v1/jobs/"+created.Job.ID+"/trigger", nil)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.Empty(t, b.lease(t, "w1", 5).Leases)
+
+	tests := []struct {
+		name, body string
+		fields     []string
+	}{
+		{"unknown field", `{"paused": false, "bogus": 1}`, []string{"bogus"}},
+		{"bad state", `{"state": "stopped"}`, []string{"state"}},
+		{"contradiction", `{"state": "active", "paused": true}`, []string{"state"}},
+		{"negative limit", `{"max_concurrency": -1}`, []string{"max_concurrency"}},
+		{"priority out of range", `{"priority": 5000}`, []string{"priority"}},
+		{"wrong type", `{"paused": "yes"}`, []string{"paused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := patch(tt.body)
+			require.Equal(t, http.StatusBadRequest, r.status, "body: %s", r.body)
+			require.Equal(t, tt.fields, r.fields(t))
+			require.True(t, getQueue().Paused, "unchanged")
+		})
+	}
+
+	r = patch(`{"state": "active"}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.False(t, getQueue().Paused)
+	require.Len(t, b.lease(t, "w1", 5).Leases, 1)
+
+	r = b.do(t, "GET", "/v1/queues", nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var ql apitype.QueueList
+	r.decode(t, &ql)
+	var names []string
+	for _, q := range ql.Items {
+		names = append(names, q.Name)
+	}
+	require.Contains(t, names, "q1")
+
+	r = b.do(t, "GET", "/v1/queues/nope", nil)
+	require.Equal(t, http.StatusNotFound, r.status)
+	r.problem(t)
+	r = b.do(t, "PATCH", "/v1/queues/-bad", `{"paused": true}`)
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Equal(t, []string{"name"}, r.fields(t))
+}

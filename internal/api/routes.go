@@ -1,0 +1,122 @@
+package api
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+// authClass says which bearer token a route needs.
+type authClass int
+
+const (
+	authOpen   authClass = iota // health, readiness, metrics, the OpenAPI document
+	authUser                    // the REST API: UserToken when set
+	authWorker                  // the worker protocol: WorkerToken or UserToken when either is set
+)
+
+// bodySize selects a route's body cap.
+type bodySize int
+
+const (
+	bodyDefault bodySize = iota // Config.MaxBodyBytes
+	bodyBatch                   // 64 MiB
+	bodyLogs                    // 8 MiB
+)
+
+// route is one entry of the route table.
+type route struct {
+	Method string
+	Path   string // a ServeMux pattern path; also the OpenAPI path
+	Auth   authClass
+	Body   bodySize
+	Handle func(a *API, w http.ResponseWriter, r *http.Request) error
+}
+
+// routeTable lists every route the API serves. It is the one place routes are declared: New
+// registers them and a test checks that the OpenAPI document describes exactly these.
+func routeTable() []route {
+	return []route{
+		{Method: "GET", Path: "/healthz", Auth: authOpen, Handle: (*API).healthz},
+		{Method: "GET", Path: "/readyz", Auth: authOpen, Handle: (*API).readyz},
+		{Method: "GET", Path: "/metrics", Auth: authOpen, Handle: (*API).metrics},
+		{Method: "GET", Path: "/v1/openapi.json", Auth: authOpen, Handle: (*API).openAPI},
+
+		{Method: "POST", Path: "/v1/jobs", Auth: authUser, Handle: (*API).createJob},
+		{Method: "POST", Path: "/v1/jobs/batch", Auth: authUser, Body: bodyBatch, Handle: (*API).createJobs},
+		{Method: "GET", Path: "/v1/jobs", Auth: authUser, Handle: (*API).listJobs},
+		{Method: "GET", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).getJob},
+		{Method: "PATCH", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).patchJob},
+		{Method: "DELETE", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).deleteJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Auth: authUser, Handle: (*API).triggerJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Auth: authUser, Handle: (*API).cancelJob},
+
+		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
+		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},
+		{Method: "POST", Path: "/v1/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelRun},
+		{Method: "POST", Path: "/v1/runs/{id}/retry", Auth: authUser, Handle: (*API).retryRun},
+		{Method: "GET", Path: "/v1/runs/{id}/logs", Auth: authUser, Handle: (*API).runLogs},
+
+		{Method: "GET", Path: "/v1/workers", Auth: authUser, Handle: (*API).listWorkers},
+		{Method: "GET", Path: "/v1/workers/{id}", Auth: authUser, Handle: (*API).getWorker},
+		{Method: "POST", Path: "/v1/workers/{id}/drain", Auth: authUser, Handle: (*API).drainWorker},
+
+		{Method: "GET", Path: "/v1/queues", Auth: authUser, Handle: (*API).listQueues},
+		{Method: "GET", Path: "/v1/queues/{name}", Auth: authUser, Handle: (*API).getQueue},
+		{Method: "PATCH", Path: "/v1/queues/{name}", Auth: authUser, Handle: (*API).patchQueue},
+
+		{Method: "POST", Path: "/v1/workers/register", Auth: authWorker, Handle: (*API).registerWorker},
+		{Method: "POST", Path: "/v1/workers/{id}/lease", Auth: authWorker, Handle: (*API).lease},
+		{Method: "POST", Path: "/v1/workers/{id}/heartbeat", Auth: authWorker, Handle: (*API).heartbeat},
+		{Method: "POST", Path: "/v1/attempts/logs", Auth: authWorker, Body: bodyLogs, Handle: (*API).appendLogs},
+		{Method: "POST", Path: "/v1/attempts/complete", Auth: authWorker, Handle: (*API).complete},
+	}
+}
+
+// endpoint wraps a route's handler: it checks the bearer token, caps the body, and answers
+// the handler's error with a problem document.
+func (a *API) endpoint(rt route) http.Handler {
+	limit := a.bodyLimit(rt.Body)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.authorized(rt.Auth, r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
+			writeProblem(w, newProblem(http.StatusUnauthorized, "a valid bearer token is required", nil))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if err := rt.Handle(a, w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	})
+}
+
+// authorized checks the request's bearer token against the tokens the route accepts.
+func (a *API) authorized(class authClass, r *http.Request) bool {
+	var accept []string
+	switch class {
+	case authOpen:
+		return true
+	case authUser:
+		if a.cfg.UserToken == "" {
+			return true
+		}
+		accept = []string{a.cfg.UserToken}
+	case authWorker:
+		if a.cfg.UserToken == "" && a.cfg.WorkerToken == "" {
+			return true
+		}
+		accept = []string{a.cfg.UserToken, a.cfg.WorkerToken}
+	}
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	token = strings.TrimSpace(token)
+	good := false
+	for _, t := range accept {
+		if t != "" && subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+			good = true
+		}
+	}
+	return good
+}

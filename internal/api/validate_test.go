@@ -1,0 +1,247 @@
+package api
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/model"
+)
+
+func TestBuildJob(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	tests := []struct {
+		name string
+		body string
+		// want lists the fields that must be reported, in order; empty means valid.
+		want []string
+		// check inspects a valid result.
+		check func(t *testing.T, vj *validJob)
+	}{
+		{
+			name: "minimal command gets defaults and a queued run",
+			body: `{"command": ["echo", "hi"]}`,
+			check: func(t *testing.T, vj *validJob) {
+				j := vj.Job
+				require.Equal(t, j.ID, j.Name, "name defaults to the id")
+				require.Equal(t, model.DefaultNamespace, j.Namespace)
+				require.Equal(t, model.DefaultQueue, j.Spec.Queue)
+				require.True(t, j.Enabled)
+				require.Equal(t, 1, j.Spec.Retry.MaxAttempts)
+				require.InDelta(t, 2.0, j.Spec.Retry.Multiplier, 0)
+				require.Zero(t, j.Spec.Retry.Jitter, "no jitter without retries")
+				require.Len(t, j.RequestHash, 64)
+				require.NotNil(t, vj.Run)
+				require.Equal(t, model.RunQueued, vj.Run.Status)
+				require.Equal(t, model.TriggerSubmit, vj.Run.Trigger)
+				require.Equal(t, j.ID, vj.Run.JobID)
+				require.Equal(t, now, vj.Run.ScheduledFor)
+			},
+		},
+		{
+			name: "full spec",
+			body: `{"name": "nightly.backup", "namespace": "ops", "shell": "echo $X", "args": {"a": 1},
+				"env": {"X": "1"}, "queue": "batch", "priority": 1000,
+				"requirements": {"cpu": 0.5, "memory_mb": 256, "gpu": 1, "labels": {"zone": "a"}},
+				"timeout": "90s", "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "1m",
+				"final_exit_codes": [2, 255]}, "tags": ["a"], "idempotency_key": "k1"}`,
+			check: func(t *testing.T, vj *validJob) {
+				j := vj.Job
+				require.Equal(t, "nightly.backup", j.Name)
+				require.Equal(t, "ops", j.Namespace)
+				require.Equal(t, "batch", j.Spec.Queue)
+				require.Equal(t, 1000, j.Spec.Priority)
+				require.Equal(t, 90*time.Second, j.Spec.Timeout)
+				require.Equal(t, 3, j.Spec.Retry.MaxAttempts)
+				require.InDelta(t, 0.1, j.Spec.Retry.Jitter, 0, "default jitter with retries")
+				require.Equal(t, time.Minute, j.Spec.Retry.MaxDelay)
+				require.JSONEq(t, `{"a":1}`, string(j.Spec.Args))
+				require.Equal(t, "k1", j.IdempotencyKey)
+				require.Equal(t, 3, vj.Run.MaxAttempts)
+				require.Equal(t, "batch", vj.Run.Queue)
+			},
+		},
+		{
+			name: "handler",
+			body: `{"handler": "email.send"}`,
+		},
+		{
+			name: "run_at in the future is scheduled",
+			body: `{"command": ["true"], "run_at": "2030-01-02T04:04:05+01:00"}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.Equal(t, model.RunQueued, vj.Run.Status, "04:04+01:00 is 03:04 UTC: due now")
+			},
+		},
+		{
+			name: "delay schedules the run",
+			body: `{"command": ["true"], "delay": "1h"}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.Equal(t, model.RunScheduled, vj.Run.Status)
+				require.Equal(t, model.PendingNotDue, vj.Run.PendingCode)
+				require.NotEmpty(t, vj.Run.PendingReason)
+				require.Equal(t, now.Add(time.Hour), vj.Run.ScheduledFor)
+			},
+		},
+		{
+			name: "disabled job gets no run",
+			body: `{"command": ["true"], "enabled": false}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.False(t, vj.Job.Enabled)
+				require.Nil(t, vj.Run)
+			},
+		},
+		{
+			name: "explicit jitter zero with retries is kept",
+			body: `{"command": ["true"], "retry": {"max_attempts": 5, "jitter": 0}}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.Zero(t, vj.Job.Spec.Retry.Jitter)
+			},
+		},
+		{name: "nothing to run", body: `{}`, want: []string{"command"}},
+		{name: "command and shell", body: `{"command": ["a"], "shell": "b"}`, want: []string{"command", "shell"}},
+		{name: "all three", body: `{"command": ["a"], "shell": "b", "handler": "c"}`, want: []string{"command", "shell", "handler"}},
+		{name: "empty command", body: `{"command": []}`, want: []string{"command"}},
+		{name: "empty program", body: `{"command": ["", "x"]}`, want: []string{"command[0]"}},
+		{name: "NUL in argument", body: `{"command": ["a", "b\u0000"]}`, want: []string{"command[1]"}},
+		{name: "handler with space", body: `{"handler": "a b"}`, want: []string{"handler"}},
+		{name: "bad name", body: `{"command": ["a"], "name": "-x"}`, want: []string{"name"}},
+		{name: "long name", body: `{"command": ["a"], "name": "` + string(slices.Repeat([]byte("a"), 129)) + `"}`, want: []string{"name"}},
+		{name: "bad namespace", body: `{"command": ["a"], "namespace": "a/b"}`, want: []string{"namespace"}},
+		{name: "bad queue", body: `{"command": ["a"], "queue": "a b"}`, want: []string{"queue"}},
+		{name: "priority too high", body: `{"command": ["a"], "priority": 1001}`, want: []string{"priority"}},
+		{name: "priority too low", body: `{"command": ["a"], "priority": -1001}`, want: []string{"priority"}},
+		{name: "args not an object", body: `{"command": ["a"], "args": [1]}`, want: []string{"args"}},
+		{name: "args string", body: `{"command": ["a"], "args": "x"}`, want: []string{"args"}},
+		{name: "args null is none", body: `{"command": ["a"], "args": null}`},
+		{name: "env key with =", body: `{"command": ["a"], "env": {"A=B": "1"}}`, want: []string{`env["A=B"]`}},
+		{name: "env empty key", body: `{"command": ["a"], "env": {"": "1"}}`, want: []string{"env"}},
+		{name: "negative timeout", body: `{"command": ["a"], "timeout": "-1s"}`, want: []string{"timeout"}},
+		{name: "max_attempts too high", body: `{"command": ["a"], "retry": {"max_attempts": 1001}}`, want: []string{"retry.max_attempts"}},
+		{name: "max_attempts negative", body: `{"command": ["a"], "retry": {"max_attempts": -1}}`, want: []string{"retry.max_attempts"}},
+		{name: "negative delays", body: `{"command": ["a"], "retry": {"initial_delay": "-1s", "max_delay": "-2s"}}`, want: []string{"retry.initial_delay", "retry.max_delay"}},
+		{name: "max below initial", body: `{"command": ["a"], "retry": {"initial_delay": "10s", "max_delay": "5s"}}`, want: []string{"retry.max_delay"}},
+		{name: "multiplier below one", body: `{"command": ["a"], "retry": {"multiplier": 0.5}}`, want: []string{"retry.multiplier"}},
+		{name: "jitter above one", body: `{"command": ["a"], "retry": {"jitter": 1.5}}`, want: []string{"retry.jitter"}},
+		{name: "jitter negative", body: `{"command": ["a"], "retry": {"jitter": -0.1}}`, want: []string{"retry.jitter"}},
+		{name: "exit codes out of range", body: `{"command": ["a"], "retry": {"final_exit_codes": [1, 256], "retry_exit_codes": [-1]}}`,
+			want: []string{"retry.final_exit_codes[1]", "retry.retry_exit_codes[0]"}},
+		{name: "run_at and delay", body: `{"command": ["a"], "run_at": "2030-01-01T00:00:00Z", "delay": "1s"}`, want: []string{"run_at"}},
+		{name: "negative delay", body: `{"command": ["a"], "delay": "-1s"}`, want: []string{"delay"}},
+		{name: "negative requirements", body: `{"command": ["a"], "requirements": {"cpu": -1, "memory_mb": -1, "gpu": -1}}`,
+			want: []string{"requirements.cpu", "requirements.memory_mb", "requirements.gpu"}},
+		{name: "empty tag", body: `{"command": ["a"], "tags": ["ok", " "]}`, want: []string{"tags[1]"}},
+		{name: "schedule not yet", body: `{"command": ["a"], "schedule": {"cron": "* * * * *"}}`, want: []string{"schedule"}},
+		{name: "depends_on not yet", body: `{"command": ["a"], "depends_on": [{"run": "x"}]}`, want: []string{"depends_on"}},
+		{name: "concurrency not yet", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}}`, want: []string{"concurrency"}},
+		{name: "default concurrency is fine", body: `{"command": ["a"], "concurrency": {"policy": "allow"}}`},
+		{name: "long idempotency key", body: `{"command": ["a"], "idempotency_key": "` + string(slices.Repeat([]byte("k"), 256)) + `"}`, want: []string{"idempotency_key"}},
+		{
+			name: "every bad field at once",
+			body: `{"command": [""], "priority": 5000, "retry": {"max_attempts": 0, "multiplier": 0.1}, "tags": [""], "queue": "?"}`,
+			want: []string{"command[0]", "queue", "priority", "retry.multiplier", "tags[0]"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var spec apitype.JobSpec
+			require.NoError(t, decodeJSON([]byte(tt.body), &spec))
+			vj, errs := buildJob(&spec, "", now)
+			if len(tt.want) == 0 {
+				require.Empty(t, errs)
+				require.NotNil(t, vj)
+				if tt.check != nil {
+					tt.check(t, vj)
+				}
+				return
+			}
+			require.Nil(t, vj)
+			require.Equal(t, tt.want, fieldNames(errs))
+			for _, e := range errs {
+				require.NotEmpty(t, e.Message, e.Field)
+			}
+		})
+	}
+}
+
+func TestBuildJobPrefix(t *testing.T) {
+	t.Parallel()
+	_, errs := buildJob(&apitype.JobSpec{}, "jobs[3].", time.Now())
+	require.Equal(t, []string{"jobs[3].command"}, fieldNames(errs))
+}
+
+func TestRequestHashIsCanonical(t *testing.T) {
+	t.Parallel()
+	decode := func(s string) *apitype.JobSpec {
+		var spec apitype.JobSpec
+		require.NoError(t, decodeJSON([]byte(s), &spec))
+		return &spec
+	}
+	a := decode(`{"command": ["a"], "args": {"x": 1, "y": [1, 2]}, "env": {"A": "1", "B": "2"}, "run_at": "2030-01-01T01:00:00+01:00"}`)
+	b := decode(`{"run_at": "2030-01-01T00:00:00Z", "env": {"B": "2", "A": "1"},
+		"args": {"y": [1,2], "x": 1}, "command": ["a"]}`)
+	c := decode(`{"command": ["a"], "args": {"x": 2, "y": [1, 2]}, "env": {"A": "1", "B": "2"}, "run_at": "2030-01-01T00:00:00Z"}`)
+	require.Equal(t, requestHash(a), requestHash(b))
+	require.NotEqual(t, requestHash(a), requestHash(c))
+}
+
+func TestPatchValidatesLikeCreate(t *testing.T) {
+	t.Parallel()
+	var spec apitype.JobSpec
+	require.NoError(t, decodeJSON([]byte(`{"name": "j", "command": ["a"], "retry": {"max_attempts": 3}, "timeout": "5s"}`), &spec))
+	vj, errs := buildJob(&spec, "", time.Now())
+	require.Empty(t, errs)
+
+	// A job's own spec round-trips unchanged.
+	fe := &fieldErrors{}
+	require.Equal(t, vj.Job.Spec, specToModel(specFromJob(vj.Job), fe))
+	require.Empty(t, fe.errs)
+
+	tests := []struct {
+		name  string
+		patch string
+		want  []string
+		check func(t *testing.T, s model.JobSpec)
+	}{
+		{name: "priority", patch: `{"priority": 7}`, check: func(t *testing.T, s model.JobSpec) {
+			require.Equal(t, 7, s.Priority)
+			require.Equal(t, []string{"a"}, s.Command)
+		}},
+		{name: "switch to shell", patch: `{"shell": "echo"}`, check: func(t *testing.T, s model.JobSpec) {
+			require.Nil(t, s.Command)
+			require.Equal(t, "echo", s.Shell)
+		}},
+		{name: "bad retry", patch: `{"retry": {"max_attempts": 2000}}`, want: []string{"retry.max_attempts"}},
+		{name: "empty program", patch: `{"command": [""]}`, want: []string{"command[0]"}},
+		{name: "schedule", patch: `{"schedule": {"cron": "@daily"}}`, want: []string{"schedule"}},
+		{name: "bad queue", patch: `{"queue": "a b"}`, want: []string{"queue"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var p apitype.JobPatch
+			require.NoError(t, decodeJSON([]byte(tt.patch), &p))
+			s := specFromJob(vj.Job)
+			applyPatch(s, &p)
+			fe := &fieldErrors{}
+			got := specToModel(s, fe)
+			require.Equal(t, tt.want, fieldNames(fe.errs))
+			if tt.check != nil {
+				tt.check(t, got)
+			}
+		})
+	}
+}
+
+func fieldNames(errs []apitype.FieldError) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Field)
+	}
+	return out
+}

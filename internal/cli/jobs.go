@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+)
+
+func newJobsCmd(cfg *config) *cobra.Command {
+	return group("jobs", "List, show, trigger, cancel, enable, disable and delete jobs",
+		newJobListCmd(cfg),
+		newJobGetCmd(cfg),
+		newJobDeleteCmd(cfg),
+		newJobTriggerCmd(cfg),
+		newJobCancelCmd(cfg),
+		newJobEnableCmd(cfg, "enable", true),
+		newJobEnableCmd(cfg, "disable", false),
+	)
+}
+
+func newJobListCmd(cfg *config) *cobra.Command {
+	var opts client.ListJobsOptions
+	var enabled bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List jobs",
+		Args:    args(),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Queue, "queue", "", "only the jobs of this queue")
+	fl.BoolVar(&enabled, "enabled", false, "only enabled jobs (--enabled=false: only disabled ones)")
+	fl.IntVar(&opts.Limit, "limit", 0, "at most this many jobs (default: the server's page size)")
+	fl.StringVar(&opts.Cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if opts.Limit < 0 {
+			return Usagef("--limit: must not be negative")
+		}
+		if cmd.Flags().Changed("enabled") {
+			opts.Enabled = &enabled
+		}
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		list, err := c.ListJobs(cmd.Context(), opts)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(cmd.OutOrStdout(), list)
+		}
+		t := newTable(cmd.OutOrStdout(), "NAME", "ID", "QUEUE", "SCHEDULE", "ENABLED", "LAST RUN", "NEXT")
+		for _, j := range list.Items {
+			last := "-"
+			if j.LastRun != nil {
+				last = j.LastRun.Status + " " + cfg.ago(&j.LastRun.CreatedAt)
+			}
+			next := "-"
+			if len(j.NextFireTimes) > 0 {
+				next = cfg.ago(&j.NextFireTimes[0])
+			}
+			t.row(j.Name, j.ID, j.Queue, schedule(j.Schedule), yesNo(j.Enabled), last, next)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		printNextCursor(cmd.ErrOrStderr(), list.NextCursor)
+		return nil
+	}
+	return cmd
+}
+
+func newJobGetCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get JOB",
+		Short: "Show a job (by name or id)",
+		Args:  args("JOB"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		job, err := c.GetJob(cmd.Context(), argv[0])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(cmd.OutOrStdout(), job)
+		}
+		return cfg.printJob(cmd.OutOrStdout(), job)
+	}
+	return cmd
+}
+
+func newJobDeleteCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "delete JOB",
+		Aliases: []string{"rm"},
+		Short:   "Delete a job; its active runs are cancelled",
+		Args:    args("JOB"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		resp, err := c.DeleteJob(cmd.Context(), argv[0])
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if *asJSON {
+			return printJSON(out, resp)
+		}
+		fmt.Fprintf(out, "job %s deleted\n", argv[0])
+		for _, r := range resp.Items {
+			fmt.Fprintln(out, runOutcome(r))
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newJobTriggerCmd(cfg *config) *cobra.Command {
+	var runArgs kvFlag
+	var req apitype.TriggerRequest
+	cmd := &cobra.Command{
+		Use:   "trigger JOB",
+		Short: "Start a run of a job now",
+		Args:  args("JOB"),
+	}
+	cmd.Flags().Var(&runArgs, "arg", "argument KEY=VALUE of the run, repeatable")
+	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "triggering again with the same key starts nothing new")
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		a, err := runArgs.json()
+		if err != nil {
+			return err
+		}
+		req.Args = a
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		run, err := c.TriggerJob(cmd.Context(), argv[0], &req)
+		if err != nil {
+			return err
+		}
+		return printRunAction(cmd, *asJSON, run, "job "+argv[0]+" triggered")
+	}
+	return cmd
+}
+
+func newJobCancelCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel every active run of a job",
+		Args:  args("JOB"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		resp, err := c.CancelJob(cmd.Context(), argv[0])
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if *asJSON {
+			return printJSON(out, resp)
+		}
+		if len(resp.Items) == 0 {
+			_, err := fmt.Fprintf(out, "job %s has no active runs\n", argv[0])
+			return err
+		}
+		for _, r := range resp.Items {
+			fmt.Fprintln(out, runOutcome(r))
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newJobEnableCmd(cfg *config, use string, enable bool) *cobra.Command {
+	short := "Enable a job: its schedule fires again"
+	if !enable {
+		short = "Disable a job: its schedule stops firing"
+	}
+	cmd := &cobra.Command{
+		Use:   use + " JOB",
+		Short: short,
+		Args:  args("JOB"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		job, err := c.UpdateJob(cmd.Context(), argv[0], &apitype.JobPatch{Enabled: &enable})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(cmd.OutOrStdout(), job)
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s %sd\n", argv[0], use)
+		return err
+	}
+	return cmd
+}
+
+// printJob shows one job.
+func (cfg *config) printJob(w io.Writer, j *apitype.Job) error {
+	t := newTable(w)
+	t.row("Name:", j.Name)
+	t.row("ID:", j.ID)
+	if j.Namespace != "" {
+		t.row("Namespace:", j.Namespace)
+	}
+	switch {
+	case len(j.Command) > 0:
+		t.row("Command:", strings.Join(j.Command, " "))
+	case j.Shell != "":
+		t.row("Shell:", j.Shell)
+	case j.Handler != "":
+		t.row("Handler:", j.Handler)
+	}
+	if len(j.Args) > 0 {
+		t.row("Args:", string(j.Args))
+	}
+	if len(j.Env) > 0 {
+		// Names only: values may be secrets; --json shows them.
+		t.row("Env:", strings.Join(slices.Sorted(maps.Keys(j.Env)), ","))
+	}
+	if j.Dir != "" {
+		t.row("Dir:", j.Dir)
+	}
+	t.row("Queue:", j.Queue)
+	t.row("Priority:", fmt.Sprint(j.Priority))
+	t.row("Requirements:", requirements(j.Requirements))
+	if j.Timeout != nil {
+		t.row("Timeout:", j.Timeout.Std().String())
+	}
+	t.row("Retry:", retry(j.Retry))
+	t.row("Schedule:", schedule(j.Schedule))
+	for i := range j.NextFireTimes {
+		label := ""
+		if i == 0 {
+			label = "Next fires:"
+		}
+		t.row(label, cfg.when(&j.NextFireTimes[i]))
+	}
+	if j.Concurrency.Policy != "" {
+		c := j.Concurrency.Policy
+		if j.Concurrency.Max > 0 {
+			c += fmt.Sprintf(", max %d", j.Concurrency.Max)
+		}
+		t.row("Concurrency:", c)
+	}
+	if len(j.Tags) > 0 {
+		t.row("Tags:", strings.Join(j.Tags, ","))
+	}
+	t.row("Enabled:", yesNo(j.Enabled))
+	t.row("Created:", cfg.when(&j.CreatedAt))
+	t.row("Updated:", cfg.when(&j.UpdatedAt))
+	if r := j.LastRun; r != nil {
+		t.row("Last run:", fmt.Sprintf("%s %s %s", r.ID, r.Status, cfg.ago(&r.CreatedAt)))
+	}
+	return t.flush()
+}
+
+func schedule(s *apitype.Schedule) string {
+	if s == nil || s.Cron == "" {
+		return "-"
+	}
+	if s.Timezone != "" {
+		return s.Cron + " (" + s.Timezone + ")"
+	}
+	return s.Cron
+}
+
+func requirements(r apitype.Requirements) string {
+	var parts []string
+	if r.CPU > 0 {
+		parts = append(parts, fmt.Sprintf("cpu %g", r.CPU))
+	}
+	if r.MemoryMB > 0 {
+		parts = append(parts, fmt.Sprintf("memory %dMi", r.MemoryMB))
+	}
+	if r.GPU > 0 {
+		parts = append(parts, fmt.Sprintf("gpu %d", r.GPU))
+	}
+	if len(r.Labels) > 0 {
+		parts = append(parts, "labels "+pairs(r.Labels))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func retry(r apitype.RetryPolicy) string {
+	if r.MaxAttempts == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("max %d attempts", r.MaxAttempts)
+	if r.MaxAttempts == 1 {
+		s = "max 1 attempt"
+	}
+	if r.InitialDelay != nil {
+		s += ", backoff " + r.InitialDelay.Std().String()
+		if r.Multiplier > 0 {
+			s += fmt.Sprintf(" x%g", r.Multiplier)
+		}
+		if r.MaxDelay != nil {
+			s += " up to " + r.MaxDelay.Std().String()
+		}
+	}
+	return s
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// addJSONFlag adds --json to a command that prints an API object.
+func addJSONFlag(cmd *cobra.Command) *bool {
+	return cmd.Flags().Bool("json", false, "print the API object as indented JSON")
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode json: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// table writes aligned columns: tab-separated cells, one row per call.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// when shows a time in the configured zone with its distance from now: "2030-01-02 15:04:05
+// (3m ago)". The zero time and nil are "-".
+func (cfg *config) when(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.In(cfg.loc).Format("2006-01-02 15:04:05") + " (" + cfg.ago(t) + ")"
+}
+
+// ago shows how far a time is from now: "3m ago", "in 2h", "just now".
+func (cfg *config) ago(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	d := cfg.clock.Now().Sub(*t)
+	switch {
+	case d >= time.Second:
+		return shortDuration(d) + " ago"
+	case d <= -time.Second:
+		return "in " + shortDuration(-d)
+	default:
+		return "just now"
+	}
+}
+
+// shortDuration rounds d to its largest unit: 45s, 3m, 5h, 2d.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+}
+
+// elapsed shows how long something took (or has taken so far, when end is nil): 350ms, 2.3s,
+// 3m25s. No start is "-".
+func (cfg *config) elapsed(start, end *time.Time) string {
+	if start == nil || start.IsZero() {
+		return "-"
+	}
+	stop := cfg.clock.Now()
+	if end != nil && !end.IsZero() {
+		stop = *end
+	}
+	d := max(stop.Sub(*start), 0)
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// pairs shows a map as sorted "k=v" pairs joined by commas, or "-".
+func pairs(m map[string]string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return strings.Join(out, ",")
+}
+
+// orDash returns s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,69 @@
+package cli
+
+import "testing"
+
+func TestQueues(t *testing.T) {
+	t.Parallel()
+	runCLICases(t, []cliCase{
+		{
+			name: "list",
+			args: []string{"queues", "list"},
+			exchanges: []exchange{{method: "GET", path: "/v1/queues", answer: `{"items":[
+				{"name":"default","priority":0,"max_concurrency":0,"paused":false,"depth":{"queued":12,"running":3,"succeeded":100}},
+				{"name":"gpu","priority":10,"max_concurrency":2,"paused":true,"depth":{"waiting":1,"scheduled":4}}]}`}},
+			stdout: `NAME     PAUSED  PRIORITY  MAX CONCURRENCY  WAITING  SCHEDULED  QUEUED  RUNNING
+default  no      0         -                0        0          12      3
+gpu      yes     10        2                1        4          0       0
+`,
+		},
+		{
+			name:      "list json",
+			args:      []string{"queues", "list", "--json"},
+			exchanges: []exchange{{method: "GET", path: "/v1/queues", answer: `{"items":[{"name":"q","priority":1,"max_concurrency":0,"paused":false,"depth":{}}]}`}},
+			stdout: `{
+  "items": [
+    {
+      "name": "q",
+      "priority": 1,
+      "max_concurrency": 0,
+      "paused": false,
+      "depth": {}
+    }
+  ]
+}
+`,
+		},
+		{
+			name:      "get",
+			args:      []string{"queues", "get", "gpu"},
+			exchanges: []exchange{{method: "GET", path: "/v1/queues/gpu", answer: `{"name":"gpu","priority":10,"max_concurrency":2,"paused":true,"depth":{"running":2}}`}},
+			stdout: `NAME  PAUSED  PRIORITY  MAX CONCURRENCY  WAITING  SCHEDULED  QUEUED  RUNNING
+gpu   yes     10        2                0        0          0       2
+`,
+		},
+		{
+			name:      "pause",
+			args:      []string{"queues", "pause", "gpu"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/gpu", body: `{"paused":true}`, answer: `{"name":"gpu","paused":true}`}},
+			stdout:    "queue gpu paused\n",
+		},
+		{
+			name:      "resume",
+			args:      []string{"queues", "resume", "gpu"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/gpu", body: `{"paused":false}`, answer: `{"name":"gpu","paused":false}`}},
+			stdout:    "queue gpu resumed\n",
+		},
+		{
+			name:      "set both",
+			args:      []string{"queues", "set", "gpu", "--max-concurrency", "0", "--priority", "-1"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/gpu", body: `{"max_concurrency":0,"priority":-1}`, answer: `{"name":"gpu"}`}},
+			stdout:    "queue gpu updated\n",
+		},
+		{
+			name:      "set one, json",
+			args:      []string{"queues", "set", "gpu", "--priority", "7", "--json"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/gpu", body: `{"priority":7}`, answer: `{"name":"gpu","priority":7}`}},
+			stdoutHas: []string{"\"priority\": 7"},
+		},
+	})
+}

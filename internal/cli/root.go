@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+	"github.com/stint-dev/stint/internal/clock"
+)
+
+const defaultServer = "http://127.0.0.1:8080"
+
+// config is what every command shares: the connection flags and the environment, which
+// tests replace.
+type config struct {
+	server string
+	token  string
+
+	getenv     func(string) string
+	clock      clock.Clock
+	loc        *time.Location  // times are shown in this zone
+	clientOpts []client.Option // added to the client's options (tests: a short poll interval)
+}
+
+// NewRoot builds the stint command with the client-side commands and the given extra ones
+// (server, worker, dev, ...).
+func NewRoot(extra ...*cobra.Command) *cobra.Command {
+	return newRoot(&config{getenv: os.Getenv, clock: clock.Real{}, loc: time.Local}, extra...)
+}
+
+func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "stint",
+		Short: "stint runs your jobs on a fleet of workers",
+		Long: "stint is a distributed job scheduler. These commands talk to a stint server\n" +
+			"(--server, or STINT_SERVER) over its REST API.",
+		Args: noSubcommand,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		// The environment fills --server and --token before any command runs, so the
+		// commands given to NewRoot read them with cmd.Flags().GetString too.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { cfg.fromEnv(cmd) },
+		SilenceErrors:    true,
+		SilenceUsage:     true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&cfg.server, "server", defaultServer,
+		"server URL, or a comma-separated list of the servers of one cluster (env STINT_SERVER)")
+	pf.StringVar(&cfg.token, "token", "", "API token, sent as a bearer token (env STINT_TOKEN)")
+
+	root.AddCommand(
+		newSubmitCmd(cfg),
+		newRunsCmd(cfg),
+		newRunCancelCmd(cfg, "cancel"),
+		newRunRetryCmd(cfg, "retry"),
+		newLogsCmd(cfg),
+		newJobsCmd(cfg),
+		newQueuesCmd(cfg),
+		newWorkersCmd(cfg),
+	)
+	root.AddCommand(extra...)
+	return root
+}
+
+// Execute runs root (on os.Args[1:], unless root.SetArgs says otherwise) and returns the
+// process's exit code, after printing the error, if any, to root's error output.
+func Execute(ctx context.Context, root *cobra.Command) int {
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	return report(root.ErrOrStderr(), cmd, err)
+}
+
+// report prints err and returns its exit code.
+func report(w io.Writer, cmd *cobra.Command, err error) int {
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(w, "stint: interrupted")
+		return 130
+	}
+	var usage *usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(w, "stint: %v\nRun '%s --help' for usage.\n", usage.err, cmd.CommandPath())
+		return 2
+	}
+	var p *apitype.Problem
+	if errors.As(err, &p) {
+		line := p.Title
+		if p.Detail != "" {
+			line += ": " + p.Detail
+		}
+		fmt.Fprintf(w, "stint: %s\n", line)
+		for _, fe := range p.Errors {
+			fmt.Fprintf(w, "  %s: %s\n", fe.Field, fe.Message)
+		}
+		return 1
+	}
+	fmt.Fprintf(w, "stint: %v\n", err)
+	return 1
+}
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// Usagef returns an error that Execute reports as bad usage (exit code 2), for the commands
+// given to NewRoot.
+func Usagef(format string, a ...any) error {
+	return &usageError{err: fmt.Errorf(format, a...)}
+}
+
+// exitError ends the command with a code and no message: what it had to say is printed.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// noSubcommand refuses positional arguments of a command that only groups others: they are
+// a misspelt subcommand.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return Usagef("%s", msg)
+}
+
+// group returns a command that holds subcommands and prints its help when called alone.
+func group(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  noSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// args returns a validator for exactly the named positional arguments.
+func args(names ...string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, got []string) error {
+		if len(got) < len(names) {
+			return Usagef("missing %s", strings.Join(names[len(got):], " "))
+		}
+		if len(got) > len(names) {
+			return Usagef("unexpected argument %q", got[len(names)])
+		}
+		return nil
+	}
+}
+
+// fromEnv takes --server from STINT_SERVER and --token from STINT_TOKEN when they were not
+// given. (The token is not the flag's default, which --help would show.)
+func (cfg *config) fromEnv(cmd *cobra.Command) {
+	if f := cmd.Flag("server"); f == nil || !f.Changed {
+		if v := cfg.getenv("STINT_SERVER"); v != "" {
+			cfg.server = v
+		}
+	}
+	if cfg.token == "" {
+		cfg.token = cfg.getenv("STINT_TOKEN")
+	}
+}
+
+// client returns an API client for the server that the flags or the environment name.
+func (cfg *config) client(cmd *cobra.Command) (*client.Client, error) {
+	cfg.fromEnv(cmd)
+	opts := append([]client.Option{client.WithToken(cfg.token), client.WithUserAgent("stint-cli")}, cfg.clientOpts...)
+	c, err := client.New(cfg.server, opts...)
+	if err != nil {
+		return nil, Usagef("--server: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+)
+
+func newRunsCmd(cfg *config) *cobra.Command {
+	return group("runs", "Show, list, cancel and retry runs",
+		newRunGetCmd(cfg),
+		newRunListCmd(cfg),
+		newRunCancelCmd(cfg, "cancel"),
+		newRunRetryCmd(cfg, "retry"),
+	)
+}
+
+func newRunGetCmd(cfg *config) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get RUN_ID",
+		Short: "Show a run and its attempts",
+		Args:  args("RUN_ID"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		run, err := c.GetRun(cmd.Context(), argv[0])
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(cmd.OutOrStdout(), run)
+		}
+		return cfg.printRun(cmd.OutOrStdout(), run)
+	}
+	return cmd
+}
+
+func newRunListCmd(cfg *config) *cobra.Command {
+	var opts client.ListRunsOptions
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List runs, newest first",
+		Args:    args(),
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Job, "job", "", "only the runs of this job (name or id)")
+	fl.StringVar(&opts.Status, "status", "", "only runs in this status (waiting, scheduled, queued, running, succeeded, failed, cancelled, skipped)")
+	fl.StringVar(&opts.Queue, "queue", "", "only runs of this queue")
+	fl.StringVar(&opts.Worker, "worker", "", "only runs on this worker")
+	fl.IntVar(&opts.Limit, "limit", 0, "at most this many runs (default: the server's page size)")
+	fl.StringVar(&opts.Cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if opts.Limit < 0 {
+			return Usagef("--limit: must not be negative")
+		}
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		list, err := c.ListRuns(cmd.Context(), opts)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(cmd.OutOrStdout(), list)
+		}
+		t := newTable(cmd.OutOrStdout(), "ID", "JOB", "STATUS", "QUEUE", "ATTEMPT", "TRIGGER", "CREATED", "DURATION")
+		for _, r := range list.Items {
+			t.row(r.ID, orDash(jobOf(r)), runStatus(r), r.Queue, attemptOf(r), r.Trigger, cfg.ago(&r.CreatedAt), cfg.elapsed(r.StartedAt, r.FinishedAt))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		printNextCursor(cmd.ErrOrStderr(), list.NextCursor)
+		return nil
+	}
+	return cmd
+}
+
+func newRunCancelCmd(cfg *config, use string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use + " RUN_ID",
+		Short: "Cancel a run; a running attempt is stopped",
+		Args:  args("RUN_ID"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		run, err := c.CancelRun(cmd.Context(), argv[0])
+		if err != nil {
+			return err
+		}
+		return printRunAction(cmd, *asJSON, run, "run "+argv[0]+" cancelled")
+	}
+	return cmd
+}
+
+func newRunRetryCmd(cfg *config, use string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use + " RUN_ID",
+		Short: "Retry a failed or cancelled run as a new attempt",
+		Args:  args("RUN_ID"),
+	}
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		run, err := c.RetryRun(cmd.Context(), argv[0])
+		if err != nil {
+			return err
+		}
+		return printRunAction(cmd, *asJSON, run, "run "+argv[0]+" retried")
+	}
+	return cmd
+}
+
+// printRunAction prints the run an action answered with, or done when the server answered
+// with no body.
+func printRunAction(cmd *cobra.Command, asJSON bool, run *apitype.Run, done string) error {
+	out := cmd.OutOrStdout()
+	switch {
+	case asJSON:
+		return printJSON(out, run)
+	case run == nil:
+		_, err := fmt.Fprintln(out, done)
+		return err
+	default:
+		_, err := fmt.Fprintln(out, runOutcome(run))
+		return err
+	}
+}
+
+// printRun shows one run and its attempts.
+func (cfg *config) printRun(w io.Writer, r *apitype.Run) error {
+	t := newTable(w)
+	t.row("ID:", r.ID)
+	t.row("Job:", jobOf(r))
+	t.row("Status:", runStatus(r))
+	if r.PendingReason != "" && !client.Finished(r) {
+		t.row("Waiting:", r.PendingReason)
+	}
+	if r.Error != "" {
+		t.row("Error:", r.Error)
+	}
+	t.row("Queue:", r.Queue)
+	t.row("Priority:", fmt.Sprint(r.Priority))
+	t.row("Trigger:", r.Trigger)
+	if len(r.Args) > 0 {
+		t.row("Args:", string(r.Args))
+	}
+	if r.IdempotencyKey != "" {
+		t.row("Idempotency key:", r.IdempotencyKey)
+	}
+	t.row("Scheduled for:", cfg.when(&r.ScheduledFor))
+	t.row("Created:", cfg.when(&r.CreatedAt))
+	t.row("Started:", cfg.when(r.StartedAt))
+	t.row("Finished:", cfg.when(r.FinishedAt))
+	t.row("Duration:", cfg.elapsed(r.StartedAt, r.FinishedAt))
+	t.row("Attempt:", attemptOf(r))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(r.Attempts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nAttempts:")
+	t = newTable(w, "  N", "WORKER", "STATUS", "EXIT", "STARTED", "DURATION", "ERROR")
+	for _, a := range r.Attempts {
+		exit := "-"
+		if a.ExitCode != nil {
+			exit = fmt.Sprint(*a.ExitCode)
+		}
+		t.row(fmt.Sprintf("  %d", a.N), orDash(a.WorkerID), a.Status, exit, cfg.ago(&a.StartedAt), cfg.elapsed(&a.StartedAt, a.FinishedAt), orDash(a.Error))
+	}
+	return t.flush()
+}
+
+// jobOf names a run's job: by name, else by id.
+func jobOf(r *apitype.Run) string {
+	if r.JobName != "" {
+		return r.JobName
+	}
+	return r.JobID
+}
+
+// runStatus is the status word, with the pending code of a run that waits and a note on a
+// run that is being cancelled.
+func runStatus(r *apitype.Run) string {
+	s := r.Status
+	switch {
+	case r.CancelRequested && !client.Finished(r):
+		s += " (cancelling)"
+	case r.PendingCode != "" && !client.Finished(r):
+		s += " (" + r.PendingCode + ")"
+	}
+	return s
+}
+
+// printNextCursor tells, on the error output so that stdout stays a table, how to get the
+// next page.
+func printNextCursor(w io.Writer, cursor string) {
+	if cursor != "" {
+		fmt.Fprintf(w, "more: --cursor %s\n", cursor)
+	}
+}

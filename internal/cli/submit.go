@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+)
+
+// submitFlags are the flags of stint submit.
+type submitFlags struct {
+	shell, handler, name, queue, dir, idempotencyKey string
+	cron, timezone                                   string
+	priority, retries, gpu                           int
+	timeout, backoff, delay                          time.Duration
+	cpu                                              float64
+	memory                                           memoryFlag
+	runAt                                            timeFlag
+	args, env, labels                                kvFlag
+	tags                                             []string
+	wait, follow, quiet                              bool
+	json                                             *bool
+}
+
+func newSubmitCmd(cfg *config) *cobra.Command {
+	var f submitFlags
+	cmd := &cobra.Command{
+		Use:   "submit [flags] -- COMMAND [ARG...]",
+		Short: "Submit a job: a command, a shell script or a handler",
+		Long: "Submit a job. What it runs is exactly one of a command (after --), a shell script\n" +
+			"(--shell, run with /bin/sh -c) or a handler kind served by SDK workers (--handler).\n" +
+			"A job with no --cron schedule gets one run at once, due now, at --run-at or after --delay.\n\n" +
+			"Prints the run and the job it belongs to. With --wait it waits for the run to end and\n" +
+			"prints how it ended; with --follow it streams the run's logs meanwhile. Both exit 0 only\n" +
+			"when the run succeeded.",
+		Example: "  stint submit -- ./backup.sh /data\n" +
+			"  stint submit --shell 'echo hi; sleep 5' --wait\n" +
+			"  stint submit --name report --queue reports --cpu 2 --memory 4G --retries 3 --backoff 30s -- ./report\n" +
+			"  stint submit --handler email --arg to=ops@example.com --arg subject=hello\n" +
+			"  stint submit --name nightly --cron '0 3 * * *' --timezone Europe/Paris -- ./nightly",
+		RunE: func(cmd *cobra.Command, argv []string) error {
+			return runSubmit(cmd, cfg, &f, argv)
+		},
+	}
+	fl := cmd.Flags()
+	// Flags after the command belong to the command: "stint submit ls -la" runs ls -la.
+	fl.SetInterspersed(false)
+	fl.StringVar(&f.shell, "shell", "", "shell script to run with /bin/sh -c")
+	fl.StringVar(&f.handler, "handler", "", "handler kind to run on an SDK worker")
+	fl.StringVar(&f.name, "name", "", "job name (unique; default: one is made up)")
+	fl.StringVar(&f.queue, "queue", "", `queue (default "default")`)
+	fl.IntVar(&f.priority, "priority", 0, "priority within the queue; higher runs first")
+	fl.DurationVar(&f.timeout, "timeout", 0, "stop an attempt that runs longer, e.g. 10m")
+	fl.IntVar(&f.retries, "retries", 0, "max attempts, the first included")
+	fl.DurationVar(&f.backoff, "backoff", 0, "delay before the first retry, e.g. 30s")
+	fl.Var(&f.runAt, "run-at", "run at this RFC 3339 time")
+	fl.DurationVar(&f.delay, "delay", 0, "run after this delay, e.g. 5m")
+	fl.StringVar(&f.cron, "cron", "", "cron schedule; the job then runs on it instead of once")
+	fl.StringVar(&f.timezone, "timezone", "", "IANA time zone of --cron (default UTC)")
+	fl.Var(&f.args, "arg", "argument KEY=VALUE of the run, repeatable (the args object; commands get STINT_ARGS)")
+	fl.Var(&f.env, "env", "environment variable KEY=VALUE, repeatable")
+	fl.StringVar(&f.dir, "dir", "", "working directory on the worker")
+	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "submitting again with the same key creates nothing new")
+	fl.Float64Var(&f.cpu, "cpu", 0, "CPUs an attempt needs, e.g. 0.5")
+	fl.Var(&f.memory, "memory", "memory an attempt needs, e.g. 512M or 2G (a bare number is MiB)")
+	fl.IntVar(&f.gpu, "gpu", 0, "GPUs an attempt needs")
+	fl.Var(&f.labels, "label", "worker label KEY=VALUE the job needs, repeatable")
+	fl.StringArrayVar(&f.tags, "tag", nil, "tag, repeatable")
+	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, print how it ended, exit 0 only if it succeeded")
+	fl.BoolVar(&f.follow, "follow", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
+	f.json = addJSONFlag(cmd)
+	return cmd
+}
+
+func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) error {
+	spec, err := f.spec(cmd, argv)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *f.json && f.quiet:
+		return Usagef("--json and --quiet: give one")
+	case *f.json && f.follow:
+		return Usagef("--json and --follow: --follow prints logs, not JSON")
+	case (f.wait || f.follow) && f.cron != "":
+		return Usagef("--cron with --wait or --follow: a scheduled job has no run to wait for")
+	}
+	c, err := cfg.client(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+
+	resp, created, err := c.CreateJob(ctx, spec)
+	if err != nil {
+		return err
+	}
+	if !created {
+		fmt.Fprintln(errOut, "note: an earlier submission had this idempotency key; nothing new was created")
+	}
+	waiting := f.wait || f.follow
+	switch {
+	case *f.json && !waiting:
+		return printJSON(out, resp)
+	case *f.json:
+	case f.quiet:
+		id := resp.Job.ID
+		if resp.Run != nil {
+			id = resp.Run.ID
+		}
+		fmt.Fprintln(out, id)
+	default:
+		if resp.Run != nil {
+			fmt.Fprintf(out, "run %s %s\n", resp.Run.ID, resp.Run.Status)
+		}
+		if resp.Job.Name != "" && resp.Job.Name != resp.Job.ID {
+			fmt.Fprintf(out, "job %s %s\n", resp.Job.ID, resp.Job.Name)
+		} else {
+			fmt.Fprintf(out, "job %s\n", resp.Job.ID)
+		}
+		if len(resp.Job.NextFireTimes) > 0 {
+			fmt.Fprintf(out, "next %s\n", cfg.when(&resp.Job.NextFireTimes[0]))
+		}
+	}
+	if !waiting {
+		return nil
+	}
+	if resp.Run == nil {
+		return fmt.Errorf("job %s has no run to wait for", resp.Job.ID)
+	}
+
+	var run *apitype.Run
+	if f.follow {
+		run, err = followRun(ctx, c, resp.Run.ID, out, errOut)
+	} else {
+		run, err = c.WaitRun(ctx, resp.Run.ID, client.Finished)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case *f.json:
+		if err := printJSON(out, run); err != nil {
+			return err
+		}
+	case f.follow:
+		fmt.Fprintln(errOut, runOutcome(run))
+	case !f.quiet:
+		fmt.Fprintln(out, runOutcome(run))
+	}
+	if run.Status != "succeeded" {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// spec turns the flags and the command line into a job spec, refusing what is plainly wrong.
+func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec, error) {
+	given := 0
+	for _, ok := range []bool{len(argv) > 0, f.shell != "", f.handler != ""} {
+		if ok {
+			given++
+		}
+	}
+	switch {
+	case given == 0:
+		return nil, Usagef("nothing to run: give a command after --, or --shell, or --handler")
+	case given > 1:
+		return nil, Usagef("give only one of a command, --shell and --handler")
+	case f.runAt.t != nil && cmd.Flags().Changed("delay"):
+		return nil, Usagef("--run-at and --delay: give one")
+	}
+	args, err := f.args.json()
+	if err != nil {
+		return nil, err
+	}
+	spec := &apitype.JobSpec{
+		Name:           f.name,
+		Command:        argv,
+		Shell:          f.shell,
+		Handler:        f.handler,
+		Args:           args,
+		Env:            f.env.m,
+		Dir:            f.dir,
+		Queue:          f.queue,
+		RunAt:          f.runAt.t,
+		IdempotencyKey: f.idempotencyKey,
+		Tags:           f.tags,
+	}
+	changed := cmd.Flags().Changed
+	if changed("priority") {
+		spec.Priority = &f.priority
+	}
+	if changed("timeout") {
+		spec.Timeout = durationPtr(f.timeout)
+	}
+	if changed("delay") {
+		spec.Delay = durationPtr(f.delay)
+	}
+	if changed("retries") || changed("backoff") {
+		spec.Retry = &apitype.RetryPolicy{MaxAttempts: f.retries}
+		if changed("backoff") {
+			spec.Retry.InitialDelay = durationPtr(f.backoff)
+		}
+	}
+	if changed("cpu") || changed("memory") || changed("gpu") || changed("label") {
+		spec.Requirements = &apitype.Requirements{CPU: f.cpu, MemoryMB: f.memory.mb, GPU: f.gpu, Labels: f.labels.m}
+	}
+	if f.cron != "" || f.timezone != "" {
+		spec.Schedule = &apitype.Schedule{Cron: f.cron, Timezone: f.timezone}
+	}
+	return spec, nil
+}
+
+func durationPtr(d time.Duration) *apitype.Duration {
+	v := apitype.Duration(d)
+	return &v
+}
+
+// followRun streams the logs of each attempt of a run in turn until the run is final, and
+// returns the final run. Attempts after the first get a header on errOut.
+func followRun(ctx context.Context, c *client.Client, id string, out, errOut io.Writer) (*apitype.Run, error) {
+	for n := 1; ; n++ {
+		run, err := c.WaitRun(ctx, id, func(r *apitype.Run) bool { return client.Finished(r) || r.Attempt >= n })
+		if err != nil {
+			return nil, err
+		}
+		if run.Attempt < n {
+			return run, nil // final, and attempt n never started
+		}
+		if n > 1 {
+			fmt.Fprintf(errOut, "--- attempt %d ---\n", n)
+		}
+		logs, err := c.Logs(ctx, id, client.LogsOptions{Attempt: n, Follow: true})
+		if err != nil {
+			return nil, err
+		}
+		_, err = io.Copy(out, logs)
+		_ = logs.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read logs of attempt %d: %w", n, err)
+		}
+	}
+}
+
+// runOutcome says in one line where a run stands: "run r1 failed (attempt 3/3): exit code 2".
+func runOutcome(r *apitype.Run) string {
+	s := fmt.Sprintf("run %s %s", r.ID, r.Status)
+	if r.CancelRequested && !client.Finished(r) {
+		s += ", cancel requested"
+	}
+	if r.Attempt > 0 {
+		s += " (attempt " + attemptOf(r) + ")"
+	}
+	if r.Error != "" {
+		s += ": " + r.Error
+	} else if r.PendingReason != "" && !client.Finished(r) {
+		s += ": " + r.PendingReason
+	}
+	return s
+}
+
+// attemptOf shows the attempt count against the maximum: "2/3", or "2" with no maximum.
+func attemptOf(r *apitype.Run) string {
+	if r.MaxAttempts > 0 {
+		return fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts)
+	}
+	return fmt.Sprint(r.Attempt)
+}

@@ -1,0 +1,604 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// PromoteDue moves due scheduled runs to queued, earliest first, at most Limit (all when
+// Limit <= 0). Runs another server is promoting are skipped, not waited for.
+func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error) {
+	var limit *int
+	if p.Limit > 0 {
+		limit = &p.Limit
+	}
+	tag, err := s.pool.Exec(ctx, `WITH due AS (
+			SELECT id FROM runs
+			WHERE status = 'scheduled' AND scheduled_for <= $1
+			ORDER BY scheduled_for
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE runs r SET status = 'queued', pending_code = '', pending_reason = ''
+		FROM due WHERE r.id = due.id`, utc(p.Now), limit)
+	if err != nil {
+		return 0, translate(err, "promote due runs")
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// NextDue returns the earliest ScheduledFor among scheduled runs.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	return s.minTime(ctx, `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled'`, "next due")
+}
+
+// NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
+func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+	return s.minTime(ctx, `SELECT min(lease_expires_at) FROM runs WHERE status = 'running'`, "next lease expiry")
+}
+
+func (s *Store) minTime(ctx context.Context, sql, what string) (time.Time, bool, error) {
+	var t *time.Time
+	if err := s.pool.QueryRow(ctx, sql).Scan(&t); err != nil {
+		return time.Time{}, false, translate(err, "%s", what)
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return t.UTC(), true, nil
+}
+
+// leaseQueue is a queue that has queued runs a worker may take.
+type leaseQueue struct {
+	name           string
+	maxConcurrency int
+}
+
+// handlerFilter is the condition on runs (alias r) that restricts leasing to the worker's
+// kinds: $N is the handler list, $N+1 whether it runs commands. A worker that names no
+// handler and no commands takes everything.
+func handlerFilter(p *store.LeaseRunsParams, n int) (string, []any) {
+	if len(p.Handlers) == 0 && !p.Commands {
+		return "", nil
+	}
+	return fmt.Sprintf(" AND (r.handler = ANY($%d::text[]) OR ($%d::boolean AND r.handler = ''))", n, n+1),
+		[]any{p.Handlers, p.Commands}
+}
+
+// LeaseRuns hands up to Max queued runs to a worker: queue by queue in queue-priority order,
+// each queue's runs with FOR UPDATE SKIP LOCKED. A queue with a MaxConcurrency has its row
+// locked while its running runs are counted and its runs leased, so that servers leasing at
+// once never exceed the limit.
+func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*model.Lease, error) {
+	if p.Max <= 0 {
+		return []*model.Lease{}, nil
+	}
+	filter, fargs := handlerFilter(p, 1)
+	rows, err := s.pool.Query(ctx, `SELECT q.name, q.max_concurrency FROM queues q
+		WHERE NOT q.paused AND EXISTS (
+			SELECT 1 FROM runs r WHERE r.status = 'queued' AND r.queue = q.name`+filter+`)
+		ORDER BY q.priority DESC, q.name`, fargs...)
+	if err != nil {
+		return nil, translate(err, "lease runs: list queues")
+	}
+	queues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (leaseQueue, error) {
+		var q leaseQueue
+		err := row.Scan(&q.name, &q.maxConcurrency)
+		return q, err
+	})
+	if err != nil {
+		return nil, translate(err, "lease runs: list queues")
+	}
+	if len(queues) == 0 {
+		return []*model.Lease{}, nil
+	}
+	if len(queues) == 1 && queues[0].maxConcurrency == 0 {
+		// One statement is one transaction: no BEGIN and COMMIT round trips.
+		leases, err := s.leaseQueue(ctx, s.pool, p, queues[0].name, p.Max)
+		if err != nil {
+			return nil, fmt.Errorf("lease runs: %w", err)
+		}
+		return leases, nil
+	}
+	var out []*model.Lease
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		for _, q := range queues {
+			n := p.Max - len(out)
+			if n <= 0 {
+				break
+			}
+			if q.maxConcurrency > 0 {
+				free, err := lockQueueSlots(ctx, tx, q.name)
+				if err != nil {
+					return err
+				}
+				if free <= 0 {
+					continue
+				}
+				n = min(n, free)
+			}
+			leases, err := s.leaseQueue(ctx, tx, p, q.name, n)
+			if err != nil {
+				return err
+			}
+			out = append(out, leases...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease runs: %w", err)
+	}
+	if out == nil {
+		out = []*model.Lease{}
+	}
+	return out, nil
+}
+
+// lockQueueSlots locks a queue's row and returns how many more runs it may have running
+// (unlimited queues report a large number). The count is read after the lock is held, so it
+// sees every lease committed by a server that held it before.
+func lockQueueSlots(ctx context.Context, tx pgx.Tx, queue string) (int, error) {
+	var limit int
+	var paused bool
+	if err := tx.QueryRow(ctx, `SELECT max_concurrency, paused FROM queues WHERE name = $1 FOR UPDATE`, queue).Scan(&limit, &paused); err != nil {
+		return 0, translate(err, "lock queue %s", queue)
+	}
+	if paused {
+		return 0, nil
+	}
+	if limit <= 0 {
+		return int(^uint(0) >> 1), nil
+	}
+	var running int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE status = 'running' AND queue = $1`, queue).Scan(&running); err != nil {
+		return 0, translate(err, "count running in queue %s", queue)
+	}
+	return limit - running, nil
+}
+
+// leaseSQL leases up to $2 queued runs of queue $1 (see LeaseRuns). Tokens come from Go, one
+// per picked run, so that they have the form of every other token.
+const leaseSQL = `WITH picked AS MATERIALIZED (
+		SELECT r.id, r.job_id FROM runs r
+		WHERE r.status = 'queued' AND r.queue = $1%s
+		ORDER BY r.priority DESC, r.scheduled_for, r.id
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	), numbered AS (
+		SELECT id, job_id, row_number() OVER () AS n FROM picked
+	)
+	UPDATE runs r SET
+		status = 'running',
+		attempt = r.attempt + 1,
+		worker_id = $3,
+		lease_token = ($4::text[])[numbered.n],
+		lease_expires_at = $5,
+		started_at = coalesce(r.started_at, $6),
+		attempt_started_at = $6,
+		pending_code = '',
+		pending_reason = ''
+	FROM numbered LEFT JOIN jobs j ON j.id = numbered.job_id
+	WHERE r.id = numbered.id
+	RETURNING ` + runCols + `, j.spec`
+
+func (s *Store) leaseQueue(ctx context.Context, q querier, p *store.LeaseRunsParams, queue string, n int) ([]*model.Lease, error) {
+	now := utc(p.Now)
+	exp := utc(p.Now.Add(p.LeaseTTL))
+	tokens := make([]string, n)
+	for i := range tokens {
+		tokens[i] = id.Token()
+	}
+	filter, fargs := handlerFilter(p, 7)
+	args := append([]any{queue, n, p.WorkerID, tokens, exp, now}, fargs...)
+	rows, err := q.Query(ctx, fmt.Sprintf(leaseSQL, filter), args...)
+	if err != nil {
+		return nil, translate(err, "lease from queue %s", queue)
+	}
+	defer rows.Close()
+	var out []*model.Lease
+	for rows.Next() {
+		var (
+			r                        runRow
+			status, pending, trigger string
+			args, spec               []byte
+		)
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &spec)...); err != nil {
+			return nil, translate(err, "lease from queue %s", queue)
+		}
+		fixRun(&r, status, pending, trigger, args)
+		l := &model.Lease{Run: &r.Run, Token: r.LeaseToken, ExpiresAt: exp}
+		if err := decodeSpec(spec, &l.Spec); err != nil {
+			return nil, fmt.Errorf("lease run %s: %w", r.ID, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "lease from queue %s", queue)
+	}
+	slices.SortFunc(out, func(a, b *model.Lease) int {
+		if a.Run.Priority != b.Run.Priority {
+			return b.Run.Priority - a.Run.Priority
+		}
+		if c := a.Run.ScheduledFor.Compare(b.Run.ScheduledFor); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Run.ID, b.Run.ID)
+	})
+	return out, nil
+}
+
+// Heartbeat records that a worker is alive and extends the leases it says it holds that are
+// still its own, in one statement. See store.Store.Heartbeat.
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	now := utc(p.Now)
+	ids := make([]string, len(p.Held))
+	tokens := make([]string, len(p.Held))
+	for i, h := range p.Held {
+		ids[i], tokens[i] = h.RunID, h.Token
+	}
+	rows, err := s.pool.Query(ctx, `WITH w AS (
+			UPDATE workers SET last_heartbeat = $2 WHERE id = $1
+			RETURNING id
+		), held AS (
+			SELECT r.id FROM runs r
+			JOIN unnest($3::text[], $4::text[]) AS h(run_id, token)
+				ON r.id = h.run_id AND r.lease_token = h.token
+			WHERE r.status = 'running' AND r.worker_id = $1
+			ORDER BY r.id
+			FOR UPDATE OF r
+		), ext AS (
+			UPDATE runs r SET lease_expires_at = $5 FROM held WHERE r.id = held.id
+			RETURNING r.id, r.cancel_requested
+		)
+		SELECT true, id, false FROM w
+		UNION ALL
+		SELECT false, id, cancel_requested FROM ext`,
+		p.WorkerID, now, ids, tokens, utc(p.Now.Add(p.LeaseTTL)))
+	if err != nil {
+		return nil, translate(err, "heartbeat from %s", p.WorkerID)
+	}
+	defer rows.Close()
+	var (
+		found bool
+		valid = make(map[string]bool, len(p.Held))
+		res   = &store.HeartbeatResult{Lost: []string{}, Cancel: []string{}}
+	)
+	for rows.Next() {
+		var (
+			isWorker, cancel bool
+			runID            string
+		)
+		if err := rows.Scan(&isWorker, &runID, &cancel); err != nil {
+			return nil, translate(err, "heartbeat from %s", p.WorkerID)
+		}
+		if isWorker {
+			found = true
+			continue
+		}
+		valid[runID] = true
+		if cancel {
+			res.Cancel = append(res.Cancel, runID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "heartbeat from %s", p.WorkerID)
+	}
+	if !found {
+		return nil, fmt.Errorf("heartbeat from %s: worker: %w", p.WorkerID, model.ErrNotFound)
+	}
+	for _, h := range p.Held {
+		if !valid[h.RunID] && !slices.Contains(res.Lost, h.RunID) {
+			res.Lost = append(res.Lost, h.RunID)
+		}
+	}
+	slices.Sort(res.Cancel)
+	return res, nil
+}
+
+// ending is one attempt to end and what becomes of its run. An empty status lets the
+// statement decide: succeeded for a succeeded attempt (it wins over CancelRequested), else
+// cancelled; a failing attempt has its outcome decided in Go first (decide), from the run
+// locked in the same transaction.
+type ending struct {
+	c       store.Completion
+	status  model.RunStatus
+	sched   *time.Time
+	pending model.PendingCode
+	reason  string
+}
+
+// endSQL ends the attempts of $1.. whose run is still running with that lease token: it
+// writes each attempt to the history and moves its run, in one statement. Runs are locked in
+// id order.
+const endSQL = `WITH c AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[],
+			$6::text[], $7::timestamptz[], $8::text[], $9::text[])
+			AS c(run_id, token, astatus, exit_code, error, new_status, new_sched, pending_code,
+				pending_reason)
+	), cur AS MATERIALIZED (
+		SELECT r.id, r.attempt, r.worker_id, r.attempt_started_at, c.token, c.astatus, c.exit_code, c.error,
+			CASE
+				WHEN c.new_status <> '' THEN c.new_status
+				WHEN c.astatus = 'succeeded' THEN 'succeeded'
+				ELSE 'cancelled'
+			END AS new_status,
+			c.new_sched, c.pending_code, c.pending_reason
+		FROM runs r JOIN c ON r.id = c.run_id AND r.lease_token = c.token
+		WHERE r.status = 'running'
+		ORDER BY r.id
+		FOR UPDATE OF r
+	), att AS (
+		INSERT INTO attempts (run_id, n, worker_id, status, exit_code, error, started_at, finished_at)
+		SELECT id, attempt, coalesce(worker_id, ''), astatus, exit_code, error,
+			coalesce(attempt_started_at, $10), $10
+		FROM cur
+	)
+	UPDATE runs r SET
+		status = cur.new_status,
+		scheduled_for = coalesce(cur.new_sched, r.scheduled_for),
+		pending_code = cur.pending_code,
+		pending_reason = cur.pending_reason,
+		finished_at = CASE WHEN cur.new_status IN ('succeeded', 'failed', 'cancelled') THEN $10 END,
+		error = cur.error,
+		worker_id = NULL,
+		lease_token = NULL,
+		lease_expires_at = NULL,
+		attempt_started_at = NULL
+	FROM cur
+	WHERE r.id = cur.id
+	RETURNING ` + runCols + `, cur.token`
+
+// endAttempts runs endSQL over es and returns the changed runs by id. Each returned run's
+// LeaseToken is the token of the completion that ended it (the run itself no longer has a
+// lease); the caller clears it.
+func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (map[string]*runRow, error) {
+	n := len(es)
+	var (
+		runID, token, astatus, errMsg, newStatus, pending, reason = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		exit                                                      = make([]*int32, n)
+		sched                                                     = make([]*time.Time, n)
+	)
+	for i, e := range es {
+		runID[i], token[i], astatus[i], errMsg[i] = e.c.RunID, e.c.Token, string(e.c.Status), e.c.Error
+		if e.c.ExitCode != nil {
+			v := int32(*e.c.ExitCode)
+			exit[i] = &v
+		}
+		newStatus[i], sched[i], pending[i], reason[i] = string(e.status), e.sched, string(e.pending), e.reason
+	}
+	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, now)
+	if err != nil {
+		return nil, translate(err, "end attempts")
+	}
+	defer rows.Close()
+	out := make(map[string]*runRow, n)
+	for rows.Next() {
+		var (
+			r                        runRow
+			status, pending, trigger string
+			args                     []byte
+		)
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &r.LeaseToken)...); err != nil {
+			return nil, translate(err, "end attempts")
+		}
+		fixRun(&r, status, pending, trigger, args)
+		out[r.ID] = &r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "end attempts")
+	}
+	return out, nil
+}
+
+// failing reports whether an attempt status is a failure that the retry rules apply to.
+func failing(s model.AttemptStatus) bool {
+	return s != model.AttemptSucceeded && s != model.AttemptCancelled
+}
+
+// decide applies the retry rules of store.Completion to a failing attempt of run (locked,
+// as it was before the end): cancelled when asked to cancel; retried when attempts remain and
+// the exit code is not final (queued at once, or scheduled after the backoff); else failed.
+func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.Time,
+	backoff func(*model.Run, model.RetryPolicy) time.Duration) ending {
+	e := ending{c: c}
+	if run.CancelRequested {
+		e.status = model.RunCancelled
+		return e
+	}
+	final := c.ExitCode != nil && slices.Contains(policy.FinalExitCodes, *c.ExitCode) &&
+		!slices.Contains(policy.RetryExitCodes, *c.ExitCode)
+	if final || run.Attempt >= run.MaxAttempts {
+		e.status = model.RunFailed
+		return e
+	}
+	var d time.Duration
+	if backoff != nil {
+		d = backoff(&run.Run, policy)
+	}
+	if d <= 0 {
+		e.status = model.RunQueued
+		e.sched = &now
+		return e
+	}
+	at := utc(now.Add(d))
+	e.status = model.RunScheduled
+	e.sched = &at
+	e.pending = model.PendingRetryBackoff
+	e.reason = fmt.Sprintf("retry backoff: attempt %d is due at %s", run.Attempt+1, at.Format(time.RFC3339Nano))
+	return e
+}
+
+// lockForEnd reads and locks, in id order, the running runs named by ids, with their job's
+// retry policy.
+const lockForEndSQL = `SELECT ` + runCols + `, j.spec->'retry'
+	FROM runs r LEFT JOIN jobs j ON j.id = r.job_id
+	WHERE %s
+	ORDER BY r.id
+	FOR UPDATE OF r%s`
+
+type lockedRun struct {
+	run    *runRow
+	policy model.RetryPolicy
+}
+
+func lockForEnd(ctx context.Context, q querier, where, lockOpt string, args ...any) ([]lockedRun, error) {
+	rows, err := q.Query(ctx, fmt.Sprintf(lockForEndSQL, where, lockOpt), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []lockedRun
+	for rows.Next() {
+		var (
+			r                        runRow
+			status, pending, trigger string
+			args, retry              []byte
+		)
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &retry)...); err != nil {
+			return nil, err
+		}
+		fixRun(&r, status, pending, trigger, args)
+		lr := lockedRun{run: &r}
+		if len(retry) > 0 && string(retry) != "null" {
+			if err := json.Unmarshal(retry, &lr.policy); err != nil {
+				return nil, fmt.Errorf("run %s: decode retry policy: %w", r.ID, err)
+			}
+		}
+		out = append(out, lr)
+	}
+	return out, rows.Err()
+}
+
+// CompleteAttempts records the ends of attempts in one transaction. Completions that need
+// no retry decision (succeeded, cancelled) are one statement; failing ones first have their
+// runs locked and read, with the job's retry policy, to decide their outcome in Go.
+func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsParams) ([]store.CompletionResult, error) {
+	now := utc(p.Now)
+	res := make([]store.CompletionResult, len(p.Completions))
+	seen := make(map[string]bool, len(p.Completions))
+	var (
+		es       []ending
+		failIDs  []string
+		dup      = make([]bool, len(p.Completions))
+		anyFails bool
+	)
+	for i, c := range p.Completions {
+		if seen[c.RunID] {
+			dup[i] = true // the first completion of the run spent the lease
+			continue
+		}
+		seen[c.RunID] = true
+		es = append(es, ending{c: c})
+		if failing(c.Status) {
+			anyFails = true
+			failIDs = append(failIDs, c.RunID)
+		}
+	}
+	var changed map[string]*runRow
+	if !anyFails {
+		var err error
+		if changed, err = endAttempts(ctx, s.pool, now, es); err != nil {
+			return nil, fmt.Errorf("complete attempts: %w", err)
+		}
+	} else {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			locked, err := lockForEnd(ctx, tx, `r.id = ANY($1) AND r.status = 'running'`, "", failIDs)
+			if err != nil {
+				return translate(err, "lock failing runs")
+			}
+			byID := make(map[string]lockedRun, len(locked))
+			for _, l := range locked {
+				byID[l.run.ID] = l
+			}
+			for i := range es {
+				l, ok := byID[es[i].c.RunID]
+				if !failing(es[i].c.Status) || !ok || l.run.LeaseToken != es[i].c.Token {
+					continue
+				}
+				es[i] = decide(l.run, l.policy, es[i].c, now, p.Backoff)
+			}
+			changed, err = endAttempts(ctx, tx, now, es)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("complete attempts: %w", err)
+		}
+	}
+	for i, c := range p.Completions {
+		r := changed[c.RunID]
+		if dup[i] || r == nil || r.LeaseToken != c.Token {
+			res[i].Err = fmt.Errorf("complete run %s: %w", c.RunID, model.ErrLeaseLost)
+			continue
+		}
+		res[i].Run = &r.Run
+	}
+	for _, r := range changed {
+		r.LeaseToken = ""
+	}
+	return res, nil
+}
+
+// RescueExpired ends, as lost, the attempts whose lease expired before Now (at most Limit,
+// earliest first), applying the retry rules. Runs another server is rescuing are skipped.
+func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error) {
+	now := utc(p.Now)
+	var limit *int
+	if p.Limit > 0 {
+		limit = &p.Limit
+	}
+	var out []*model.Run
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		locked, err := lockForEnd(ctx, tx,
+			`r.id IN (SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < $1
+				ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+			 AND r.status = 'running' AND r.lease_expires_at < $1`, " SKIP LOCKED", now, limit)
+		if err != nil {
+			return translate(err, "lock expired leases")
+		}
+		out, err = endLost(ctx, tx, locked, "lease expired", now, p.Backoff)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	if out == nil {
+		out = []*model.Run{}
+	}
+	return out, nil
+}
+
+// endLost ends the running attempts of locked runs as lost, with error msg.
+func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now time.Time,
+	backoff func(*model.Run, model.RetryPolicy) time.Duration) ([]*model.Run, error) {
+	if len(locked) == 0 {
+		return nil, nil
+	}
+	es := make([]ending, len(locked))
+	for i, l := range locked {
+		c := store.Completion{RunID: l.run.ID, Token: l.run.LeaseToken, Status: model.AttemptLost, Error: msg}
+		es[i] = decide(l.run, l.policy, c, now, backoff)
+	}
+	changed, err := endAttempts(ctx, tx, now, es)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.Run, 0, len(changed))
+	for _, l := range locked {
+		if r := changed[l.run.ID]; r != nil {
+			r.LeaseToken = ""
+			out = append(out, &r.Run)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at`
+
+func scanQueue(row pgx.Row) (*model.Queue, error) {
+	var q model.Queue
+	if err := row.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &q.Paused, &q.CreatedAt, &q.UpdatedAt); err != nil {
+		return nil, err
+	}
+	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
+	q.Depth = map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0}
+	return &q, nil
+}
+
+// depthSQL counts active runs by queue and status ($1: one queue, or NULL for all).
+const depthSQL = `SELECT queue, status, count(*) FROM runs
+	WHERE status IN ('waiting', 'scheduled', 'queued', 'running') AND ($1::text IS NULL OR queue = $1)
+	GROUP BY queue, status`
+
+// fillDepth reads the depth counts of a depthSQL query into queues.
+func fillDepth(br pgx.BatchResults, byName map[string]*model.Queue) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			queue, status string
+			n             int
+		)
+		if err := rows.Scan(&queue, &status, &n); err != nil {
+			return err
+		}
+		if q := byName[queue]; q != nil {
+			q.Depth[model.RunStatus(status)] = n
+		}
+	}
+	return rows.Err()
+}
+
+// ListQueues returns every queue by name, with the depth of its active states.
+func (s *Store) ListQueues(ctx context.Context) ([]*model.Queue, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT ` + queueCols + ` FROM queues ORDER BY name`)
+	b.Queue(depthSQL, nil)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, translate(err, "list queues")
+	}
+	qs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*model.Queue, error) { return scanQueue(row) })
+	if err != nil {
+		return nil, translate(err, "list queues")
+	}
+	byName := make(map[string]*model.Queue, len(qs))
+	for _, q := range qs {
+		byName[q.Name] = q
+	}
+	if err := fillDepth(br, byName); err != nil {
+		return nil, translate(err, "list queues: depth")
+	}
+	if qs == nil {
+		qs = []*model.Queue{}
+	}
+	return qs, nil
+}
+
+// GetQueue returns one queue with its depth.
+func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error) {
+	return s.queueWithDepth(ctx, `SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
+}
+
+// UpdateQueue changes the set fields of a queue, creating it if missing.
+func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
+	return s.queueWithDepth(ctx, `INSERT INTO queues AS q (`+queueCols+`)
+		VALUES ($1, coalesce($2::int4, 0), coalesce($3::int4, 0), coalesce($4::boolean, false), $5, $5)
+		ON CONFLICT (name) DO UPDATE SET
+			priority = coalesce($2::int4, q.priority),
+			max_concurrency = coalesce($3::int4, q.max_concurrency),
+			paused = coalesce($4::boolean, q.paused),
+			updated_at = $5
+		RETURNING `+queueCols, p.Name, p.Priority, p.MaxConcurrency, p.Paused, utc(p.Now))
+}
+
+// queueWithDepth runs sql (which returns one queue row; its $1 is the queue name) and the
+// depth count of that queue in one round trip.
+func (s *Store) queueWithDepth(ctx context.Context, sql string, args ...any) (*model.Queue, error) {
+	name := args[0].(string)
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	b.Queue(depthSQL, name)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	q, err := scanQueue(br.QueryRow())
+	if err != nil {
+		return nil, translate(err, "queue %s", name)
+	}
+	if err := fillDepth(br, map[string]*model.Queue{name: q}); err != nil {
+		return nil, translate(err, "queue %s: depth", name)
+	}
+	return q, nil
+}

@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// workerSQL selects workers (alias w) with their running count and used capacity.
+const workerSQL = `SELECT w.id, w.session, w.labels, w.cpu, w.memory_mb, w.gpu, w.slots, w.state,
+		w.registered_at, w.last_heartbeat,
+		u.n, coalesce(u.cpu, 0), coalesce(u.mem, 0)::int8, coalesce(u.gpu, 0)::int8
+	FROM workers w
+	CROSS JOIN LATERAL (
+		SELECT count(*) AS n, sum(r.req_cpu) AS cpu, sum(r.req_memory_mb) AS mem, sum(r.req_gpu) AS gpu
+		FROM runs r WHERE r.status = 'running' AND r.worker_id = w.id
+	) u`
+
+func scanWorker(row pgx.Row) (*model.Worker, error) {
+	var (
+		w       model.Worker
+		labels  []byte
+		state   string
+		usedMem int64
+		usedGPU int64
+		running int64
+		usedCPU float64
+	)
+	if err := row.Scan(&w.ID, &w.Session, &labels, &w.Capacity.CPU, &w.Capacity.MemoryMB,
+		&w.Capacity.GPU, &w.Capacity.Slots, &state, &w.RegisteredAt, &w.LastHeartbeat,
+		&running, &usedCPU, &usedMem, &usedGPU); err != nil {
+		return nil, err
+	}
+	if len(labels) > 0 && string(labels) != "null" {
+		if err := json.Unmarshal(labels, &w.Labels); err != nil {
+			return nil, fmt.Errorf("worker %s: decode labels: %w", w.ID, err)
+		}
+	}
+	w.State = model.WorkerState(state)
+	w.Running = int(running)
+	w.Used = model.Capacity{CPU: usedCPU, MemoryMB: usedMem, GPU: int(usedGPU), Slots: int(running)}
+	w.RegisteredAt, w.LastHeartbeat = w.RegisteredAt.UTC(), w.LastHeartbeat.UTC()
+	return &w, nil
+}
+
+// RegisterWorker creates or updates a worker; a new session ends the attempts the worker's
+// previous process held as lost, in the same transaction.
+func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParams) (*model.Worker, []*model.Run, error) {
+	now := utc(p.Now)
+	var labels []byte
+	if p.Labels != nil {
+		var err error
+		if labels, err = json.Marshal(p.Labels); err != nil {
+			return nil, nil, fmt.Errorf("register worker %s: encode labels: %w", p.ID, err)
+		}
+	}
+	var (
+		w    *model.Worker
+		lost []*model.Run
+	)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var old *string
+		err := tx.QueryRow(ctx, `SELECT session FROM workers WHERE id = $1 FOR UPDATE`, p.ID).Scan(&old)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return translate(err, "read worker")
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO workers AS w (id, session, labels, cpu, memory_mb, gpu,
+				slots, state, registered_at, last_heartbeat)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8)
+			ON CONFLICT (id) DO UPDATE SET
+				session = $2, labels = $3, cpu = $4, memory_mb = $5, gpu = $6, slots = $7,
+				state = 'active', last_heartbeat = $8,
+				registered_at = CASE WHEN w.session = $2 THEN w.registered_at ELSE $8 END`,
+			p.ID, p.Session, labels, p.Capacity.CPU, p.Capacity.MemoryMB, p.Capacity.GPU,
+			p.Capacity.Slots, now); err != nil {
+			return translate(err, "write worker")
+		}
+		if old != nil && *old != p.Session {
+			locked, err := lockForEnd(ctx, tx, `r.status = 'running' AND r.worker_id = $1`, "", p.ID)
+			if err != nil {
+				return translate(err, "lock the previous session's runs")
+			}
+			if lost, err = endLost(ctx, tx, locked, "worker restarted", now, p.Backoff); err != nil {
+				return err
+			}
+		}
+		w, err = scanWorker(tx.QueryRow(ctx, workerSQL+` WHERE w.id = $1`, p.ID))
+		return translate(err, "read worker")
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("register worker %s: %w", p.ID, err)
+	}
+	if lost == nil {
+		lost = []*model.Run{}
+	}
+	return w, lost, nil
+}
+
+// GetWorker returns one worker with Running and Used.
+func (s *Store) GetWorker(ctx context.Context, id string) (*model.Worker, error) {
+	w, err := scanWorker(s.pool.QueryRow(ctx, workerSQL+` WHERE w.id = $1`, id))
+	if err != nil {
+		return nil, translate(err, "get worker %s", id)
+	}
+	return w, nil
+}
+
+// ListWorkers returns every worker by id, with Running and Used.
+func (s *Store) ListWorkers(ctx context.Context) ([]*model.Worker, error) {
+	rows, err := s.pool.Query(ctx, workerSQL+` ORDER BY w.id`)
+	if err != nil {
+		return nil, translate(err, "list workers")
+	}
+	ws, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*model.Worker, error) { return scanWorker(row) })
+	if err != nil {
+		return nil, translate(err, "list workers")
+	}
+	if ws == nil {
+		ws = []*model.Worker{}
+	}
+	return ws, nil
+}
+
+// SetWorkerState sets a worker's state.
+func (s *Store) SetWorkerState(ctx context.Context, id string, state model.WorkerState) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1`, id, string(state))
+	if err != nil {
+		return translate(err, "set state of worker %s", id)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set state of worker %s: %w", id, model.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,386 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// backoffFunc is the Backoff of the params that end attempts.
+type backoffFunc = func(run *model.Run, policy model.RetryPolicy) time.Duration
+
+// PromoteDue moves due scheduled runs to queued.
+func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var n int64
+	err := s.write(ctx, func(t *wtx) error {
+		res, err := t.tx.ExecContext(ctx, promoteDueSQL, micros(p.Now), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("promote due runs: %w", err)
+	}
+	return int(n), nil
+}
+
+// NextDue returns the earliest ScheduledFor among scheduled runs.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	return s.earliest(ctx, "next due", nextDueSQL)
+}
+
+// NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
+func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+	return s.earliest(ctx, "next lease expiry", nextLeaseExpirySQL)
+}
+
+func (s *Store) earliest(ctx context.Context, what, q string) (time.Time, bool, error) {
+	var v int64
+	err := s.r.QueryRowContext(ctx, q).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("%s: %w", what, err)
+	}
+	return fromMicros(v), true, nil
+}
+
+// LeaseRuns hands queued runs to a worker, queue by queue in priority order.
+func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*model.Lease, error) {
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	st, err := s.ws.leaseStmt(ctx, len(p.Handlers), p.Commands)
+	if err != nil {
+		return nil, fmt.Errorf("lease runs: %w", err)
+	}
+	expires := micros(p.Now.Add(p.LeaseTTL))
+	now := micros(p.Now)
+	var (
+		leased []runRow
+		specs  = map[string][]byte{}
+	)
+	err = s.write(ctx, func(t *wtx) error {
+		leased, specs = leased[:0], map[string][]byte{}
+		type queue struct {
+			name string
+			max  int
+		}
+		var queues []queue
+		rows, err := t.stmt(t.ws.leaseQueues).QueryContext(ctx)
+		if err != nil {
+			return fmt.Errorf("queues: %w", err)
+		}
+		for rows.Next() {
+			var q queue
+			if err := rows.Scan(&q.name, &q.max); err != nil {
+				_ = rows.Close()
+				return fmt.Errorf("queues: %w", err)
+			}
+			queues = append(queues, q)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("queues: %w", err)
+		}
+		lease := t.stmt(st)
+		args := make([]any, 0, 6+len(p.Handlers))
+		for _, q := range queues {
+			want := p.Max - len(leased)
+			if want <= 0 {
+				break
+			}
+			if q.max > 0 {
+				var running int
+				if err := t.stmt(t.ws.runningCount).QueryRowContext(ctx, q.name).Scan(&running); err != nil {
+					return fmt.Errorf("running in queue %q: %w", q.name, err)
+				}
+				if want = min(want, q.max-running); want <= 0 {
+					continue
+				}
+			}
+			args = append(args[:0], p.WorkerID, expires, now, now, q.name)
+			for _, h := range p.Handlers {
+				args = append(args, h)
+			}
+			args = append(args, want)
+			got, err := scanRuns(lease.QueryContext(ctx, args...))
+			if err != nil {
+				return fmt.Errorf("lease from queue %q: %w", q.name, err)
+			}
+			// RETURNING follows no order: put the queue's runs in lease order.
+			slices.SortFunc(got, func(a, b runRow) int {
+				return cmp.Or(cmp.Compare(b.run.Priority, a.run.Priority),
+					a.run.ScheduledFor.Compare(b.run.ScheduledFor), cmp.Compare(a.run.ID, b.run.ID))
+			})
+			leased = append(leased, got...)
+		}
+		spec := t.stmt(t.ws.jobSpec)
+		for _, rr := range leased {
+			if _, ok := specs[rr.jobID]; ok {
+				continue
+			}
+			var b []byte
+			if err := spec.QueryRowContext(ctx, rr.jobID).Scan(&b); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("spec of job %s: %w", rr.jobID, err)
+			}
+			specs[rr.jobID] = b
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lease runs: %w", err)
+	}
+	out := make([]*model.Lease, len(leased))
+	decoded := make(map[string]model.JobSpec, len(specs))
+	for i, rr := range leased {
+		spec, ok := decoded[rr.jobID]
+		if !ok {
+			if b := specs[rr.jobID]; len(b) > 0 {
+				if err := json.Unmarshal(b, &spec); err != nil {
+					return nil, fmt.Errorf("lease runs: decode spec of job %s: %w", rr.jobID, err)
+				}
+			}
+			decoded[rr.jobID] = spec
+		}
+		out[i] = &model.Lease{Run: rr.run, Spec: spec, Token: rr.run.LeaseToken, ExpiresAt: *rr.run.LeaseExpiresAt}
+	}
+	return out, nil
+}
+
+// CompleteAttempts records the ends of attempts; see store.Store.
+func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsParams) ([]store.CompletionResult, error) {
+	out := make([]store.CompletionResult, len(p.Completions))
+	err := s.write(ctx, func(t *wtx) error {
+		clear(out)
+		finish, active := t.stmt(t.ws.finishRun), t.stmt(t.ws.activeRun)
+		e := t.ender(p.Now, p.Backoff)
+		spent := make(map[string]bool, len(p.Completions))
+		for i, c := range p.Completions {
+			if spent[c.RunID] {
+				out[i].Err = fmt.Errorf("run %s: %w", c.RunID, model.ErrLeaseLost)
+				continue
+			}
+			var (
+				run *model.Run
+				err error
+			)
+			switch c.Status {
+			case model.AttemptSucceeded, model.AttemptCancelled:
+				// One statement fences and ends the run: no policy is needed.
+				status := model.RunSucceeded
+				if c.Status == model.AttemptCancelled {
+					status = model.RunCancelled
+				}
+				var rr runRow
+				rr, err = scanRun(finish.QueryRowContext(ctx, string(status), micros(p.Now), c.Error, c.RunID, c.Token))
+				if err == nil {
+					run = rr.run
+					err = e.writeAttempt(rr, c.Status, c.ExitCode, c.Error)
+				}
+			default:
+				var rr runRow
+				rr, err = scanRun(active.QueryRowContext(ctx, c.RunID, c.Token))
+				if err == nil {
+					run, err = e.end(rr, c.Status, c.ExitCode, c.Error)
+				}
+			}
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				out[i].Err = fmt.Errorf("run %s: %w", c.RunID, model.ErrLeaseLost)
+			case err != nil:
+				return fmt.Errorf("complete run %s: %w", c.RunID, err)
+			default:
+				out[i].Run = run
+				spent[c.RunID] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete attempts: %w", err)
+	}
+	return out, nil
+}
+
+// ender ends attempts inside one transaction, caching the retry policies it loads.
+type ender struct {
+	t        *wtx
+	now      time.Time
+	backoff  backoffFunc
+	policies map[string]model.RetryPolicy
+	update   *sql.Stmt
+	insert   *sql.Stmt
+}
+
+func (t *wtx) ender(now time.Time, backoff backoffFunc) *ender {
+	return &ender{t: t, now: now, backoff: backoff, policies: map[string]model.RetryPolicy{},
+		update: t.stmt(t.ws.endAttemptRun), insert: t.stmt(t.ws.insertAttempt)}
+}
+
+// policy returns the retry policy of a job (the zero policy when the job is gone).
+func (e *ender) policy(jobID string) (model.RetryPolicy, error) {
+	if p, ok := e.policies[jobID]; ok {
+		return p, nil
+	}
+	var b []byte
+	err := e.t.stmt(e.t.ws.jobSpec).QueryRowContext(e.t.ctx, jobID).Scan(&b)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return model.RetryPolicy{}, fmt.Errorf("spec of job %s: %w", jobID, err)
+	}
+	var spec model.JobSpec
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &spec); err != nil {
+			return model.RetryPolicy{}, fmt.Errorf("decode spec of job %s: %w", jobID, err)
+		}
+	}
+	e.policies[jobID] = spec.Retry
+	return spec.Retry, nil
+}
+
+// end ends the running attempt of rr (already fenced) with an outcome other than a plain
+// success, applying the retry rules of store.Completion, and writes the attempt.
+func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText string) (*model.Run, error) {
+	r := rr.run
+	var (
+		next      model.RunStatus
+		pending   model.PendingCode
+		reason    string
+		sched     any // nil keeps scheduled_for
+		finished  any
+		cancelReq = boolInt(r.CancelRequested)
+	)
+	switch {
+	case status == model.AttemptSucceeded:
+		next = model.RunSucceeded
+	case status == model.AttemptCancelled || r.CancelRequested:
+		next = model.RunCancelled
+	default:
+		policy, err := e.policy(r.JobID)
+		if err != nil {
+			return nil, err
+		}
+		if r.Attempt >= r.MaxAttempts || finalExit(policy, exit) {
+			next = model.RunFailed
+			break
+		}
+		var d time.Duration
+		if e.backoff != nil {
+			d = e.backoff(r, policy)
+		}
+		if d > 0 {
+			due := e.now.Add(d)
+			next, pending, sched = model.RunScheduled, model.PendingRetryBackoff, micros(due)
+			reason = fmt.Sprintf("attempt %d %s; retrying at %s", r.Attempt, status, norm(due).Format(time.RFC3339))
+		} else {
+			next, sched = model.RunQueued, micros(e.now)
+		}
+		cancelReq = 0
+	}
+	if next.Final() {
+		finished = micros(e.now)
+	}
+	out, err := scanRun(e.update.QueryRowContext(e.t.ctx, string(next), string(pending), reason, sched, finished, errText, cancelReq, r.ID))
+	if err != nil {
+		return nil, fmt.Errorf("end attempt: %w", err)
+	}
+	if err := e.writeAttempt(rr, status, exit, errText); err != nil {
+		return nil, err
+	}
+	return out.run, nil
+}
+
+// writeAttempt appends the ended attempt of rr to the history.
+func (e *ender) writeAttempt(rr runRow, status model.AttemptStatus, exit *int, errText string) error {
+	var code any
+	if exit != nil {
+		code = *exit
+	}
+	if _, err := e.insert.ExecContext(e.t.ctx, rr.run.ID, rr.run.Attempt, rr.worker, string(status), code, errText,
+		rr.attemptStarted, micros(e.now)); err != nil {
+		return fmt.Errorf("write attempt %d: %w", rr.run.Attempt, err)
+	}
+	return nil
+}
+
+// finalExit reports whether exit ends the run at once under policy.
+func finalExit(policy model.RetryPolicy, exit *int) bool {
+	return exit != nil && slices.Contains(policy.FinalExitCodes, *exit) && !slices.Contains(policy.RetryExitCodes, *exit)
+}
+
+// Heartbeat extends the worker's valid leases and says which to stop.
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
+	out := &store.HeartbeatResult{}
+	err := s.write(ctx, func(t *wtx) error {
+		*out = store.HeartbeatResult{}
+		res, err := t.tx.ExecContext(ctx, `UPDATE workers SET last_heartbeat = ? WHERE id = ?`, micros(p.Now), p.WorkerID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("worker %s: %w", p.WorkerID, model.ErrNotFound)
+		}
+		extend := t.stmt(t.ws.extendLease)
+		expires := micros(p.Now.Add(p.LeaseTTL))
+		for _, h := range p.Held {
+			var cancel int
+			err := extend.QueryRowContext(ctx, expires, h.RunID, h.Token, p.WorkerID).Scan(&cancel)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				out.Lost = append(out.Lost, h.RunID)
+			case err != nil:
+				return fmt.Errorf("extend lease of run %s: %w", h.RunID, err)
+			case cancel != 0:
+				out.Cancel = append(out.Cancel, h.RunID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return out, nil
+}
+
+// RescueExpired ends attempts whose lease expired as lost.
+func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	var out []*model.Run
+	err := s.write(ctx, func(t *wtx) error {
+		out = out[:0]
+		expired, err := scanRuns(t.tx.QueryContext(ctx, expiredSQL, micros(p.Now), limit))
+		if err != nil {
+			return err
+		}
+		e := t.ender(p.Now, p.Backoff)
+		for _, rr := range expired {
+			r, err := e.end(rr, model.AttemptLost, nil, "lease expired")
+			if err != nil {
+				return fmt.Errorf("run %s: %w", rr.run.ID, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rescue expired leases: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,76 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// AppendLogs stores log chunks in one transaction; resent chunks are ignored.
+func (s *Store) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
+	if len(chunks) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(t *wtx) error {
+		exists, ins := t.stmt(t.ws.runExists), t.stmt(t.ws.insertLogChunk)
+		checked := map[string]bool{}
+		for _, c := range chunks {
+			if !checked[c.RunID] {
+				var one int
+				if err := exists.QueryRowContext(ctx, c.RunID).Scan(&one); err != nil {
+					return fmt.Errorf("run %s: %w", c.RunID, mapErr(err))
+				}
+				checked[c.RunID] = true
+			}
+			data := c.Data
+			if data == nil {
+				data = []byte{}
+			}
+			if _, err := ins.ExecContext(ctx, c.RunID, c.Attempt, c.Seq, string(c.Stream), data, micros(c.CreatedAt)); err != nil {
+				return fmt.Errorf("chunk %d of run %s attempt %d: %w", c.Seq, c.RunID, c.Attempt, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append logs: %w", err)
+	}
+	return nil
+}
+
+// ReadLogs returns one attempt's chunks after AfterSeq.
+func (s *Store) ReadLogs(ctx context.Context, p *store.ReadLogsParams) ([]model.LogChunk, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	var one int
+	if err := s.rs.runExists.QueryRowContext(ctx, p.RunID).Scan(&one); err != nil {
+		return nil, fmt.Errorf("read logs of run %s: %w", p.RunID, mapErr(err))
+	}
+	rows, err := s.rs.readLogs.QueryContext(ctx, p.RunID, p.Attempt, p.AfterSeq, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read logs of run %s: %w", p.RunID, err)
+	}
+	defer rows.Close()
+	var out []model.LogChunk
+	for rows.Next() {
+		c := model.LogChunk{RunID: p.RunID, Attempt: p.Attempt}
+		var (
+			stream  string
+			created int64
+		)
+		if err := rows.Scan(&c.Seq, &stream, &c.Data, &created); err != nil {
+			return nil, fmt.Errorf("read logs of run %s: %w", p.RunID, err)
+		}
+		c.Stream = model.LogStream(stream)
+		c.CreatedAt = fromMicros(created)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read logs of run %s: %w", p.RunID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,74 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestQueryPlans checks that every dispatch query walks the index meant for it, so that
+// nothing on the hot path scans all runs.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "plan.db"), Synchronous: "OFF"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+
+	cases := []struct {
+		name  string
+		sql   string
+		args  int
+		want  []string // substrings the plan must contain
+		avoid []string
+	}{
+		{"lease", leaseSQL(0, false), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease commands", leaseSQL(0, true), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease handlers", leaseSQL(2, true), 8, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"promote due", promoteDueSQL, 2, []string{"USING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
+		{"next due", nextDueSQL, 0, []string{"runs_scheduled"}, []string{"TEMP B-TREE"}},
+		{"next lease expiry", nextLeaseExpirySQL, 0, []string{"runs_lease_expiry"}, []string{"TEMP B-TREE"}},
+		{"expired", expiredSQL, 2, []string{"USING INDEX runs_lease_expiry (lease_expires_at<?)"}, []string{"TEMP B-TREE"}},
+		{"worker runs", workerRunsSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},
+		{"worker usage", workerUsageSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},
+		{"running in queue", runningCountSQL, 1, []string{"runs_queue_active (queue=? AND status=?)"}, nil},
+		{"queue depth", queueDepthSQL, 1, []string{"runs_queue_active (queue=?"}, nil},
+		{"cancel job pending", cancelJobPendingSQL, 3, []string{"runs_job (job_id=?)"}, nil},
+		{"cancel job running", cancelJobRunningSQL, 2, []string{"runs_job (job_id=?)"}, nil},
+		{"run by cron instant", `SELECT id FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`, 2, []string{"runs_cron_instant"}, nil},
+		{"finish run", `UPDATE runs SET status = ? WHERE id = ? AND status = 'running' AND lease_token = ?`, 3, []string{"sqlite_autoindex_runs_1 (id=?)"}, nil},
+		{"list runs by status", `SELECT id FROM runs WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`, 3, []string{"runs_status (status=? AND id<?)"}, []string{"TEMP B-TREE"}},
+		{"list runs by job", `SELECT id FROM runs WHERE job_id = ? ORDER BY id DESC LIMIT ?`, 2, []string{"runs_job (job_id=?)"}, []string{"TEMP B-TREE"}},
+		{"list jobs", `SELECT id FROM jobs WHERE (name, namespace) > (?, ?) ORDER BY name, namespace LIMIT ?`, 3, []string{"jobs_name"}, []string{"TEMP B-TREE"}},
+		{"list jobs in namespace", `SELECT id FROM jobs WHERE namespace = ? AND name > ? ORDER BY name LIMIT ?`, 3, []string{"jobs_namespace_name (namespace=? AND name>?)"}, []string{"TEMP B-TREE"}},
+		{"next fire", `SELECT id FROM jobs WHERE next_fire_at IS NOT NULL AND enabled = 1 ORDER BY next_fire_at LIMIT 1`, 0, []string{"jobs_next_fire"}, []string{"TEMP B-TREE"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := make([]any, c.args)
+			for i := range args {
+				args[i] = "x"
+			}
+			rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.sql, args...)
+			require.NoError(t, err)
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, notused int
+				var detail string
+				require.NoError(t, rows.Scan(&id, &parent, &notused, &detail))
+				plan = append(plan, detail)
+			}
+			require.NoError(t, rows.Err())
+			text := strings.Join(plan, "\n")
+			for _, w := range c.want {
+				require.Contains(t, text, w, "plan:\n%s", text)
+			}
+			for _, a := range c.avoid {
+				require.NotContains(t, text, a, "plan:\n%s", text)
+			}
+			require.NotRegexp(t, `(?m)^SCAN runs$`, text, "a full scan of runs:\n%s", text)
+		})
+	}
+}

@@ -1,0 +1,105 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// ListQueues returns every queue by name with its depth.
+func (s *Store) ListQueues(ctx context.Context) ([]*model.Queue, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+queueCols+` FROM queues ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	var out []*model.Queue
+	for rows.Next() {
+		q, err := scanQueue(rows)
+		if err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		_ = rows.Close()
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	_ = rows.Close()
+	for _, q := range out {
+		if err := s.fillDepth(ctx, q); err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// GetQueue returns one queue with its depth.
+func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error) {
+	q, err := scanQueue(s.r.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, name))
+	if err != nil {
+		return nil, fmt.Errorf("get queue %q: %w", name, mapErr(err))
+	}
+	if err := s.fillDepth(ctx, q); err != nil {
+		return nil, fmt.Errorf("get queue %q: %w", name, err)
+	}
+	return q, nil
+}
+
+// fillDepth counts the queue's active runs by status (runs_queue_active).
+func (s *Store) fillDepth(ctx context.Context, q *model.Queue) error {
+	q.Depth = map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0}
+	rows, err := s.rs.queueDepth.QueryContext(ctx, q.Name)
+	if err != nil {
+		return fmt.Errorf("depth: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return fmt.Errorf("depth: %w", err)
+		}
+		q.Depth[model.RunStatus(status)] = n
+	}
+	return rows.Err()
+}
+
+// UpdateQueue changes the set fields of a queue, creating it if missing.
+func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
+	var q *model.Queue
+	err := s.write(ctx, func(t *wtx) error {
+		var (
+			prio, maxc, paused any
+		)
+		if p.Priority != nil {
+			prio = *p.Priority
+		}
+		if p.MaxConcurrency != nil {
+			maxc = *p.MaxConcurrency
+		}
+		if p.Paused != nil {
+			paused = boolInt(*p.Paused)
+		}
+		now := micros(p.Now)
+		var err error
+		q, err = scanQueue(t.tx.QueryRowContext(ctx, `INSERT INTO queues (name, priority, max_concurrency, paused, created_at, updated_at)
+			VALUES (?1, coalesce(?2, 0), coalesce(?3, 0), coalesce(?4, 0), ?5, ?5)
+			ON CONFLICT (name) DO UPDATE SET priority = coalesce(?2, priority), max_concurrency = coalesce(?3, max_concurrency),
+				paused = coalesce(?4, paused), updated_at = ?5
+			RETURNING `+queueCols, p.Name, prio, maxc, paused, now))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update queue %q: %w", p.Name, err)
+	}
+	// Depth is read after the commit, from a reader (it is a count, not part of the change).
+	if err := s.fillDepth(ctx, q); err != nil {
+		return nil, fmt.Errorf("update queue %q: %w", p.Name, err)
+	}
+	return q, nil
+}

@@ -1,0 +1,272 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// CreateRuns inserts runs of existing jobs; see store.Store.
+func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
+	out := make([]store.CreateRunResult, len(p.Runs))
+	err := s.write(ctx, func(t *wtx) error {
+		ins, jobQ := t.stmt(t.ws.insertRun), t.stmt(t.ws.jobForRun)
+		jobs := map[string]*jobInfo{}
+		queues := map[string]bool{}
+		for i, r := range p.Runs {
+			ji, seen := jobs[r.JobID]
+			if !seen {
+				var info jobInfo
+				err := jobQ.QueryRowContext(ctx, r.JobID).Scan(&info.handler, &info.req.CPU, &info.req.MemoryMB, &info.req.GPU)
+				switch {
+				case err == nil:
+					ji = &info
+				case !errors.Is(err, sql.ErrNoRows):
+					return fmt.Errorf("job of run %s: %w", r.ID, err)
+				}
+				jobs[r.JobID] = ji
+			}
+			if ji == nil {
+				out[i].Err = fmt.Errorf("run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
+				continue
+			}
+			stored, ok, err := t.insertRun(ins, r, *ji)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out[i].Run = stored
+				queues[r.Queue] = true
+				continue
+			}
+			prev, err := t.existingRun(r)
+			if err != nil {
+				return err
+			}
+			if prev == nil {
+				out[i].Err = fmt.Errorf("run %s: id taken: %w", r.ID, model.ErrConflict)
+				continue
+			}
+			out[i] = store.CreateRunResult{Run: prev, Existing: true}
+		}
+		return t.ensureQueues(queues, p.Now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create runs: %w", err)
+	}
+	return out, nil
+}
+
+// existingRun finds the run that r duplicates: same idempotency key, or same cron instant.
+func (t *wtx) existingRun(r *model.Run) (*model.Run, error) {
+	if r.IdempotencyKey != "" {
+		rr, err := scanRun(t.stmt(t.ws.runByKey).QueryRowContext(t.ctx, r.IdempotencyKey))
+		if err == nil {
+			return rr.run, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run by key: %w", err)
+		}
+	}
+	if r.Trigger == model.TriggerCron {
+		rr, err := scanRun(t.stmt(t.ws.runByCron).QueryRowContext(t.ctx, r.JobID, micros(r.ScheduledFor)))
+		if err == nil {
+			return rr.run, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run by cron instant: %w", err)
+		}
+	}
+	return nil, nil
+}
+
+// GetRun returns a run with its attempts, read in one snapshot.
+func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	rr, err := scanRun(tx.StmtContext(ctx, s.rs.getRun).QueryRowContext(ctx, id))
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, mapErr(err))
+	}
+	rows, err := tx.StmtContext(ctx, s.rs.attemptsOf).QueryContext(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: attempts: %w", id, err)
+	}
+	defer rows.Close()
+	r := rr.run
+	for rows.Next() {
+		a := model.Attempt{RunID: id}
+		var (
+			status           string
+			exit             sql.NullInt64
+			started, finshed int64
+		)
+		if err := rows.Scan(&a.N, &a.WorkerID, &status, &exit, &a.Error, &started, &finshed); err != nil {
+			return nil, fmt.Errorf("get run %s: attempts: %w", id, err)
+		}
+		a.Status = model.AttemptStatus(status)
+		if exit.Valid {
+			code := int(exit.Int64)
+			a.ExitCode = &code
+		}
+		a.StartedAt = fromMicros(started)
+		a.FinishedAt = fromNullMicros(sql.NullInt64{Int64: finshed, Valid: true})
+		r.Attempts = append(r.Attempts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("get run %s: attempts: %w", id, err)
+	}
+	if r.Status == model.RunRunning {
+		r.Attempts = append(r.Attempts, model.Attempt{
+			RunID: id, N: r.Attempt, WorkerID: r.WorkerID, Status: model.AttemptRunning, StartedAt: fromMicros(rr.attemptStarted),
+		})
+	}
+	return r, nil
+}
+
+// ListRuns lists runs newest first.
+func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.RunPage, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if p.JobID != "" {
+		where = append(where, "job_id = ?")
+		args = append(args, p.JobID)
+	}
+	if p.WorkerID != "" {
+		// worker_id means something only while running (and runs_worker covers that).
+		if p.Status != "" && p.Status != model.RunRunning {
+			return &store.RunPage{}, nil
+		}
+		where = append(where, "worker_id = ? AND status = 'running'")
+		args = append(args, p.WorkerID)
+	} else if p.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(p.Status))
+	}
+	if p.Queue != "" {
+		where = append(where, "queue = ?")
+		args = append(args, p.Queue)
+	}
+	if p.Cursor != "" {
+		where = append(where, "id < ?")
+		args = append(args, p.Cursor)
+	}
+	q := `SELECT ` + runCols + ` FROM runs`
+	if p.WorkerID != "" {
+		q += ` INDEXED BY runs_worker`
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := scanRuns(s.r.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	page := &store.RunPage{Runs: runsOf(rows)}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		page.NextCursor = page.Runs[limit-1].ID
+	}
+	return page, nil
+}
+
+// CancelRuns cancels runs by id or every active run of a job.
+func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
+	var out []*model.Run
+	err := s.write(ctx, func(t *wtx) error {
+		pending, running, exists := t.stmt(t.ws.cancelPending), t.stmt(t.ws.cancelRunning), t.stmt(t.ws.runExists)
+		now := micros(p.Now)
+		for _, id := range p.RunIDs {
+			rr, err := scanRun(pending.QueryRowContext(ctx, now, p.Reason, id))
+			if err == nil {
+				out = append(out, rr.run)
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("cancel run %s: %w", id, err)
+			}
+			rr, err = scanRun(running.QueryRowContext(ctx, p.Reason, id))
+			if err == nil {
+				out = append(out, rr.run)
+				continue
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("cancel run %s: %w", id, err)
+			}
+			var one int
+			if err := exists.QueryRowContext(ctx, id).Scan(&one); err != nil {
+				return fmt.Errorf("run %s: %w", id, mapErr(err))
+			}
+		}
+		if p.JobID != "" {
+			runs, err := t.cancelJobRuns(p.JobID, p.Reason, p.Now)
+			if err != nil {
+				return err
+			}
+			out = append(out, runs...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel runs: %w", err)
+	}
+	return out, nil
+}
+
+// cancelJobRuns cancels every active run of a job: pending ones at once, running ones by
+// request.
+func (t *wtx) cancelJobRuns(jobID, reason string, now time.Time) ([]*model.Run, error) {
+	rows, err := scanRuns(t.tx.QueryContext(t.ctx, cancelJobPendingSQL, micros(now), reason, jobID))
+	if err != nil {
+		return nil, fmt.Errorf("cancel runs of job %s: %w", jobID, err)
+	}
+	more, err := scanRuns(t.tx.QueryContext(t.ctx, cancelJobRunningSQL, reason, jobID))
+	if err != nil {
+		return nil, fmt.Errorf("cancel runs of job %s: %w", jobID, err)
+	}
+	return runsOf(append(rows, more...)), nil
+}
+
+// RetryRun reopens a failed or cancelled run.
+func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
+	var out *model.Run
+	err := s.write(ctx, func(t *wtx) error {
+		rr, err := scanRun(t.tx.QueryRowContext(ctx, `UPDATE runs SET status = 'queued', scheduled_for = ?,
+			max_attempts = max_attempts + 1, finished_at = NULL, error = '', cancel_requested = 0,
+			pending_code = '', pending_reason = '' WHERE id = ? AND status IN ('failed', 'cancelled') RETURNING `+runCols,
+			micros(p.Now), p.ID))
+		if err == nil {
+			out = rr.run
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var status string
+		if err := t.tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, p.ID).Scan(&status); err != nil {
+			return mapErr(err)
+		}
+		return fmt.Errorf("run is %s: %w", status, model.ErrInvalidState)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry run %s: %w", p.ID, err)
+	}
+	return out, nil
+}

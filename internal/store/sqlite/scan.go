@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+const runCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
+	trigger_kind, args, scheduled_for, created_at, started_at, finished_at, attempt, max_attempts,
+	idempotency_key, cancel_requested, error, worker_id, lease_token, lease_expires_at, attempt_started_at`
+
+// runRow is a scanned runs row: the run as the model sees it, plus the raw lease columns
+// that an ended attempt is written from.
+type runRow struct {
+	run *model.Run
+	// worker, attemptStarted: the current (or last) attempt's, whatever the status.
+	worker         string
+	attemptStarted int64
+	jobID          string
+}
+
+func scanRun(sc scanner) (runRow, error) {
+	var (
+		r                                     model.Run
+		status, pending, trigger              string
+		args                                  []byte
+		sched, created                        int64
+		started, finished, leaseExp, attStart sql.NullInt64
+		idem, worker, token                   sql.NullString
+		cancel                                int
+	)
+	err := sc.Scan(&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
+		&trigger, &args, &sched, &created, &started, &finished, &r.Attempt, &r.MaxAttempts,
+		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart)
+	if err != nil {
+		return runRow{}, err
+	}
+	r.Status = model.RunStatus(status)
+	r.PendingCode = model.PendingCode(pending)
+	r.Trigger = model.Trigger(trigger)
+	if len(args) > 0 {
+		r.Args = json.RawMessage(args)
+	}
+	r.ScheduledFor = fromMicros(sched)
+	r.CreatedAt = fromMicros(created)
+	r.StartedAt = fromNullMicros(started)
+	r.FinishedAt = fromNullMicros(finished)
+	r.IdempotencyKey = idem.String
+	r.CancelRequested = cancel != 0
+	if r.Status == model.RunRunning {
+		r.WorkerID = worker.String
+		r.LeaseToken = token.String
+		r.LeaseExpiresAt = fromNullMicros(leaseExp)
+	}
+	return runRow{run: &r, worker: worker.String, attemptStarted: attStart.Int64, jobID: r.JobID}, nil
+}
+
+// scanRuns reads every row of rows as a run and closes rows.
+func scanRuns(rows *sql.Rows, err error) ([]runRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []runRow
+	for rows.Next() {
+		rr, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rr)
+	}
+	return out, rows.Err()
+}
+
+func runsOf(rows []runRow) []*model.Run {
+	out := make([]*model.Run, len(rows))
+	for i, r := range rows {
+		out[i] = r.run
+	}
+	return out
+}
+
+const jobCols = `id, namespace, name, spec, enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at`
+
+func scanJob(sc scanner) (*model.Job, error) {
+	var (
+		j                model.Job
+		spec             []byte
+		enabled          int
+		next             sql.NullInt64
+		idem             sql.NullString
+		created, updated int64
+	)
+	if err := sc.Scan(&j.ID, &j.Namespace, &j.Name, &spec, &enabled, &next, &idem, &j.RequestHash, &created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(spec, &j.Spec); err != nil {
+		return nil, fmt.Errorf("decode spec of job %s: %w", j.ID, err)
+	}
+	j.Enabled = enabled != 0
+	j.NextFireAt = fromNullMicros(next)
+	j.IdempotencyKey = idem.String
+	j.CreatedAt = fromMicros(created)
+	j.UpdatedAt = fromMicros(updated)
+	return &j, nil
+}
+
+const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at`
+
+func scanQueue(sc scanner) (*model.Queue, error) {
+	var (
+		q                model.Queue
+		paused           int
+		created, updated int64
+	)
+	if err := sc.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &paused, &created, &updated); err != nil {
+		return nil, err
+	}
+	q.Paused = paused != 0
+	q.CreatedAt = fromMicros(created)
+	q.UpdatedAt = fromMicros(updated)
+	return &q, nil
+}
+
+const workerCols = `id, session, labels, cap_cpu, cap_memory_mb, cap_gpu, cap_slots, state, registered_at, last_heartbeat`
+
+func scanWorker(sc scanner) (*model.Worker, error) {
+	var (
+		w          model.Worker
+		labels     []byte
+		state      string
+		reg, heart int64
+	)
+	if err := sc.Scan(&w.ID, &w.Session, &labels, &w.Capacity.CPU, &w.Capacity.MemoryMB, &w.Capacity.GPU, &w.Capacity.Slots, &state, &reg, &heart); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(labels, &w.Labels); err != nil {
+		return nil, fmt.Errorf("decode labels of worker %s: %w", w.ID, err)
+	}
+	w.State = model.WorkerState(state)
+	w.RegisteredAt = fromMicros(reg)
+	w.LastHeartbeat = fromMicros(heart)
+	return &w, nil
+}

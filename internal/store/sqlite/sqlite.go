@@ -1,0 +1,269 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Config says where the database is and how hard to sync it.
+type Config struct {
+	// Path is the database file; it is created when missing. It must not contain '?'.
+	Path string
+	// Synchronous is SQLite's synchronous setting: FULL (default: a commit survives power
+	// loss), NORMAL (a commit may be lost on power loss, never on a process crash), OFF or
+	// EXTRA.
+	Synchronous string
+	// Logger receives migration and maintenance messages; nil discards them.
+	Logger *slog.Logger
+	// Readers is the size of the read pool; 0 means 4.
+	Readers int
+}
+
+// Store is store.Store on SQLite. It is safe for concurrent use.
+type Store struct {
+	w   *sql.DB // the one writer connection
+	r   *sql.DB // query-only readers
+	log *slog.Logger
+	ws  *writeStmts
+	rs  *readStmts
+}
+
+// ParseURL turns a store URL into a Config: sqlite:///abs/path.db or sqlite://rel/path.db,
+// with an optional ?synchronous=full|normal|off|extra.
+func ParseURL(u string) (Config, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return Config{}, fmt.Errorf("parse sqlite url: %w", err)
+	}
+	if p.Scheme != "sqlite" {
+		return Config{}, fmt.Errorf("parse sqlite url: scheme %q is not sqlite", p.Scheme)
+	}
+	var cfg Config
+	switch {
+	case p.Opaque != "": // sqlite:rel.db
+		cfg.Path = p.Opaque
+	default:
+		cfg.Path = p.Host + p.Path
+	}
+	if cfg.Path == "" {
+		return Config{}, errors.New("parse sqlite url: no path")
+	}
+	for k, vs := range p.Query() {
+		switch k {
+		case "synchronous":
+			s, err := syncMode(vs[len(vs)-1])
+			if err != nil {
+				return Config{}, fmt.Errorf("parse sqlite url: %w", err)
+			}
+			cfg.Synchronous = s
+		default:
+			return Config{}, fmt.Errorf("parse sqlite url: unknown parameter %q", k)
+		}
+	}
+	return cfg, nil
+}
+
+func syncMode(s string) (string, error) {
+	switch u := strings.ToUpper(s); u {
+	case "":
+		return "FULL", nil
+	case "OFF", "NORMAL", "FULL", "EXTRA":
+		return u, nil
+	}
+	return "", fmt.Errorf("synchronous %q is not one of off, normal, full, extra", s)
+}
+
+// Open opens (creating if needed) the database at cfg.Path and migrates it to the newest
+// schema.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("open sqlite: no path")
+	}
+	if strings.ContainsRune(cfg.Path, '?') {
+		return nil, fmt.Errorf("open sqlite: path %q contains '?'", cfg.Path)
+	}
+	syncm, err := syncMode(cfg.Synchronous)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	readers := cfg.Readers
+	if readers <= 0 {
+		readers = 4
+	}
+
+	common := "_pragma=busy_timeout(10000)&_pragma=temp_store(memory)"
+	w, err := sql.Open("sqlite", cfg.Path+"?"+common+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous("+syncm+")&_pragma=cache_size(-65536)"+
+		"&_pragma=wal_autocheckpoint(4000)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite writer: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{w: w, log: log}
+	if err := s.migrate(ctx); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", cfg.Path+"?"+common+"&_pragma=cache_size(-16384)&_pragma=query_only(1)")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("open sqlite readers: %w", err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	r.SetConnMaxIdleTime(0)
+	r.SetConnMaxLifetime(0)
+	s.r = r
+	if s.ws, err = prepareWrite(ctx, w); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if s.rs, err = prepareRead(ctx, r); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ping checks both pools answer.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite readers: %w", err)
+	}
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite writer: %w", err)
+	}
+	return nil
+}
+
+// Close closes the statements and both pools.
+func (s *Store) Close() error {
+	var errs []error
+	if s.ws != nil {
+		errs = append(errs, s.ws.close())
+	}
+	if s.rs != nil {
+		errs = append(errs, s.rs.close())
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sqlite: %w", err)
+	}
+	return nil
+}
+
+// wtx is one writer transaction with the prepared statements bound to it.
+type wtx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	ws  *writeStmts
+}
+
+// stmt binds a prepared writer statement to the transaction. The writer has one
+// connection, so database/sql reuses the statement prepared on it.
+func (t *wtx) stmt(s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(t.ctx, s) }
+
+// write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits it.
+func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(&wtx{ctx: ctx, tx: tx, ws: s.ws}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	return nil
+}
+
+// mapErr translates driver errors into the model's sentinels.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return model.ErrNotFound
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %s", model.ErrConflict, se.Error())
+		}
+	}
+	return err
+}
+
+// Times are INTEGER microseconds since the epoch, UTC.
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func nullMicros(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromNullMicros(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// norm returns t as stored: UTC, truncated to the microsecond.
+func norm(t time.Time) time.Time { return fromMicros(micros(t)) }
+
+func normp(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := norm(*t)
+	return &n
+}
+
+// nullStr stores "" as NULL (optional keys, so that partial unique indexes skip them).
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

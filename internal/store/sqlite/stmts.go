@@ -1,0 +1,241 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// writeStmts are the writer's prepared statements. The writer has one connection, so each
+// is prepared once and reused by every transaction.
+type writeStmts struct {
+	db *sql.DB
+
+	insertJob      *sql.Stmt
+	insertRun      *sql.Stmt
+	deleteJob      *sql.Stmt
+	ensureQueue    *sql.Stmt
+	jobByKey       *sql.Stmt
+	firstRun       *sql.Stmt
+	jobForRun      *sql.Stmt
+	runByKey       *sql.Stmt
+	runByCron      *sql.Stmt
+	runByID        *sql.Stmt
+	runExists      *sql.Stmt
+	jobSpec        *sql.Stmt
+	finishRun      *sql.Stmt
+	endAttemptRun  *sql.Stmt
+	activeRun      *sql.Stmt
+	insertAttempt  *sql.Stmt
+	cancelPending  *sql.Stmt
+	cancelRunning  *sql.Stmt
+	extendLease    *sql.Stmt
+	insertLogChunk *sql.Stmt
+	runningCount   *sql.Stmt
+	leaseQueues    *sql.Stmt
+
+	mu    sync.Mutex
+	lease map[string]*sql.Stmt // LeaseRuns statements by filter shape
+}
+
+// readStmts are the readers' prepared statements (database/sql prepares them on each
+// reader connection as it is first used).
+type readStmts struct {
+	getRun      *sql.Stmt
+	attemptsOf  *sql.Stmt
+	jobByID     *sql.Stmt
+	jobByName   *sql.Stmt
+	runExists   *sql.Stmt
+	readLogs    *sql.Stmt
+	queueDepth  *sql.Stmt
+	workerUsage *sql.Stmt
+}
+
+// statusActive lists the states that still need work, as SQL.
+const statusActive = `('waiting', 'scheduled', 'queued', 'running')`
+
+// statusPending lists the states before running, as SQL.
+const statusPending = `('waiting', 'scheduled', 'queued')`
+
+const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
+	trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, scheduled_for, created_at, started_at, finished_at,
+	attempt, max_attempts, idempotency_key, cancel_requested, error)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+
+func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
+	s := &writeStmts{db: db, lease: map[string]*sql.Stmt{}}
+	var errs []error
+	p := func(q string) *sql.Stmt {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prepare %q: %w", firstLine(q), err))
+		}
+		return st
+	}
+	s.insertJob = p(`INSERT INTO jobs (id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
+		enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+	s.insertRun = p(insertRunSQL)
+	s.deleteJob = p(`DELETE FROM jobs WHERE id = ?`)
+	s.ensureQueue = p(`INSERT INTO queues (name, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`)
+	s.jobByKey = p(`SELECT ` + jobCols + ` FROM jobs WHERE namespace = ? AND idempotency_key = ?`)
+	s.firstRun = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? ORDER BY id LIMIT 1`)
+	s.jobForRun = p(`SELECT handler, req_cpu, req_memory_mb, req_gpu FROM jobs WHERE id = ?`)
+	s.runByKey = p(`SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?`)
+	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`)
+	s.runByID = p(`SELECT ` + runCols + ` FROM runs WHERE id = ?`)
+	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
+	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
+	// A succeeded or cancelled attempt: one statement fences and ends the run.
+	s.finishRun = p(`UPDATE runs SET status = ?, finished_at = ?, error = ?, pending_code = '', pending_reason = ''
+		WHERE id = ? AND status = 'running' AND lease_token = ? RETURNING ` + runCols)
+	// Any other ending, once decided: final (scheduled_for NULL keeps it) or retried.
+	s.endAttemptRun = p(`UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
+		scheduled_for = coalesce(?, scheduled_for), finished_at = ?, error = ?, cancel_requested = ?
+		WHERE id = ? RETURNING ` + runCols)
+	s.activeRun = p(`SELECT ` + runCols + ` FROM runs WHERE id = ? AND status = 'running' AND lease_token = ?`)
+	s.insertAttempt = p(`INSERT INTO attempts (run_id, n, worker_id, status, exit_code, error, started_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	s.cancelPending = p(`UPDATE runs SET status = 'cancelled', finished_at = ?, error = ?, pending_code = '', pending_reason = ''
+		WHERE id = ? AND status IN ` + statusPending + ` RETURNING ` + runCols)
+	s.cancelRunning = p(`UPDATE runs SET cancel_requested = 1, error = ?
+		WHERE id = ? AND status = 'running' AND cancel_requested = 0 RETURNING ` + runCols)
+	s.extendLease = p(`UPDATE runs SET lease_expires_at = ?
+		WHERE id = ? AND status = 'running' AND lease_token = ? AND worker_id = ? RETURNING cancel_requested`)
+	s.insertLogChunk = p(`INSERT INTO log_chunks (run_id, attempt, seq, stream, data, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+	s.runningCount = p(runningCountSQL)
+	s.leaseQueues = p(`SELECT name, max_concurrency FROM queues WHERE paused = 0 ORDER BY priority DESC, name`)
+	if err := errors.Join(errs...); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// leaseStmt returns the LeaseRuns statement for one filter shape, preparing it once.
+func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool) (*sql.Stmt, error) {
+	key := fmt.Sprintf("%d/%t", handlers, commands)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.lease[key]; ok {
+		return st, nil
+	}
+	q := leaseSQL(handlers, commands)
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare lease: %w", err)
+	}
+	s.lease[key] = st
+	return st, nil
+}
+
+// leaseSQL is the LeaseRuns statement for one queue: claim up to N queued runs in lease
+// order, optionally only of some handler kinds. The subquery walks runs_queued; the UPDATE
+// claims what it found. The writer is the only connection that writes, so nothing can
+// claim them in between.
+func leaseSQL(handlers int, commands bool) string {
+	var filter string
+	switch {
+	case handlers == 0 && !commands:
+	case handlers == 0 && commands:
+		filter = ` AND handler = ''`
+	default:
+		filter = ` AND (handler IN (?` + strings.Repeat(`, ?`, handlers-1) + `)`
+		if commands {
+			filter += ` OR handler = ''`
+		}
+		filter += `)`
+	}
+	return `UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = ?,
+		lease_token = lower(hex(randomblob(16))), lease_expires_at = ?,
+		started_at = coalesce(started_at, ?), attempt_started_at = ?, pending_code = '', pending_reason = ''
+		WHERE id IN (SELECT id FROM runs INDEXED BY runs_queued WHERE status = 'queued' AND queue = ?` + filter + `
+			ORDER BY priority DESC, scheduled_for, id LIMIT ?)
+		RETURNING ` + runCols
+}
+
+// SQL shared by methods and the query-plan test.
+const (
+	promoteDueSQL = `UPDATE runs SET status = 'queued', pending_code = '', pending_reason = ''
+		WHERE id IN (SELECT id FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' AND scheduled_for <= ?
+			ORDER BY scheduled_for LIMIT ?)`
+	nextDueSQL         = `SELECT scheduled_for FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' ORDER BY scheduled_for LIMIT 1`
+	nextLeaseExpirySQL = `SELECT lease_expires_at FROM runs INDEXED BY runs_lease_expiry WHERE status = 'running' ORDER BY lease_expires_at LIMIT 1`
+	expiredSQL         = `SELECT ` + runCols + ` FROM runs INDEXED BY runs_lease_expiry
+		WHERE status = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`
+	workerRunsSQL   = `SELECT ` + runCols + ` FROM runs INDEXED BY runs_worker WHERE worker_id = ? AND status = 'running'`
+	runningCountSQL = `SELECT count(*) FROM runs INDEXED BY runs_queue_active WHERE queue = ? AND status = 'running' AND status IN ` + statusActive
+	queueDepthSQL   = `SELECT status, count(*) FROM runs INDEXED BY runs_queue_active WHERE queue = ? AND status IN ` + statusActive + ` GROUP BY status`
+	workerUsageSQL  = `SELECT count(*), coalesce(sum(req_cpu), 0), coalesce(sum(req_memory_mb), 0), coalesce(sum(req_gpu), 0)
+		FROM runs INDEXED BY runs_worker WHERE worker_id = ? AND status = 'running'`
+	cancelJobPendingSQL = `UPDATE runs INDEXED BY runs_job SET status = 'cancelled', finished_at = ?, error = ?,
+		pending_code = '', pending_reason = '' WHERE job_id = ? AND status IN ` + statusPending + ` RETURNING ` + runCols
+	cancelJobRunningSQL = `UPDATE runs INDEXED BY runs_job SET cancel_requested = 1, error = ?
+		WHERE job_id = ? AND status = 'running' AND cancel_requested = 0 RETURNING ` + runCols
+)
+
+func (s *writeStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
+		s.jobForRun, s.runByKey, s.runByCron, s.runByID, s.runExists, s.jobSpec, s.finishRun, s.endAttemptRun,
+		s.activeRun, s.insertAttempt, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
+		s.runningCount, s.leaseQueues} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	s.mu.Lock()
+	for _, st := range s.lease {
+		errs = append(errs, st.Close())
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func prepareRead(ctx context.Context, db *sql.DB) (*readStmts, error) {
+	s := &readStmts{}
+	var errs []error
+	p := func(q string) *sql.Stmt {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prepare %q: %w", firstLine(q), err))
+		}
+		return st
+	}
+	s.getRun = p(`SELECT ` + runCols + ` FROM runs WHERE id = ?`)
+	s.attemptsOf = p(`SELECT n, worker_id, status, exit_code, error, started_at, finished_at
+		FROM attempts WHERE run_id = ? ORDER BY n`)
+	s.jobByID = p(`SELECT ` + jobCols + ` FROM jobs WHERE id = ?`)
+	s.jobByName = p(`SELECT ` + jobCols + ` FROM jobs WHERE namespace = ? AND name = ?`)
+	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
+	s.readLogs = p(`SELECT seq, stream, data, created_at FROM log_chunks
+		WHERE run_id = ? AND attempt = ? AND seq > ? ORDER BY seq LIMIT ?`)
+	s.queueDepth = p(queueDepthSQL)
+	s.workerUsage = p(workerUsageSQL)
+	if err := errors.Join(errs...); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *readStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.getRun, s.attemptsOf, s.jobByID, s.jobByName, s.runExists, s.readLogs, s.queueDepth, s.workerUsage} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func firstLine(q string) string {
+	if i := strings.IndexByte(q, '\n'); i >= 0 {
+		return q[:i]
+	}
+	return q
+}

@@ -1,0 +1,78 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+func testQueues(t *testing.T, open OpenFunc) {
+	t.Run("Upsert", func(t *testing.T) {
+		f := setup(t, open)
+		_, err := f.s.GetQueue(f.ctx, "q")
+		require.ErrorIs(t, err, model.ErrNotFound)
+
+		q, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", MaxConcurrency: intp(3), Now: t0})
+		require.NoError(t, err)
+		want := &model.Queue{
+			Name: "q", Priority: 0, MaxConcurrency: 3, Paused: false,
+			Depth:     map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0},
+			CreatedAt: t0, UpdatedAt: t0,
+		}
+		require.Equal(t, want, q)
+
+		q, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", Priority: intp(-2), Paused: boolp(true), Now: at(time.Hour)})
+		require.NoError(t, err)
+		want.Priority, want.Paused, want.UpdatedAt = -2, true, at(time.Hour)
+		require.Equal(t, want, q, "unset fields stay")
+
+		got, err := f.s.GetQueue(f.ctx, "q")
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Equal(t, time.UTC, got.UpdatedAt.Location())
+
+		q, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", Now: at(2 * time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, -2, q.Priority)
+		require.Equal(t, 3, q.MaxConcurrency)
+		require.True(t, q.Paused)
+	})
+
+	t.Run("ListAndDepth", func(t *testing.T) {
+		f := setup(t, open)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "zz", Now: t0})
+		require.NoError(t, err)
+		j, _ := f.submit("a", func(j *model.Job) { j.Spec.Queue = "b" })
+		f.createRuns(
+			f.run(j),
+			f.run(j),
+			f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(time.Hour), model.PendingNotDue
+			}),
+			f.run(j, func(r *model.Run) { r.Status, r.PendingCode = model.RunWaiting, model.PendingDependencies }),
+			f.run(j, func(r *model.Run) { r.Queue = model.DefaultQueue }),
+		)
+		ls := f.lease("w", 2, t0) // both of b: queues of equal priority go by name
+		require.Len(t, ls, 2)
+		f.finish(ls[0], model.AttemptSucceeded, intp(0), at(time.Second))
+
+		qs, err := f.s.ListQueues(f.ctx)
+		require.NoError(t, err)
+		names := make([]string, len(qs))
+		for i, q := range qs {
+			names[i] = q.Name
+		}
+		require.Equal(t, []string{"b", model.DefaultQueue, "zz"}, names)
+		require.Equal(t, map[model.RunStatus]int{model.RunWaiting: 1, model.RunScheduled: 1, model.RunQueued: 1, model.RunRunning: 1}, qs[0].Depth)
+		require.Equal(t, map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 1, model.RunRunning: 0}, qs[1].Depth)
+		require.Equal(t, map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0}, qs[2].Depth)
+
+		q, err := f.s.GetQueue(f.ctx, "b")
+		require.NoError(t, err)
+		require.Equal(t, qs[0], q)
+	})
+}

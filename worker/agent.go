@@ -1,0 +1,535 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// Defaults for the Config fields left zero.
+const (
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultLeaseTTL          = 30 * time.Second
+	DefaultPollWait          = 30 * time.Second
+	DefaultDrainTimeout      = 30 * time.Second
+	DefaultKillGrace         = 10 * time.Second
+	DefaultFlushTimeout      = 10 * time.Second
+	DefaultLogChunkBytes     = 64 << 10
+	DefaultLogCap            = 10 << 20
+	DefaultLogFlushInterval  = 200 * time.Millisecond
+)
+
+// Config configures an Agent. Server is required, and so is something to run: Commands or at
+// least one handler kind. Zero durations and sizes take the defaults above.
+type Config struct {
+	Server Server
+	// ID names the worker; it stays the same when the agent registers again. Empty: the host
+	// name and a random suffix.
+	ID     string
+	Labels map[string]string
+	// Capacity is what the worker offers. Capacity.Slots is how many attempts run at once
+	// (default: the number of CPUs); the server fits cpu, memory and gpu to the rest.
+	Capacity apitype.Capacity
+	// Handlers maps handler kinds to the Go functions that run them.
+	Handlers map[string]Handler
+	// Commands says the worker runs command and shell jobs as processes.
+	Commands bool
+	Logger   *slog.Logger
+	// Now tells the time (default time.Now); timers use the time package.
+	Now func() time.Time
+
+	// HeartbeatInterval and LeaseTTL are used when the server's RegisterResponse does not give
+	// them.
+	HeartbeatInterval time.Duration
+	LeaseTTL          time.Duration
+	// PollWait is how long the server may hold a lease poll when nothing is due.
+	PollWait time.Duration
+	// DrainTimeout is how long Run lets running attempts finish after its context is done
+	// before it stops them; negative waits for ever.
+	DrainTimeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL for a process that is stopped, and how
+	// long a stopped handler may take to return before its attempt is reported anyway.
+	KillGrace time.Duration
+	// FlushTimeout bounds how long Run keeps trying to deliver completions once attempts are
+	// stopped at the end of a drain.
+	FlushTimeout time.Duration
+
+	// LogChunkBytes is the size at which output is cut into a chunk and shipped.
+	LogChunkBytes int
+	// LogCap is how much output one attempt may ship (default 10 MiB; negative: no cap). The
+	// rest is dropped and counted in a marker line.
+	LogCap int64
+	// LogFlushInterval is how long output may wait in a partial chunk.
+	LogFlushInterval time.Duration
+}
+
+// Agent is a worker: it registers with a Server, leases runs, executes them, streams their
+// output, heartbeats their leases and reports their outcomes. See the package documentation.
+type Agent struct {
+	cfg   Config
+	srv   Server
+	log   *slog.Logger
+	now   func() time.Time
+	kinds []string
+	slots int
+
+	regMu      sync.Mutex    // serialises registering
+	regGen     atomic.Uint64 // bumped by every successful registration
+	id         atomic.Pointer[string]
+	hbInterval atomic.Int64 // time.Duration
+	leaseTTL   atomic.Int64 // time.Duration
+
+	mu sync.Mutex
+	// attemptParent is the parent of every attempt's context: Run's context without its
+	// cancellation, so that a drain lets attempts finish.
+	attemptParent context.Context
+	attempts      map[string]*attempt // held leases by run id
+	used          int                 // slots taken by started attempts not yet released
+	backlog       []*attempt          // leased beyond the free slots: start when a slot frees
+	draining      bool
+	poll          pollState
+
+	changed   chan struct{} // cap 1: a lease or slot was released
+	stopLease chan struct{} // closed when leasing stops
+	drainReq  chan struct{} // closed when the server asks the worker to drain
+	drainOnce sync.Once
+	stopOnce  sync.Once
+	fatal     chan error // cap 1
+
+	ship    shipper
+	started atomic.Bool
+}
+
+// pollState is the outstanding lease poll.
+type pollState struct {
+	cancel  context.CancelFunc // nil when no poll is outstanding
+	max     int
+	aborted bool
+}
+
+// New checks cfg and returns an agent ready to Run.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Server == nil {
+		return nil, errors.New("new worker: Server is required")
+	}
+	if !cfg.Commands && len(cfg.Handlers) == 0 {
+		return nil, errors.New("new worker: nothing to run: set Commands or at least one handler")
+	}
+	kinds := make([]string, 0, len(cfg.Handlers))
+	for kind, h := range cfg.Handlers {
+		if kind == "" {
+			return nil, errors.New("new worker: handler kind must not be empty")
+		}
+		if h == nil {
+			return nil, fmt.Errorf("new worker: handler for kind %q is nil", kind)
+		}
+		kinds = append(kinds, kind)
+	}
+	slices.Sort(kinds)
+	if cfg.Capacity.Slots < 0 {
+		return nil, errors.New("new worker: Capacity.Slots must not be negative")
+	}
+	if cfg.Capacity.Slots == 0 {
+		cfg.Capacity.Slots = runtime.NumCPU()
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"HeartbeatInterval", &cfg.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"LeaseTTL", &cfg.LeaseTTL, DefaultLeaseTTL},
+		{"PollWait", &cfg.PollWait, DefaultPollWait},
+		{"KillGrace", &cfg.KillGrace, DefaultKillGrace},
+		{"FlushTimeout", &cfg.FlushTimeout, DefaultFlushTimeout},
+		{"LogFlushInterval", &cfg.LogFlushInterval, DefaultLogFlushInterval},
+	} {
+		if *d.v < 0 {
+			return nil, fmt.Errorf("new worker: %s must not be negative", d.name)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.LogChunkBytes < 0 {
+		return nil, errors.New("new worker: LogChunkBytes must not be negative")
+	}
+	if cfg.LogChunkBytes == 0 {
+		cfg.LogChunkBytes = DefaultLogChunkBytes
+	}
+	switch {
+	case cfg.LogCap == 0:
+		cfg.LogCap = DefaultLogCap
+	case cfg.LogCap < 0:
+		cfg.LogCap = math.MaxInt64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ID == "" {
+		cfg.ID = defaultID()
+	}
+	a := &Agent{
+		cfg:       cfg,
+		srv:       cfg.Server,
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		kinds:     kinds,
+		slots:     cfg.Capacity.Slots,
+		attempts:  make(map[string]*attempt),
+		changed:   make(chan struct{}, 1),
+		stopLease: make(chan struct{}),
+		drainReq:  make(chan struct{}),
+		fatal:     make(chan error, 1),
+	}
+	a.ship.init()
+	id := cfg.ID
+	a.id.Store(&id)
+	a.hbInterval.Store(int64(cfg.HeartbeatInterval))
+	a.leaseTTL.Store(int64(cfg.LeaseTTL))
+	return a, nil
+}
+
+// defaultID is the host name and a random suffix, so that two agents on one host differ.
+func defaultID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// ID returns the worker's id (as the server registered it, once Run has registered).
+func (a *Agent) ID() string { return *a.id.Load() }
+
+// Run registers the worker and serves until ctx is done, the server asks the worker to drain,
+// or a fatal error occurs. Either way it drains before it returns: it stops leasing, lets
+// running attempts finish (for at most DrainTimeout once ctx is done), stops those still
+// running and reports them as lost, and delivers the outstanding logs and completions (for at
+// most FlushTimeout after that). It returns nil after a drain, or the fatal error: a
+// registration the server refused for good. Run may be called once.
+func (a *Agent) Run(ctx context.Context) error {
+	if !a.started.CompareAndSwap(false, true) {
+		return errors.New("run worker: Run was already called")
+	}
+	if err := a.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	a.mu.Lock()
+	a.attemptParent = context.WithoutCancel(ctx)
+	a.mu.Unlock()
+	// The loops outlive ctx: a draining worker still heartbeats its leases and ships what its
+	// attempts produce.
+	rpc, stopRPC := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { a.heartbeatLoop(rpc) })
+	wg.Go(func() { a.shipLoop(rpc) })
+	wg.Go(func() { a.leaseLoop(rpc) })
+	err := a.supervise(ctx)
+	stopRPC()
+	wg.Wait()
+	return err
+}
+
+// supervise waits for the reason to stop, then drains.
+func (a *Agent) supervise(ctx context.Context) error {
+	var fatal error
+	ctxDone := ctx.Done()
+	select {
+	case <-ctxDone:
+		a.log.Info("worker draining", "reason", "shutdown")
+	case <-a.drainReq:
+		a.log.Info("worker draining", "reason", "server request")
+	case fatal = <-a.fatal:
+		a.log.Error("worker stopping", "err", fatal)
+	}
+	a.stopLeasing()
+
+	var drainDeadline, flushDeadline <-chan time.Time
+	killed := false
+	kill := func() {
+		killed = true
+		drainDeadline = nil
+		a.stopAll(reasonShutdown)
+		flushDeadline = time.After(a.cfg.KillGrace + a.cfg.FlushTimeout)
+	}
+	switch {
+	case fatal != nil:
+		kill()
+	case ctx.Err() != nil:
+		ctxDone = nil
+		if a.cfg.DrainTimeout >= 0 {
+			drainDeadline = time.After(a.cfg.DrainTimeout)
+		}
+	}
+	for {
+		if a.drained(killed) {
+			a.log.Info("worker drained")
+			return fatal
+		}
+		select {
+		case <-a.changed:
+		case <-ctxDone:
+			// The server asked for a drain, and now the caller wants out too.
+			ctxDone = nil
+			if a.cfg.DrainTimeout >= 0 {
+				drainDeadline = time.After(a.cfg.DrainTimeout)
+			}
+		case <-drainDeadline:
+			a.log.Warn("drain timeout: stopping running attempts", "timeout", a.cfg.DrainTimeout)
+			kill()
+		case err := <-a.fatal:
+			if fatal == nil {
+				fatal = err
+				a.log.Error("worker stopping", "err", err)
+			}
+			if !killed {
+				kill()
+			}
+		case <-flushDeadline:
+			a.mu.Lock()
+			n := len(a.attempts)
+			a.mu.Unlock()
+			a.log.Error("giving up on undelivered completions", "leases", n)
+			return fatal
+		}
+	}
+}
+
+// drained reports whether nothing is left to wait for: no lease held and, unless attempts
+// were already stopped, no attempt still running.
+func (a *Agent) drained(killed bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if killed {
+		return len(a.attempts) == 0
+	}
+	return len(a.attempts) == 0 && a.used == 0
+}
+
+// requestDrain records the server's request to drain.
+func (a *Agent) requestDrain() {
+	a.drainOnce.Do(func() { close(a.drainReq) })
+}
+
+// failFatal hands a fatal error to Run.
+func (a *Agent) failFatal(err error) {
+	select {
+	case a.fatal <- err:
+	default:
+	}
+}
+
+// stopLeasing stops the lease loop and aborts its outstanding poll.
+func (a *Agent) stopLeasing() {
+	a.stopOnce.Do(func() { close(a.stopLease) })
+	a.mu.Lock()
+	a.draining = true
+	a.abortPollLocked()
+	a.mu.Unlock()
+}
+
+// stopAll stops every attempt that holds a lease.
+func (a *Agent) stopAll(r reason) {
+	a.mu.Lock()
+	ats := make([]*attempt, 0, len(a.attempts))
+	for _, at := range a.attempts {
+		ats = append(ats, at)
+	}
+	a.mu.Unlock()
+	for _, at := range ats {
+		at.stop(r)
+	}
+}
+
+// signalChanged wakes supervise to check whether the drain is done.
+func (a *Agent) signalChanged() {
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) abortPollLocked() {
+	if a.poll.cancel != nil && !a.poll.aborted {
+		a.poll.aborted = true
+		a.poll.cancel()
+	}
+}
+
+// freeLocked returns n slots, starts backlogged attempts, and re-issues a lease poll that was
+// sent with Max 0 now that there is room.
+func (a *Agent) freeLocked(n int) {
+	a.used -= n
+	for len(a.backlog) > 0 && a.used < a.slots {
+		at := a.backlog[0]
+		a.backlog[0] = nil
+		a.backlog = a.backlog[1:]
+		a.used++
+		go at.run()
+	}
+	if a.poll.max == 0 && a.slots-a.used-len(a.backlog) > 0 {
+		a.abortPollLocked()
+	}
+}
+
+// goroutineDone drops an attempt goroutine's reference.
+func (a *Agent) goroutineDone(at *attempt) {
+	if at.refs.Add(-1) != 0 {
+		return
+	}
+	a.mu.Lock()
+	a.freeLocked(1)
+	a.mu.Unlock()
+	a.signalChanged()
+}
+
+// releaseLeases forgets the leases of ats (their completions were delivered, or the leases
+// were lost) and drops their references.
+func (a *Agent) releaseLeases(ats ...*attempt) {
+	a.mu.Lock()
+	freed := 0
+	for _, at := range ats {
+		if a.releaseLeaseLocked(at) {
+			freed++
+		}
+	}
+	if freed > 0 {
+		a.freeLocked(freed)
+	}
+	a.mu.Unlock()
+	a.signalChanged()
+}
+
+// releaseLeaseLocked forgets at's lease, once, and reports whether that freed its slot.
+func (a *Agent) releaseLeaseLocked(at *attempt) bool {
+	if !at.leaseReleased.CompareAndSwap(false, true) {
+		return false
+	}
+	if a.attempts[at.lease.RunID] == at {
+		delete(a.attempts, at.lease.RunID)
+	}
+	return at.refs.Add(-1) == 0
+}
+
+// register registers the worker, retrying transient errors until ctx is done. A permanent
+// error is returned.
+func (a *Agent) register(ctx context.Context) error {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	return a.registerLocked(ctx)
+}
+
+func (a *Agent) registerLocked(ctx context.Context) error {
+	req := &apitype.RegisterRequest{
+		ID:       a.ID(),
+		Labels:   a.cfg.Labels,
+		Capacity: a.cfg.Capacity,
+		Handlers: a.kinds,
+		Commands: a.cfg.Commands,
+	}
+	var b backoff
+	for {
+		resp, err := a.srv.Register(ctx, req)
+		if err == nil {
+			a.registered(resp)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if isPermanent(err) {
+			return fmt.Errorf("register worker: %w", err)
+		}
+		d := b.next()
+		a.log.Warn("register worker failed; retrying", "err", err, "in", d)
+		if !sleep(ctx, d, nil) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (a *Agent) registered(resp *apitype.RegisterResponse) {
+	if resp.Worker != nil && resp.Worker.ID != "" {
+		id := resp.Worker.ID
+		a.id.Store(&id)
+	}
+	hb, ttl := resp.HeartbeatInterval.Std(), resp.LeaseTTL.Std()
+	if hb <= 0 {
+		hb = a.cfg.HeartbeatInterval
+	}
+	if ttl <= 0 {
+		ttl = a.cfg.LeaseTTL
+	}
+	if ttl <= hb {
+		a.log.Warn("lease TTL is not longer than the heartbeat interval", "lease_ttl", ttl, "heartbeat_interval", hb)
+	}
+	a.hbInterval.Store(int64(hb))
+	a.leaseTTL.Store(int64(ttl))
+	a.regGen.Add(1)
+	a.log.Info("worker registered", "id", a.ID(), "session", resp.Session,
+		"heartbeat_interval", hb, "lease_ttl", ttl, "slots", a.slots)
+}
+
+// reregister registers again after the server said it does not know the worker, unless
+// another loop did so since gen was read. A permanent error is fatal.
+func (a *Agent) reregister(ctx context.Context, gen uint64) {
+	a.regMu.Lock()
+	defer a.regMu.Unlock()
+	if a.regGen.Load() != gen {
+		return
+	}
+	a.log.Warn("server does not know this worker; registering again", "id", a.ID())
+	if err := a.registerLocked(ctx); err != nil && ctx.Err() == nil {
+		a.failFatal(err)
+	}
+}
+
+// applyPushes acts on what the server pushed on a lease poll or a heartbeat answer.
+func (a *Agent) applyPushes(lost, cancel []string, drain bool) {
+	if len(lost) > 0 || len(cancel) > 0 {
+		for _, id := range lost {
+			if at := a.held(id); at != nil {
+				a.log.Warn("lease lost: killing attempt", "run_id", id, "attempt", at.lease.Attempt)
+				at.markLost()
+			}
+		}
+		for _, id := range cancel {
+			if at := a.held(id); at != nil {
+				at.stop(reasonCancel)
+			}
+		}
+	}
+	if drain {
+		a.requestDrain()
+	}
+}
+
+func (a *Agent) held(runID string) *attempt {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.attempts[runID]
+}

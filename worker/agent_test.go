@@ -1,0 +1,435 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	srv := newFake()
+	tests := []struct {
+		name string
+		cfg  Config
+		err  string
+	}{
+		{name: "no server", cfg: Config{Commands: true}, err: "new worker: Server is required"},
+		{name: "nothing to run", cfg: Config{Server: srv}, err: "new worker: nothing to run: set Commands or at least one handler"},
+		{name: "nil handler", cfg: Config{Server: srv, Handlers: map[string]Handler{"k": nil}}, err: `new worker: handler for kind "k" is nil`},
+		{name: "empty kind", cfg: Config{Server: srv, Handlers: map[string]Handler{"": Noop}}, err: "new worker: handler kind must not be empty"},
+		{name: "negative slots", cfg: Config{Server: srv, Commands: true, Capacity: apitype.Capacity{Slots: -1}}, err: "new worker: Capacity.Slots must not be negative"},
+		{name: "negative grace", cfg: Config{Server: srv, Commands: true, KillGrace: -time.Second}, err: "new worker: KillGrace must not be negative"},
+		{name: "ok", cfg: Config{Server: srv, Commands: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, err := New(tt.cfg)
+			if tt.err != "" {
+				require.EqualError(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.NotEmpty(t, a.ID())
+			require.Positive(t, a.slots)
+		})
+	}
+}
+
+func TestRegister(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	var req *apitype.RegisterRequest
+	a, err := New(Config{
+		Server:   &recordingRegister{Server: s, got: &req},
+		ID:       "w7",
+		Labels:   map[string]string{"zone": "a"},
+		Capacity: apitype.Capacity{CPU: 2, Slots: 3},
+		Commands: true,
+		Handlers: map[string]Handler{"b": Noop, "a": Noop},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	s.await(t, "registration", func() bool { return s.registers == 1 })
+	cancel()
+	require.NoError(t, awaitDone(t, done))
+	require.Equal(t, &apitype.RegisterRequest{
+		ID:       "w7",
+		Labels:   map[string]string{"zone": "a"},
+		Capacity: apitype.Capacity{CPU: 2, Slots: 3},
+		Handlers: []string{"a", "b"},
+		Commands: true,
+	}, req)
+}
+
+type recordingRegister struct {
+	Server
+	got **apitype.RegisterRequest
+}
+
+func (r *recordingRegister) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
+	*r.got = req
+	return r.Server.Register(ctx, req)
+}
+
+func TestRegisterErrors(t *testing.T) {
+	t.Parallel()
+	t.Run("transient errors are retried", func(t *testing.T) {
+		t.Parallel()
+		s := newFake()
+		fails := 2
+		s.onRegister = func() error {
+			if fails > 0 {
+				fails--
+				return &apitype.Problem{Status: 503, Title: "Service Unavailable"}
+			}
+			return nil
+		}
+		startAgent(t, s, nil)
+		s.add(handlerLease("r", "noop"))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	})
+	t.Run("permanent error is fatal", func(t *testing.T) {
+		t.Parallel()
+		s := newFake()
+		s.onRegister = func() error { return &apitype.Problem{Status: 403, Title: "Forbidden"} }
+		_, _, done := startAgent(t, s, nil)
+		require.EqualError(t, awaitDone(t, done), "register worker: Forbidden")
+	})
+}
+
+// The agent registers again when the server says it does not know the worker, whether it
+// says so with ErrUnknownWorker or with a 404 problem.
+func TestReregisterOnUnknownWorker(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{name: "sentinel", err: fmt.Errorf("lease: %w", ErrUnknownWorker)},
+		{name: "problem 404", err: &apitype.Problem{Status: 404, Title: "Not Found", Detail: "no worker w1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newFake()
+			unknown := true
+			s.onLease = func() error {
+				if unknown {
+					return tt.err
+				}
+				return nil
+			}
+			s.onRegister = func() error {
+				if s.registers == 1 {
+					unknown = false // the second registration makes the worker known
+				}
+				return nil
+			}
+			startAgent(t, s, nil)
+			s.add(handlerLease("r", "noop"))
+			require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			require.Equal(t, 2, s.registers)
+		})
+	}
+}
+
+func TestHeartbeatCarriesHeldLeases(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	s.hbInterval = 10 * time.Millisecond
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	startAgent(t, s, func(c *Config) {
+		c.Handlers = map[string]Handler{"hold": func(context.Context, *Task) error {
+			started <- struct{}{}
+			<-release
+			return nil
+		}}
+	})
+	s.add(handlerLease("a", "hold"), handlerLease("b", "hold"))
+	<-started
+	<-started
+	s.await(t, "a heartbeat with both leases", func() bool {
+		if len(s.heartbeats) == 0 {
+			return false
+		}
+		held := map[apitype.LeaseRef]bool{}
+		for _, r := range s.heartbeats[len(s.heartbeats)-1].Held {
+			held[r] = true
+		}
+		return len(held) == 2 && held[apitype.LeaseRef{RunID: "a", Token: "tok-a"}] && held[apitype.LeaseRef{RunID: "b", Token: "tok-b"}]
+	})
+	close(release)
+	s.awaitCompletion(t, "a")
+	s.awaitCompletion(t, "b")
+	s.await(t, "an empty heartbeat", func() bool {
+		hb := s.heartbeats[len(s.heartbeats)-1]
+		return hb.Held != nil && len(hb.Held) == 0
+	})
+}
+
+// The agent never runs more attempts than it has slots, and never asks for more.
+func TestSlotLimit(t *testing.T) {
+	t.Parallel()
+	const slots, runs = 3, 60
+	s := newFake()
+	var running, peak atomic.Int32
+	startAgent(t, s, func(c *Config) {
+		c.Capacity.Slots = slots
+		c.Handlers = map[string]Handler{"count": func(context.Context, *Task) error {
+			n := running.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			for range 1000 {
+				_ = strconv.Itoa(int(n)) // a little work while holding the slot
+			}
+			running.Add(-1)
+			return nil
+		}}
+	})
+	for i := range runs {
+		s.add(handlerLease("r"+strconv.Itoa(i), "count"))
+	}
+	for i := range runs {
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r"+strconv.Itoa(i)).Status)
+	}
+	require.LessOrEqual(t, peak.Load(), int32(slots))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.LessOrEqual(t, s.maxOutstanding, slots)
+	for _, m := range s.polls {
+		require.LessOrEqual(t, m, slots)
+		require.GreaterOrEqual(t, m, 0)
+	}
+}
+
+// A full worker keeps a poll outstanding with Max 0 (so pushes reach it), and polls again for
+// work as soon as a slot frees.
+func TestFullWorkerPollsWithMaxZero(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	release := make(chan struct{})
+	startAgent(t, s, func(c *Config) {
+		c.Capacity.Slots = 1
+		c.Handlers = map[string]Handler{"hold": func(context.Context, *Task) error { <-release; return nil }}
+	})
+	s.add(handlerLease("a", "hold"), handlerLease("b", "hold"))
+	s.await(t, "a poll with Max 0", func() bool { return len(s.polls) > 0 && s.polls[len(s.polls)-1] == 0 })
+	close(release)
+	s.awaitCompletion(t, "a")
+	s.awaitCompletion(t, "b")
+}
+
+func TestCompleteRetries(t *testing.T) {
+	t.Parallel()
+	t.Run("transient errors", func(t *testing.T) {
+		t.Parallel()
+		s := newFake()
+		fails := 3
+		s.onComplete = func(*apitype.CompleteRequest) error {
+			if fails > 0 {
+				fails--
+				if fails%2 == 0 {
+					return errors.New("connection reset")
+				}
+				return &apitype.Problem{Status: 503, Title: "Service Unavailable"}
+			}
+			return nil
+		}
+		startAgent(t, s, nil)
+		s.add(handlerLease("r", "noop"))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	})
+	t.Run("a refused completion does not sink the batch", func(t *testing.T) {
+		t.Parallel()
+		s := newFake()
+		s.onComplete = func(req *apitype.CompleteRequest) error {
+			for _, c := range req.Completions {
+				if c.RunID == "bad" {
+					return &apitype.Problem{Status: 400, Title: "Bad Request"}
+				}
+			}
+			return nil
+		}
+		// Hold the shipper in its first call so that the next completions queue up as one batch.
+		gate := &gatedComplete{Server: s, entered: make(chan struct{}), release: make(chan struct{})}
+		a, _, _ := startAgent(t, s, func(c *Config) {
+			c.Server = gate
+			c.Capacity.Slots = 8
+		})
+		s.add(handlerLease("g", "noop"))
+		<-gate.entered
+		s.add(handlerLease("ok1", "noop"), handlerLease("bad", "noop"), handlerLease("ok2", "noop"))
+		eventually(t, "three completions queued", func() bool {
+			a.ship.mu.Lock()
+			defer a.ship.mu.Unlock()
+			return len(a.ship.comps) == 3
+		})
+		close(gate.release)
+		for _, id := range []string{"g", "ok1", "ok2"} {
+			require.Equal(t, statusSucceeded, s.awaitCompletion(t, id).Status)
+		}
+		eventually(t, "all leases released", func() bool { l, u := a.holding(); return l == 0 && u == 0 })
+		_, ok := s.completion("bad")
+		require.False(t, ok)
+	})
+}
+
+// On ctx cancel the agent stops leasing and waits for running attempts to finish.
+func TestDrainWaitsForRunningAttempts(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var stoppedEarly atomic.Bool
+	a, cancel, done := startAgent(t, s, func(c *Config) {
+		c.DrainTimeout = -1 // for ever
+		c.Handlers = map[string]Handler{"hold": func(ctx context.Context, _ *Task) error {
+			close(started)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				stoppedEarly.Store(true)
+			}
+			return nil
+		}}
+	})
+	s.add(handlerLease("r", "hold"))
+	<-started
+	cancel()
+	eventually(t, "leasing stopped", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.draining && a.poll.cancel == nil
+	})
+	s.add(handlerLease("late", "noop")) // not leased by a draining worker
+	select {
+	case <-done:
+		t.Fatal("Run returned while an attempt was running")
+	default:
+	}
+	close(release)
+	require.NoError(t, awaitDone(t, done))
+	require.False(t, stoppedEarly.Load())
+	c, ok := s.completion("r")
+	require.True(t, ok)
+	require.Equal(t, statusSucceeded, c.Status)
+	_, ok = s.completion("late")
+	require.False(t, ok)
+}
+
+// A drain pushed by the server ends Run once the running attempts are done.
+func TestServerDrain(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	_, _, done := startAgent(t, s, func(c *Config) {
+		c.Handlers = map[string]Handler{"hold": func(context.Context, *Task) error {
+			close(started)
+			<-release
+			return nil
+		}}
+	})
+	s.add(handlerLease("r", "hold"))
+	<-started
+	s.push(func(s *fakeServer) { s.drain = true })
+	// Run returns only because of the drain: its context is never cancelled.
+	close(release)
+	require.NoError(t, awaitDone(t, done))
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+}
+
+// A handler that ignores a drain past DrainTimeout is stopped and reported lost.
+func TestDrainTimeoutStopsHandlers(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	_, cancel, done := startAgent(t, s, func(c *Config) {
+		c.DrainTimeout = 50 * time.Millisecond
+		c.Handlers = map[string]Handler{"hold": func(ctx context.Context, _ *Task) error {
+			close(started)
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		}}
+	})
+	s.add(handlerLease("r", "hold"))
+	<-started
+	cancel()
+	require.NoError(t, awaitDone(t, done))
+	require.Equal(t, ErrShutdown, <-causes)
+	c, ok := s.completion("r")
+	require.True(t, ok)
+	require.Equal(t, statusLost, c.Status)
+}
+
+// Leases beyond the free slots (a server bug) wait for a slot instead of overrunning them.
+func TestExtraLeasesWaitForSlots(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	var running, peak atomic.Int32
+	release := make(chan struct{})
+	a, _, _ := startAgent(t, s, func(c *Config) {
+		c.Capacity.Slots = 1
+		c.Handlers = map[string]Handler{"hold": func(context.Context, *Task) error {
+			n := running.Add(1)
+			if n > peak.Load() {
+				peak.Store(n)
+			}
+			<-release
+			running.Add(-1)
+			return nil
+		}}
+	})
+	// Hand three leases in one answer to a poll that asked for one.
+	resp := &apitype.LeaseResponse{Leases: []apitype.Lease{handlerLease("a", "hold"), handlerLease("b", "hold"), handlerLease("c", "hold")}}
+	s.await(t, "registered", func() bool { return s.registers == 1 })
+	eventually(t, "agent started", func() bool { return a.attemptParentSet() })
+	a.accept(resp, nil)
+	close(release)
+	for _, id := range []string{"a", "b", "c"} {
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, id).Status)
+	}
+	require.Equal(t, int32(1), peak.Load())
+}
+
+func (a *Agent) attemptParentSet() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.attemptParent != nil
+}
+
+// gatedComplete holds the first Complete call until release is closed.
+type gatedComplete struct {
+	Server
+	once    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedComplete) Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
+	if g.once.CompareAndSwap(false, true) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Server.Complete(ctx, req)
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package worker
+
+import "syscall"
+
+// runCommand: commands need process groups, which this platform lacks.
+func (at *attempt) runCommand() outcome {
+	at.state.CompareAndSwap(int32(running), int32(reasonDone))
+	return outcome{status: statusFailed, err: "this worker's platform does not run commands"}
+}
+
+func (at *attempt) signalLocked(syscall.Signal) {}

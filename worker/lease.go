@@ -1,0 +1,94 @@
+package worker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// leaseLoop keeps one lease poll outstanding until leasing stops. Each poll asks for as many
+// runs as there are free slots; a full worker polls with Max 0, so that cancel, lost and drain
+// pushes still reach it, and that poll is aborted and sent again as soon as a slot frees.
+func (a *Agent) leaseLoop(ctx context.Context) {
+	wait := apitype.Duration(a.cfg.PollWait)
+	var b backoff
+	var start []*attempt
+	for {
+		pctx, cancel := context.WithCancel(ctx)
+		a.mu.Lock()
+		if a.draining {
+			a.mu.Unlock()
+			cancel()
+			return
+		}
+		free := max(a.slots-a.used-len(a.backlog), 0)
+		a.poll = pollState{cancel: cancel, max: free}
+		a.mu.Unlock()
+
+		gen := a.regGen.Load()
+		resp, err := a.srv.Lease(pctx, a.ID(), &apitype.LeaseRequest{Max: free, Wait: &wait})
+
+		a.mu.Lock()
+		aborted := a.poll.aborted
+		a.poll = pollState{}
+		a.mu.Unlock()
+		cancel()
+
+		if resp != nil {
+			start = a.accept(resp, start[:0])
+		}
+		switch {
+		case err == nil:
+			b.reset()
+		case ctx.Err() != nil:
+			return
+		case aborted && errors.Is(err, context.Canceled):
+		case isUnknownWorker(err):
+			a.reregister(ctx, gen)
+		default:
+			d := b.next()
+			a.log.Warn("lease poll failed; retrying", "err", err, "in", d)
+			sleep(ctx, d, a.stopLease)
+		}
+	}
+}
+
+// accept takes the leases of a poll's answer, starts as many as there are free slots (the
+// rest wait in the backlog), then applies the pushes. start is a buffer to reuse.
+func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt {
+	if n := len(resp.Leases); n > 0 {
+		now := a.now()
+		batch := make([]attempt, n) // one allocation for the batch
+		var replaced []*attempt
+		a.mu.Lock()
+		for i := range resp.Leases {
+			at := &batch[i]
+			at.init(a, &resp.Leases[i], now)
+			if old := a.attempts[at.lease.RunID]; old != nil {
+				// The server leased the run again: the old attempt's lease is gone.
+				replaced = append(replaced, old)
+			}
+			a.attempts[at.lease.RunID] = at
+			if a.used < a.slots {
+				a.used++
+				start = append(start, at)
+			} else {
+				a.backlog = append(a.backlog, at)
+			}
+		}
+		a.mu.Unlock()
+		if len(start) < n {
+			a.log.Warn("server granted more leases than free slots; holding the rest", "granted", n, "started", len(start))
+		}
+		for _, old := range replaced {
+			old.markLost()
+		}
+		for i, at := range start {
+			go at.run()
+			start[i] = nil
+		}
+	}
+	a.applyPushes(resp.Lost, resp.Cancel, resp.Drain)
+	return start
+}

@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// Request size limits of one AppendLogs or Complete call.
+const (
+	maxChunksPerCall      = 512
+	maxLogBytesPerCall    = 1 << 20
+	maxCompletionsPerCall = 1000
+)
+
+// shipper queues log chunks and completions for the ship loop, which sends whatever is ready
+// in as few calls as it can: chunks first, then completions. Both queues are taken under one
+// lock, and an attempt queues its last chunks before its completion, so every chunk of an
+// attempt is sent before its completion.
+type shipper struct {
+	mu     sync.Mutex
+	chunks []apitype.LogChunk
+	comps  []pendingCompletion
+	dirty  []*attempt // attempts with a partial chunk, flushed by the timer
+	wake   chan struct{}
+}
+
+type pendingCompletion struct {
+	at *attempt
+	c  apitype.Completion
+}
+
+func (s *shipper) init() { s.wake = make(chan struct{}, 1) }
+
+func (s *shipper) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *shipper) addChunk(c apitype.LogChunk) {
+	s.mu.Lock()
+	s.chunks = append(s.chunks, c)
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *shipper) addCompletion(at *attempt, c apitype.Completion) {
+	s.mu.Lock()
+	s.comps = append(s.comps, pendingCompletion{at: at, c: c})
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *shipper) markDirty(at *attempt) {
+	s.mu.Lock()
+	s.dirty = append(s.dirty, at)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// shipLoop sends queued chunks and completions until ctx is done, and flushes partial chunks
+// every LogFlushInterval while there are any.
+func (a *Agent) shipLoop(ctx context.Context) {
+	s := &a.ship
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	var (
+		chunks []apitype.LogChunk
+		comps  []pendingCompletion
+		dirty  []*attempt
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+			armed = false
+			s.mu.Lock()
+			dirty, s.dirty = s.dirty, dirty[:0]
+			s.mu.Unlock()
+			for i, at := range dirty {
+				at.flushLog()
+				dirty[i] = nil
+			}
+		}
+		s.mu.Lock()
+		chunks, s.chunks = s.chunks, chunks[:0]
+		comps, s.comps = s.comps, comps[:0]
+		flushLater := len(s.dirty) > 0
+		s.mu.Unlock()
+		if flushLater && !armed {
+			timer.Reset(a.cfg.LogFlushInterval)
+			armed = true
+		}
+		a.sendLogs(ctx, chunks)
+		a.sendCompletions(ctx, comps)
+		clear(chunks)
+		clear(comps)
+	}
+}
+
+// sendLogs sends chunks in calls of bounded size, retrying transient errors until ctx is
+// done. Chunks the server refuses for good are dropped.
+func (a *Agent) sendLogs(ctx context.Context, chunks []apitype.LogChunk) {
+	for len(chunks) > 0 {
+		n, size := 0, 0
+		for n < len(chunks) && n < maxChunksPerCall && (n == 0 || size+len(chunks[n].Data) <= maxLogBytesPerCall) {
+			size += len(chunks[n].Data)
+			n++
+		}
+		req := &apitype.LogChunksRequest{Chunks: chunks[:n]}
+		var b backoff
+		for {
+			err := a.srv.AppendLogs(ctx, req)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if isPermanent(err) {
+				a.log.Error("server refused log chunks; dropping them", "err", err, "chunks", n)
+				break
+			}
+			d := b.next()
+			a.log.Warn("append logs failed; retrying", "err", err, "in", d)
+			if !sleep(ctx, d, nil) {
+				return
+			}
+		}
+		chunks = chunks[n:]
+	}
+}
+
+// sendCompletions delivers completions in batches, retrying transient errors until ctx is
+// done, and releases their leases once the server has answered.
+func (a *Agent) sendCompletions(ctx context.Context, comps []pendingCompletion) {
+	for len(comps) > 0 {
+		n := min(len(comps), maxCompletionsPerCall)
+		if !a.complete(ctx, comps[:n]) {
+			return
+		}
+		comps = comps[n:]
+	}
+}
+
+// complete sends one batch of completions. It reports false when ctx ended first.
+func (a *Agent) complete(ctx context.Context, batch []pendingCompletion) bool {
+	req := &apitype.CompleteRequest{Completions: make([]apitype.Completion, len(batch))}
+	for i := range batch {
+		req.Completions[i] = batch[i].c
+	}
+	var b backoff
+	for {
+		resp, err := a.srv.Complete(ctx, req)
+		if err == nil {
+			if resp != nil {
+				for _, r := range resp.Results {
+					if !r.Accepted {
+						a.log.Warn("server refused a completion", "run_id", r.RunID, "err", r.Error)
+					}
+				}
+			}
+			a.releaseCompleted(batch)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if isPermanent(err) {
+			if len(batch) > 1 {
+				// Find the completion the server refuses; deliver the others.
+				for i := range batch {
+					if !a.complete(ctx, batch[i:i+1]) {
+						return false
+					}
+				}
+				return true
+			}
+			a.log.Error("server refused a completion for good; dropping it", "err", err,
+				"run_id", batch[0].c.RunID, "status", batch[0].c.Status)
+			a.releaseCompleted(batch)
+			return true
+		}
+		d := b.next()
+		a.log.Warn("complete attempts failed; retrying", "err", err, "in", d, "completions", len(batch))
+		if !sleep(ctx, d, nil) {
+			return false
+		}
+	}
+}
+
+func (a *Agent) releaseCompleted(batch []pendingCompletion) {
+	a.mu.Lock()
+	freed := 0
+	for i := range batch {
+		if a.releaseLeaseLocked(batch[i].at) {
+			freed++
+		}
+	}
+	if freed > 0 {
+		a.freeLocked(freed)
+	}
+	a.mu.Unlock()
+	a.signalChanged()
+}
