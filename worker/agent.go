@@ -108,8 +108,10 @@ type Agent struct {
 	stopOnce  sync.Once
 	fatal     chan error // cap 1
 
-	ship    shipper
-	started atomic.Bool
+	killing  atomic.Bool // the drain is over: stop attempts as they arrive
+	readBufs sync.Pool   // *[]byte for copying process output
+	ship     shipper
+	started  atomic.Bool
 }
 
 // pollState is the outstanding lease poll.
@@ -273,6 +275,7 @@ func (a *Agent) supervise(ctx context.Context) error {
 	kill := func() {
 		killed = true
 		drainDeadline = nil
+		a.killing.Store(true)
 		a.stopAll(reasonShutdown)
 		flushDeadline = time.After(a.cfg.KillGrace + a.cfg.FlushTimeout)
 	}

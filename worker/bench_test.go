@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -70,29 +71,54 @@ func (s *benchServer) Complete(_ context.Context, req *apitype.CompleteRequest) 
 func BenchmarkNoop(b *testing.B) {
 	for _, slots := range []int{16, 256, 1024} {
 		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
-			s := &benchServer{open: make(chan struct{}), done: make(chan struct{})}
-			s.leases = make([]apitype.Lease, b.N)
-			for i := range s.leases {
-				id := strconv.Itoa(i)
-				s.leases[i] = apitype.Lease{RunID: id, JobID: "j", JobName: "noop", Attempt: 1, Token: id, Handler: "noop"}
-			}
-			a, err := New(Config{Server: s, Capacity: apitype.Capacity{Slots: slots}, Handlers: map[string]Handler{"noop": Noop}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(ctx) }()
-			b.ReportAllocs()
-			b.ResetTimer()
-			close(s.open)
-			<-s.done
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "attempts/s")
-			cancel()
-			if err := <-done; err != nil {
-				b.Fatal(err)
-			}
+			benchAgent(b, slots, apitype.Lease{Handler: "noop"})
 		})
+	}
+}
+
+// BenchmarkCommandTrue measures processes per second: the command `true`, as in
+// `stint bench exec`.
+func BenchmarkCommandTrue(b *testing.B) {
+	if runtime.GOOS == "windows" {
+		b.Skip("commands need process groups")
+	}
+	for _, slots := range []int{4, 16} {
+		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
+			benchAgent(b, slots, apitype.Lease{Command: []string{"true"}})
+		})
+	}
+}
+
+// benchAgent runs b.N copies of lease through an agent with the given slots.
+func benchAgent(b *testing.B, slots int, lease apitype.Lease) {
+	s := &benchServer{open: make(chan struct{}), done: make(chan struct{})}
+	s.leases = make([]apitype.Lease, b.N)
+	for i := range s.leases {
+		id := strconv.Itoa(i)
+		l := lease
+		l.RunID, l.JobID, l.JobName, l.Attempt, l.Token = id, "j", "bench", 1, id
+		s.leases[i] = l
+	}
+	a, err := New(Config{
+		Server:   s,
+		Capacity: apitype.Capacity{Slots: slots},
+		Handlers: map[string]Handler{"noop": Noop},
+		Commands: true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	b.ReportAllocs()
+	b.ResetTimer()
+	close(s.open)
+	<-s.done
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "attempts/s")
+	cancel()
+	if err := <-done; err != nil {
+		b.Fatal(err)
 	}
 }

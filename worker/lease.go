@@ -2,10 +2,19 @@ package worker
 
 import (
 	"context"
-	"errors"
+	"time"
 
 	"github.com/stint-dev/stint/apitype"
 )
+
+// minPollHold: an empty answer to a lease poll faster than this means the server did not hold
+// the poll, and the next poll waits a little.
+const minPollHold = 5 * time.Millisecond
+
+// empty reports whether a poll's answer carries nothing.
+func empty(r *apitype.LeaseResponse) bool {
+	return r == nil || len(r.Leases) == 0 && len(r.Cancel) == 0 && len(r.Lost) == 0 && !r.Drain
+}
 
 // leaseLoop keeps one lease poll outstanding until leasing stops. Each poll asks for as many
 // runs as there are free slots; a full worker polls with Max 0, so that cancel, lost and drain
@@ -27,6 +36,7 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 		a.mu.Unlock()
 
 		gen := a.regGen.Load()
+		began := a.now()
 		resp, err := a.srv.Lease(pctx, a.ID(), &apitype.LeaseRequest{Max: free, Wait: &wait})
 
 		a.mu.Lock()
@@ -39,13 +49,20 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 			start = a.accept(resp, start[:0])
 		}
 		switch {
-		case err == nil:
-			b.reset()
 		case ctx.Err() != nil:
 			return
-		case aborted && errors.Is(err, context.Canceled):
+		case aborted:
+			// We cut the poll short to send a new one.
+		case err == nil:
+			if empty(resp) && a.now().Sub(began) < minPollHold {
+				// The server answered at once instead of holding the poll: do not spin.
+				sleep(ctx, min(b.next(), time.Second), a.stopLease)
+				break
+			}
+			b.reset()
 		case isUnknownWorker(err):
 			a.reregister(ctx, gen)
+			sleep(ctx, b.next(), a.stopLease) // in case the server keeps forgetting us
 		default:
 			d := b.next()
 			a.log.Warn("lease poll failed; retrying", "err", err, "in", d)
@@ -83,6 +100,12 @@ func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt
 		}
 		for _, old := range replaced {
 			old.markLost()
+		}
+		if a.killing.Load() {
+			// Granted by a poll that raced the end of the drain: report them at once.
+			for i := range batch {
+				batch[i].stop(reasonShutdown)
+			}
 		}
 		for i, at := range start {
 			go at.run()

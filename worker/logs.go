@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"unicode/utf8"
 
@@ -26,6 +27,34 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	w.at.writeLog(w.stream, p)
 	return len(p), nil
 }
+
+// ReadFrom copies a process's output pipe into the log with a pooled buffer (io.Copy, which
+// os/exec uses, would allocate one per stream per process).
+func (w *streamWriter) ReadFrom(r io.Reader) (int64, error) {
+	pool := &w.at.agent.readBufs
+	bp, _ := pool.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, readBufSize)
+		bp = &b
+	}
+	defer pool.Put(bp)
+	var n int64
+	for {
+		k, err := r.Read(*bp)
+		if k > 0 {
+			w.at.writeLog(w.stream, (*bp)[:k])
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+const readBufSize = 32 << 10
 
 // attemptLog buffers an attempt's output and cuts it into chunks: when a stream's buffer
 // reaches Config.LogChunkBytes, when the shipper's flush timer fires, and when the attempt
@@ -62,34 +91,35 @@ func (at *attempt) writeLog(stream int, p []byte) {
 		return
 	}
 	l.total += int64(len(p))
-	l.buf[stream] = append(l.buf[stream], p...)
+	b := append(l.buf[stream], p...)
 	size := a.cfg.LogChunkBytes
-	for len(l.buf[stream]) >= size {
-		n := cutPoint(l.buf[stream], size)
+	off := 0
+	for len(b)-off >= size {
+		n := cutPoint(b[off:], size)
 		if n == 0 {
 			n = size
 		}
-		at.cutLocked(stream, n)
+		at.emitLocked(stream, b[off:off+n])
+		off += n
 	}
+	l.buf[stream] = b[:copy(b, b[off:])]
 	if !l.dirty && len(l.buf[stream]) > 0 {
 		l.dirty = true
 		a.ship.markDirty(at)
 	}
 }
 
-// cutLocked queues the first n bytes of a stream's buffer as the next chunk; at.log.mu held.
-func (at *attempt) cutLocked(stream, n int) {
+// emitLocked queues data as the attempt's next chunk; at.log.mu held.
+func (at *attempt) emitLocked(stream int, data []byte) {
 	l := &at.log
-	b := l.buf[stream]
 	l.seq++
 	at.agent.ship.addChunk(apitype.LogChunk{
 		RunID:   at.lease.RunID,
 		Attempt: at.lease.Attempt,
 		Seq:     l.seq,
 		Stream:  streamNames[stream],
-		Data:    string(b[:n]),
+		Data:    string(data),
 	})
-	l.buf[stream] = b[:copy(b, b[n:])]
 }
 
 // flushLog queues the buffered output of a running attempt, holding back an incomplete UTF-8
@@ -102,13 +132,13 @@ func (at *attempt) flushLog() {
 	if l.closed {
 		return
 	}
-	for s := range l.buf {
-		if n := len(l.buf[s]); n > 0 {
-			if n = cutPoint(l.buf[s], n); n > 0 {
-				at.cutLocked(s, n)
-			}
+	for s, b := range l.buf {
+		if n := cutPoint(b, len(b)); n > 0 {
+			at.emitLocked(s, b[:n])
+			b = b[:copy(b, b[n:])]
+			l.buf[s] = b
 		}
-		if len(l.buf[s]) > 0 && !l.dirty {
+		if len(b) > 0 && !l.dirty {
 			l.dirty = true
 			at.agent.ship.markDirty(at)
 		}
@@ -125,15 +155,14 @@ func (at *attempt) closeLog() {
 		return
 	}
 	l.closed = true
-	for s := range l.buf {
-		if len(l.buf[s]) > 0 {
-			at.cutLocked(s, len(l.buf[s]))
+	for s, b := range l.buf {
+		if len(b) > 0 {
+			at.emitLocked(s, b)
 		}
 	}
 	if l.dropped > 0 {
-		l.buf[l.truncStream] = fmt.Appendf(l.buf[l.truncStream][:0],
-			"\n[stint: output truncated after %d bytes; %d more bytes dropped]\n", l.total, l.dropped)
-		at.cutLocked(l.truncStream, len(l.buf[l.truncStream]))
+		at.emitLocked(l.truncStream, fmt.Appendf(nil,
+			"\n[stint: output truncated after %d bytes; %d more bytes dropped]\n", l.total, l.dropped))
 	}
 	l.buf = [2][]byte{}
 }

@@ -174,25 +174,42 @@ func (r *runner) depth(ctx context.Context) (map[string]int, error) {
 	return map[string]int{}, nil
 }
 
-// waitFinished polls the queue depth until n runs are final, and returns when that was seen.
-func (r *runner) waitFinished(ctx context.Context, n int, timeout time.Duration) (time.Time, map[string]int, error) {
+// waitIdle polls the queue's depth (its active runs) until none is left, and returns when
+// that was seen. Call it only after every run of the workload exists.
+func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		d, err := r.depth(ctx)
 		if err != nil {
-			return time.Time{}, nil, err
+			return time.Time{}, err
 		}
-		if d["succeeded"]+d["failed"]+d["cancelled"]+d["skipped"] >= n {
-			return time.Now(), d, nil
+		if d["queued"]+d["running"]+d["scheduled"]+d["waiting"] == 0 {
+			return time.Now(), nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, d, fmt.Errorf("only %v after %s", d, timeout)
+			return time.Time{}, fmt.Errorf("still %v after %s", d, timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+			return time.Time{}, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// countStatus counts the queue's runs in one status.
+func (r *runner) countStatus(ctx context.Context, status string) (int, error) {
+	n, cursor := 0, ""
+	for {
+		page, err := r.c.ListRuns(ctx, client.ListRunsOptions{Queue: r.queue, Status: status, Limit: 1000, Cursor: cursor})
+		if err != nil {
+			return 0, fmt.Errorf("list runs: %w", err)
+		}
+		n += len(page.Items)
+		if page.NextCursor == "" {
+			return n, nil
+		}
+		cursor = page.NextCursor
 	}
 }
 

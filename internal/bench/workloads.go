@@ -41,12 +41,14 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	if err := r.setPaused(ctx, false); err != nil {
 		return err
 	}
-	done, depth, err := r.waitFinished(ctx, n, 30*time.Minute)
+	done, err := r.waitIdle(ctx, 30*time.Minute)
 	if err != nil {
 		return err
 	}
-	if depth["succeeded"] != n {
-		return fmt.Errorf("%d of %d succeeded: %v", depth["succeeded"], n, depth)
+	if ok, err := r.countStatus(ctx, "succeeded"); err != nil {
+		return err
+	} else if ok != n {
+		return fmt.Errorf("%d of %d runs succeeded", ok, n)
 	}
 	r.res.add("insert", float64(n)/took.Seconds(), "jobs/s")
 	r.res.add("processed", float64(n)/done.Sub(start).Seconds(), unit+"/s")
@@ -126,7 +128,7 @@ func scheduled(ctx context.Context, r *runner) error {
 	if time.Now().After(instant) {
 		return fmt.Errorf("inserting %d jobs took %s, longer than the %s lead: raise --lead", n, took, lead)
 	}
-	if _, _, err := r.waitFinished(ctx, n, 10*time.Minute); err != nil {
+	if _, err := r.waitIdle(ctx, 10*time.Minute); err != nil {
 		return err
 	}
 	runs, err := r.allRuns(ctx)

@@ -143,7 +143,8 @@ type LeaseRunsParams struct {
 // only for a run that is retried. A retried run gets ScheduledFor = Now (+ backoff), keeps
 // its Attempt count, and loses its lease fields (WorkerID, LeaseToken, LeaseExpiresAt), as
 // does every run that leaves running. PendingReason is set to human words whenever the
-// store sets a PendingCode. Statuses other than succeeded and cancelled count as failures.
+// store sets a PendingCode. Statuses other than succeeded and cancelled count as failures;
+// a status that is not a valid AttemptStatus is recorded as failed.
 type Completion struct {
 	RunID    string
 	Token    string

@@ -48,8 +48,9 @@ type Store interface {
 	// transaction. A run whose IdempotencyKey already exists creates nothing and returns
 	// the existing run with Existing set. So does a cron run (Trigger cron) whose
 	// (JobID, ScheduledFor) already exists: a cron instant fires at most once (invariant 4).
-	// A run whose JobID names no job fails alone with model.ErrNotFound in its Err. Queues
-	// named by new runs are created with defaults if missing.
+	// A run whose JobID names no job fails alone with model.ErrNotFound in its Err, one whose
+	// ID is taken with model.ErrConflict. Queues named by new runs are created with defaults
+	// if missing.
 	CreateRuns(ctx context.Context, p *CreateRunsParams) ([]CreateRunResult, error)
 	// GetRun returns a run with its Attempts filled (finished attempts in order, then the
 	// running one if any).
@@ -70,7 +71,8 @@ type Store interface {
 	// attempt budget extended by one, FinishedAt and Error cleared; its earlier attempts stay
 	// in the history. Any other state is model.ErrInvalidState. Precisely: MaxAttempts
 	// grows by one, ScheduledFor = Now, and CancelRequested and PendingCode are cleared;
-	// StartedAt (the first attempt's start) and Trigger stay.
+	// StartedAt (the first attempt's start) and Trigger stay. A run whose job was deleted is
+	// model.ErrInvalidState too: nothing could run it.
 	RetryRun(ctx context.Context, p *RetryRunParams) (*model.Run, error)
 
 	// Dispatch

@@ -1,30 +1,33 @@
-package postgres_test
+package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// benchJobs builds n no-op handler jobs, each with a queued first run, named from seq.
+// Run with, for example:
+//
+//	STINT_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable \
+//	    go test -run XXX -bench . -benchtime 40x ./internal/store/postgres/
+//
+// Each benchmark reports its throughput (jobs/s, runs/s) besides ns/op. "parallel" runs
+// 2*GOMAXPROCS callers at once, as the engine's group committers and many workers do.
+
+// benchJobs builds n no-op handler jobs, each with a queued first run.
 func benchJobs(seq *atomic.Int64, n int, now time.Time) []store.NewJob {
 	out := make([]store.NewJob, n)
 	for i := range out {
-		k := seq.Add(1)
 		j := &model.Job{
-			ID: id.New(now), Namespace: model.DefaultNamespace, Name: fmt.Sprintf("bench-%09d", k),
-			Spec: model.JobSpec{
-				Handler: "noop", Queue: model.DefaultQueue,
-				Retry: model.RetryPolicy{MaxAttempts: 3},
-			},
+			ID: id.New(now), Namespace: model.DefaultNamespace, Name: fmt.Sprintf("bench-%09d", seq.Add(1)),
+			Spec:    model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: model.RetryPolicy{MaxAttempts: 3}},
 			Enabled: true, CreatedAt: now, UpdatedAt: now,
 		}
 		r := &model.Run{
@@ -37,107 +40,134 @@ func benchJobs(seq *atomic.Int64, n int, now time.Time) []store.NewJob {
 	return out
 }
 
-func createAll(b *testing.B, s store.Store, jobs []store.NewJob, now time.Time) {
-	b.Helper()
-	res, err := s.CreateJobs(context.Background(), &store.CreateJobsParams{Jobs: jobs, Now: now})
-	require.NoError(b, err)
-	for _, r := range res {
-		require.NoError(b, r.Err)
+// createAll stores jobs and fails on any error, the batch's or an entry's.
+func createAll(ctx context.Context, s store.Store, jobs []store.NewJob, now time.Time) error {
+	res, err := s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: jobs, Now: now})
+	if err != nil {
+		return err
 	}
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
 }
 
 // BenchmarkCreateJobs inserts batches of 1000 jobs, each with its first run: one
-// CreateJobs call per iteration (sequential), and with GOMAXPROCS*2 callers at once
-// (parallel, as the engine's group committers do).
+// CreateJobs call per iteration.
 func BenchmarkCreateJobs(b *testing.B) {
 	const batch = 1000
-	for _, mode := range []string{"sequential", "parallel"} {
-		b.Run(mode, func(b *testing.B) {
-			s := open(b)
-			var seq atomic.Int64
-			now := time.Now()
-			b.ResetTimer()
-			if mode == "sequential" {
-				for b.Loop() {
-					b.StopTimer()
-					jobs := benchJobs(&seq, batch, now)
-					b.StartTimer()
-					createAll(b, s, jobs, now)
-				}
-			} else {
-				b.SetParallelism(2)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						createAll(b, s, benchJobs(&seq, batch, now), now)
-					}
-				})
+	ctx := context.Background()
+	b.Run("sequential", func(b *testing.B) {
+		s := openTest(b)
+		var seq atomic.Int64
+		now := time.Now()
+		for b.Loop() {
+			b.StopTimer()
+			jobs := benchJobs(&seq, batch, now)
+			b.StartTimer()
+			if err := createAll(ctx, s, jobs, now); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(seq.Load())/b.Elapsed().Seconds(), "jobs/s")
+		}
+		b.ReportMetric(float64(seq.Load())/b.Elapsed().Seconds(), "jobs/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		s := openTest(b)
+		var seq atomic.Int64
+		now := time.Now()
+		b.SetParallelism(2)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := createAll(ctx, s, benchJobs(&seq, batch, now), now); err != nil {
+					b.Error(err)
+					return
+				}
+			}
 		})
-	}
+		b.ReportMetric(float64(seq.Load())/b.Elapsed().Seconds(), "jobs/s")
+	})
 }
 
 // BenchmarkLeaseComplete leases batches of 500 runs and completes them (succeeded): one
-// lease and one completion call per iteration. The runs are inserted before the timer.
+// LeaseRuns and one CompleteAttempts call per iteration. The runs are inserted while the
+// timer is stopped.
 func BenchmarkLeaseComplete(b *testing.B) {
 	const batch = 500
-	for _, mode := range []string{"sequential", "parallel"} {
-		b.Run(mode, func(b *testing.B) {
-			s := open(b)
-			ctx := context.Background()
-			var seq atomic.Int64
-			now := time.Now()
-			// Enough runs for the whole benchmark: b.N is not known up front with b.Loop,
-			// so refill when the queue runs dry (outside the timer).
-			refill := func() {
-				for range 20 {
-					createAll(b, s, benchJobs(&seq, 1000, now), now)
+	ctx := context.Background()
+	setup := func(b *testing.B) (step func() (int, error), fill func(runs int)) {
+		s := openTest(b)
+		var seq atomic.Int64
+		now := time.Now()
+		fill = func(runs int) {
+			for runs > 0 {
+				n := min(runs, 1000)
+				if err := createAll(ctx, s, benchJobs(&seq, n, now), now); err != nil {
+					b.Fatal(err)
+				}
+				runs -= n
+			}
+		}
+		step = func() (int, error) {
+			ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Handlers: []string{"noop"}, Now: now})
+			if err != nil || len(ls) == 0 {
+				return 0, err
+			}
+			cs := make([]store.Completion, len(ls))
+			for i, l := range ls {
+				cs[i] = store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptSucceeded, ExitCode: new(int)}
+			}
+			res, err := s.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: now})
+			if err != nil {
+				return 0, err
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					return 0, r.Err
 				}
 			}
-			var processed atomic.Int64
-			step := func() bool {
-				ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Handlers: []string{"noop"}, Now: now})
-				require.NoError(b, err)
-				if len(ls) == 0 {
-					return false
-				}
-				cs := make([]store.Completion, len(ls))
-				for i, l := range ls {
-					cs[i] = store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptSucceeded, ExitCode: new(int)}
-				}
-				res, err := s.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: now})
-				require.NoError(b, err)
-				for _, r := range res {
-					require.NoError(b, r.Err)
-				}
-				processed.Add(int64(len(ls)))
-				return true
-			}
-			refill()
-			b.ResetTimer()
-			if mode == "sequential" {
-				for b.Loop() {
-					if !step() {
-						b.StopTimer()
-						refill()
-						b.StartTimer()
-						step()
-					}
-				}
-			} else {
-				b.StopTimer()
-				for range 10 {
-					refill()
-				}
-				b.StartTimer()
-				b.SetParallelism(2)
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						step()
-					}
-				})
-			}
-			b.ReportMetric(float64(processed.Load())/b.Elapsed().Seconds(), "runs/s")
-		})
+			return len(ls), nil
+		}
+		return step, fill
 	}
+	b.Run("sequential", func(b *testing.B) {
+		step, fill := setup(b)
+		var processed int
+		for b.Loop() {
+			n, err := step()
+			if err == nil && n == 0 { // ran dry: refill outside the timer
+				b.StopTimer()
+				fill(20 * batch)
+				b.StartTimer()
+				n, err = step()
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			processed += n
+		}
+		b.ReportMetric(float64(processed)/b.Elapsed().Seconds(), "runs/s")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		step, fill := setup(b)
+		fill(b.N * batch)
+		b.ResetTimer()
+		var processed atomic.Int64
+		b.SetParallelism(2)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				n, err := step()
+				if err == nil && n == 0 {
+					err = errors.New("ran out of queued runs")
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				processed.Add(int64(n))
+			}
+		})
+		b.ReportMetric(float64(processed.Load())/b.Elapsed().Seconds(), "runs/s")
+	})
 }

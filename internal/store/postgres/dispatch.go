@@ -10,9 +10,25 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
+)
+
+// promoteSQL queues at most $2 scheduled runs due at $1, earliest first.
+const promoteSQL = `WITH due AS (
+		SELECT id FROM runs
+		WHERE status = 'scheduled' AND scheduled_for <= $1
+		ORDER BY scheduled_for
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE runs r SET status = 'queued', pending_code = '', pending_reason = ''
+	FROM due WHERE r.id = due.id`
+
+// The earliest instants the timers sleep until.
+const (
+	nextDueSQL    = `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled'`
+	nextExpirySQL = `SELECT min(lease_expires_at) FROM runs WHERE status = 'running'`
 )
 
 // PromoteDue moves due scheduled runs to queued, earliest first, at most Limit (all when
@@ -22,15 +38,7 @@ func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int,
 	if p.Limit > 0 {
 		limit = &p.Limit
 	}
-	tag, err := s.pool.Exec(ctx, `WITH due AS (
-			SELECT id FROM runs
-			WHERE status = 'scheduled' AND scheduled_for <= $1
-			ORDER BY scheduled_for
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE runs r SET status = 'queued', pending_code = '', pending_reason = ''
-		FROM due WHERE r.id = due.id`, utc(p.Now), limit)
+	tag, err := s.pool.Exec(ctx, promoteSQL, utc(p.Now), limit)
 	if err != nil {
 		return 0, translate(err, "promote due runs")
 	}
@@ -39,12 +47,12 @@ func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int,
 
 // NextDue returns the earliest ScheduledFor among scheduled runs.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	return s.minTime(ctx, `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled'`, "next due")
+	return s.minTime(ctx, nextDueSQL, "next due")
 }
 
 // NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
 func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
-	return s.minTime(ctx, `SELECT min(lease_expires_at) FROM runs WHERE status = 'running'`, "next lease expiry")
+	return s.minTime(ctx, nextExpirySQL, "next lease expiry")
 }
 
 func (s *Store) minTime(ctx context.Context, sql, what string) (time.Time, bool, error) {
@@ -57,6 +65,20 @@ func (s *Store) minTime(ctx context.Context, sql, what string) (time.Time, bool,
 	}
 	return t.UTC(), true, nil
 }
+
+// leaseQueuesSQL lists the queues a lease takes from, in order: not paused, with queued runs
+// of the worker's kinds (%s is handlerFilter's condition). The probe for queued work scans
+// the queue's index backward, from its newest runs: leasing consumes it from the front,
+// where the index entries of runs already leased wait for vacuum, and a forward probe would
+// wade through them on every call.
+const leaseQueuesSQL = `SELECT q.name, q.max_concurrency FROM queues q
+	WHERE NOT q.paused AND (
+		SELECT r.id FROM runs r WHERE r.status = 'queued' AND r.queue = q.name%s
+		ORDER BY r.priority, r.scheduled_for DESC, r.id DESC LIMIT 1) IS NOT NULL
+	ORDER BY q.priority DESC, q.name`
+
+// countRunningSQL counts the running runs of queue $1.
+const countRunningSQL = `SELECT count(*) FROM runs WHERE status = 'running' AND queue = $1`
 
 // leaseQueue is a queue that has queued runs a worker may take.
 type leaseQueue struct {
@@ -84,10 +106,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 		return []*model.Lease{}, nil
 	}
 	filter, fargs := handlerFilter(p, 1)
-	rows, err := s.pool.Query(ctx, `SELECT q.name, q.max_concurrency FROM queues q
-		WHERE NOT q.paused AND EXISTS (
-			SELECT 1 FROM runs r WHERE r.status = 'queued' AND r.queue = q.name`+filter+`)
-		ORDER BY q.priority DESC, q.name`, fargs...)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(leaseQueuesSQL, filter), fargs...)
 	if err != nil {
 		return nil, translate(err, "lease runs: list queues")
 	}
@@ -111,7 +130,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 		return leases, nil
 	}
 	var out []*model.Lease
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
 		for _, q := range queues {
 			n := p.Max - len(out)
@@ -161,46 +180,43 @@ func lockQueueSlots(ctx context.Context, tx pgx.Tx, queue string) (int, error) {
 		return int(^uint(0) >> 1), nil
 	}
 	var running int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM runs WHERE status = 'running' AND queue = $1`, queue).Scan(&running); err != nil {
+	if err := tx.QueryRow(ctx, countRunningSQL, queue).Scan(&running); err != nil {
 		return 0, translate(err, "count running in queue %s", queue)
 	}
 	return limit - running, nil
 }
 
-// leaseSQL leases up to $2 queued runs of queue $1 (see LeaseRuns). Tokens come from Go, one
-// per picked run, so that they have the form of every other token.
+// leaseSQL leases up to $2 queued runs of queue $1, unless it was paused since it was listed
+// (see LeaseRuns). The lease token is a
+// random UUID (gen_random_uuid draws from the server's strong random source). The picked
+// runs are updated through "id = ANY (array)", not a join: the planner cannot know how many
+// a LIMIT $2 takes, and with a join it would hash all runs when the backlog looks large.
 const leaseSQL = `WITH picked AS MATERIALIZED (
-		SELECT r.id, r.job_id FROM runs r
+		SELECT r.id FROM runs r
 		WHERE r.status = 'queued' AND r.queue = $1%s
+			AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
 		ORDER BY r.priority DESC, r.scheduled_for, r.id
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
-	), numbered AS (
-		SELECT id, job_id, row_number() OVER () AS n FROM picked
 	)
 	UPDATE runs r SET
 		status = 'running',
 		attempt = r.attempt + 1,
 		worker_id = $3,
-		lease_token = ($4::text[])[numbered.n],
-		lease_expires_at = $5,
-		started_at = coalesce(r.started_at, $6),
-		attempt_started_at = $6,
+		lease_token = gen_random_uuid()::text,
+		lease_expires_at = $4,
+		started_at = coalesce(r.started_at, $5),
+		attempt_started_at = $5,
 		pending_code = '',
 		pending_reason = ''
-	FROM numbered LEFT JOIN jobs j ON j.id = numbered.job_id
-	WHERE r.id = numbered.id
-	RETURNING ` + runCols + `, j.spec`
+	WHERE r.id = ANY (ARRAY(SELECT id FROM picked))
+	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
 
 func (s *Store) leaseQueue(ctx context.Context, q querier, p *store.LeaseRunsParams, queue string, n int) ([]*model.Lease, error) {
 	now := utc(p.Now)
 	exp := utc(p.Now.Add(p.LeaseTTL))
-	tokens := make([]string, n)
-	for i := range tokens {
-		tokens[i] = id.Token()
-	}
-	filter, fargs := handlerFilter(p, 7)
-	args := append([]any{queue, n, p.WorkerID, tokens, exp, now}, fargs...)
+	filter, fargs := handlerFilter(p, 6)
+	args := append([]any{queue, n, p.WorkerID, exp, now}, fargs...)
 	rows, err := q.Query(ctx, fmt.Sprintf(leaseSQL, filter), args...)
 	if err != nil {
 		return nil, translate(err, "lease from queue %s", queue)
@@ -238,60 +254,72 @@ func (s *Store) leaseQueue(ctx context.Context, q querier, p *store.LeaseRunsPar
 	return out, nil
 }
 
+// heartbeatSQL records a heartbeat of worker $1 at $2 and extends to $5 the leases of
+// ($3, $4) that are still its own; it returns a row for the worker (true) and one per
+// extended lease (false, run id, cancel requested). Runs are locked in id order, as every
+// batch does.
+const heartbeatSQL = `WITH w AS (
+		UPDATE workers SET last_heartbeat = $2 WHERE id = $1
+		RETURNING id
+	), held AS (
+		SELECT r.id FROM runs r
+		JOIN unnest($3::text[], $4::text[]) AS h(run_id, token)
+			ON r.id = h.run_id AND r.lease_token = h.token
+		WHERE r.status = 'running' AND r.worker_id = $1
+		ORDER BY r.id
+		FOR UPDATE OF r
+	), ext AS (
+		UPDATE runs r SET lease_expires_at = $5 FROM held WHERE r.id = held.id
+		RETURNING r.id, r.cancel_requested
+	)
+	SELECT true, id, false FROM w
+	UNION ALL
+	SELECT false, id, cancel_requested FROM ext`
+
 // Heartbeat records that a worker is alive and extends the leases it says it holds that are
 // still its own, in one statement. See store.Store.Heartbeat.
 func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
 	now := utc(p.Now)
-	ids := make([]string, len(p.Held))
-	tokens := make([]string, len(p.Held))
-	for i, h := range p.Held {
+	held := slices.Clone(p.Held)
+	slices.SortFunc(held, func(a, b store.LeaseRef) int { return strings.Compare(a.RunID, b.RunID) })
+	ids := make([]string, len(held))
+	tokens := make([]string, len(held))
+	for i, h := range held {
 		ids[i], tokens[i] = h.RunID, h.Token
 	}
-	rows, err := s.pool.Query(ctx, `WITH w AS (
-			UPDATE workers SET last_heartbeat = $2 WHERE id = $1
-			RETURNING id
-		), held AS (
-			SELECT r.id FROM runs r
-			JOIN unnest($3::text[], $4::text[]) AS h(run_id, token)
-				ON r.id = h.run_id AND r.lease_token = h.token
-			WHERE r.status = 'running' AND r.worker_id = $1
-			ORDER BY r.id
-			FOR UPDATE OF r
-		), ext AS (
-			UPDATE runs r SET lease_expires_at = $5 FROM held WHERE r.id = held.id
-			RETURNING r.id, r.cancel_requested
-		)
-		SELECT true, id, false FROM w
-		UNION ALL
-		SELECT false, id, cancel_requested FROM ext`,
-		p.WorkerID, now, ids, tokens, utc(p.Now.Add(p.LeaseTTL)))
-	if err != nil {
-		return nil, translate(err, "heartbeat from %s", p.WorkerID)
-	}
-	defer rows.Close()
 	var (
 		found bool
-		valid = make(map[string]bool, len(p.Held))
-		res   = &store.HeartbeatResult{Lost: []string{}, Cancel: []string{}}
+		valid map[string]bool
+		res   *store.HeartbeatResult
 	)
-	for rows.Next() {
-		var (
-			isWorker, cancel bool
-			runID            string
-		)
-		if err := rows.Scan(&isWorker, &runID, &cancel); err != nil {
-			return nil, translate(err, "heartbeat from %s", p.WorkerID)
+	err := s.retry(ctx, func() error {
+		found, valid = false, make(map[string]bool, len(p.Held))
+		res = &store.HeartbeatResult{Lost: []string{}, Cancel: []string{}}
+		rows, err := s.pool.Query(ctx, heartbeatSQL, p.WorkerID, now, ids, tokens, utc(p.Now.Add(p.LeaseTTL)))
+		if err != nil {
+			return err
 		}
-		if isWorker {
-			found = true
-			continue
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				isWorker, cancel bool
+				runID            string
+			)
+			if err := rows.Scan(&isWorker, &runID, &cancel); err != nil {
+				return err
+			}
+			if isWorker {
+				found = true
+				continue
+			}
+			valid[runID] = true
+			if cancel {
+				res.Cancel = append(res.Cancel, runID)
+			}
 		}
-		valid[runID] = true
-		if cancel {
-			res.Cancel = append(res.Cancel, runID)
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, translate(err, "heartbeat from %s", p.WorkerID)
 	}
 	if !found {
@@ -319,50 +347,60 @@ type ending struct {
 }
 
 // endSQL ends the attempts of $1.. whose run is still running with that lease token: it
-// writes each attempt to the history and moves its run, in one statement. Runs are locked in
-// id order.
-const endSQL = `WITH c AS (
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[],
-			$6::text[], $7::timestamptz[], $8::text[], $9::text[])
-			AS c(run_id, token, astatus, exit_code, error, new_status, new_sched, pending_code,
-				pending_reason)
-	), cur AS MATERIALIZED (
-		SELECT r.id, r.attempt, r.worker_id, r.attempt_started_at, c.token, c.astatus, c.exit_code, c.error,
+// moves each run and writes its attempt to the history, in one statement. The input is
+// sorted by run id and each run is locked through a lateral primary-key lookup, so runs are
+// locked in id order whatever the plan of the update (every batch that waits for run locks
+// takes them in id order: they cannot deadlock each other). The run keeps worker_id and
+// attempt_started_at (reads hide them once it is not running), so the attempt row is made
+// from the updated row.
+var endSQL = `WITH c AS (
+		SELECT c.*,
 			CASE
 				WHEN c.new_status <> '' THEN c.new_status
 				WHEN c.astatus = 'succeeded' THEN 'succeeded'
 				ELSE 'cancelled'
-			END AS new_status,
-			c.new_sched, c.pending_code, c.pending_reason
-		FROM runs r JOIN c ON r.id = c.run_id AND r.lease_token = c.token
-		WHERE r.status = 'running'
-		ORDER BY r.id
-		FOR UPDATE OF r
+			END AS st
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[],
+			$7::timestamptz[], $8::text[], $9::text[])
+			AS c(run_id, token, astatus, exit_code, error, new_status, new_sched, pending_code,
+				pending_reason)
+	), cur AS MATERIALIZED (
+		SELECT c.* FROM c CROSS JOIN LATERAL (
+			SELECT 1 FROM runs r
+			WHERE r.id = c.run_id AND r.lease_token = c.token AND r.status = 'running'
+			FOR UPDATE
+		) l
+	), u AS (
+		UPDATE runs r SET
+			status = cur.st,
+			scheduled_for = coalesce(cur.new_sched, r.scheduled_for),
+			pending_code = cur.pending_code,
+			pending_reason = cur.pending_reason,
+			finished_at = CASE WHEN cur.st IN ('succeeded', 'failed', 'cancelled') THEN $10::timestamptz END,
+			error = cur.error,
+			lease_token = NULL,
+			lease_expires_at = NULL
+		FROM cur
+		WHERE r.id = cur.run_id
+		RETURNING r.*, cur.token AS ended_token, cur.astatus, cur.exit_code
 	), att AS (
 		INSERT INTO attempts (run_id, n, worker_id, status, exit_code, error, started_at, finished_at)
-		SELECT id, attempt, coalesce(worker_id, ''), astatus, exit_code, error,
-			coalesce(attempt_started_at, $10), $10
-		FROM cur
+		SELECT u.id, u.attempt, coalesce(u.worker_id, ''), u.astatus, u.exit_code, u.error,
+			coalesce(u.attempt_started_at, $10), $10
+		FROM u
 	)
-	UPDATE runs r SET
-		status = cur.new_status,
-		scheduled_for = coalesce(cur.new_sched, r.scheduled_for),
-		pending_code = cur.pending_code,
-		pending_reason = cur.pending_reason,
-		finished_at = CASE WHEN cur.new_status IN ('succeeded', 'failed', 'cancelled') THEN $10 END,
-		error = cur.error,
-		worker_id = NULL,
-		lease_token = NULL,
-		lease_expires_at = NULL,
-		attempt_started_at = NULL
-	FROM cur
-	WHERE r.id = cur.id
-	RETURNING ` + runCols + `, cur.token`
+	SELECT ` + strings.ReplaceAll(runCols, "r.", "u.") + `, u.ended_token FROM u`
 
-// endAttempts runs endSQL over es and returns the changed runs by id. Each returned run's
-// LeaseToken is the token of the completion that ended it (the run itself no longer has a
-// lease); the caller clears it.
-func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (map[string]*runRow, error) {
+// ended is a run whose attempt endSQL ended, and the lease token the ending carried.
+type ended struct {
+	run   *model.Run
+	token string
+}
+
+// endAttempts runs endSQL over es and returns the changed runs by id.
+func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (map[string]ended, error) {
+	es = slices.Clone(es)
+	slices.SortFunc(es, func(a, b ending) int { return strings.Compare(a.c.RunID, b.c.RunID) })
 	n := len(es)
 	var (
 		runID, token, astatus, errMsg, newStatus, pending, reason = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -382,18 +420,19 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 		return nil, translate(err, "end attempts")
 	}
 	defer rows.Close()
-	out := make(map[string]*runRow, n)
+	out := make(map[string]ended, n)
 	for rows.Next() {
 		var (
 			r                        runRow
 			status, pending, trigger string
 			args                     []byte
+			token                    string
 		)
-		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &r.LeaseToken)...); err != nil {
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token)...); err != nil {
 			return nil, translate(err, "end attempts")
 		}
 		fixRun(&r, status, pending, trigger, args)
-		out[r.ID] = &r
+		out[r.ID] = ended{run: &r.Run, token: token}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, translate(err, "end attempts")
@@ -439,21 +478,32 @@ func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.
 	return e
 }
 
-// lockForEnd reads and locks, in id order, the running runs named by ids, with their job's
-// retry policy.
-const lockForEndSQL = `SELECT ` + runCols + `, j.spec->'retry'
-	FROM runs r LEFT JOIN jobs j ON j.id = r.job_id
-	WHERE %s
+// lockForEndSQL reads and locks, in id order, the runs that match a condition (%[2]s), with
+// a retry policy (%[1]s, see policyOf). %[3]s is a locking option (SKIP LOCKED).
+const lockForEndSQL = `SELECT ` + runCols + `, %[1]s
+	FROM runs r
+	WHERE %[2]s
 	ORDER BY r.id
-	FOR UPDATE OF r%s`
+	FOR UPDATE OF r%[3]s`
+
+// policyOf is the retry policy expression of lockForEndSQL: every run's job's when param is
+// 0, else only for the runs whose id is in the array parameter $param (the others get NULL),
+// so that a completion batch reads the job specs of its failed attempts alone.
+func policyOf(param int) string {
+	const retry = `(SELECT j.spec->'retry' FROM jobs j WHERE j.id = r.job_id)`
+	if param == 0 {
+		return retry
+	}
+	return fmt.Sprintf(`CASE WHEN r.id = ANY($%d::text[]) THEN %s END`, param, retry)
+}
 
 type lockedRun struct {
 	run    *runRow
 	policy model.RetryPolicy
 }
 
-func lockForEnd(ctx context.Context, q querier, where, lockOpt string, args ...any) ([]lockedRun, error) {
-	rows, err := q.Query(ctx, fmt.Sprintf(lockForEndSQL, where, lockOpt), args...)
+func lockForEnd(ctx context.Context, q querier, policy, where, lockOpt string, args ...any) ([]lockedRun, error) {
+	rows, err := q.Query(ctx, fmt.Sprintf(lockForEndSQL, policy, where, lockOpt), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -505,49 +555,60 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			failIDs = append(failIDs, c.RunID)
 		}
 	}
-	var changed map[string]*runRow
-	if !anyFails {
-		var err error
-		if changed, err = endAttempts(ctx, s.pool, now, es); err != nil {
-			return nil, fmt.Errorf("complete attempts: %w", err)
+	var changed map[string]ended
+	err := s.retry(ctx, func() error {
+		if !anyFails {
+			var err error
+			changed, err = endAttempts(ctx, s.pool, now, es)
+			return err
 		}
-	} else {
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			locked, err := lockForEnd(ctx, tx, `r.id = ANY($1) AND r.status = 'running'`, "", failIDs)
+		// Lock every run of the batch, in id order, reading the retry policy of the
+		// failing ones; then decide their outcomes and end them all.
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			ids := make([]string, len(es))
+			for i, e := range es {
+				ids[i] = e.c.RunID
+			}
+			locked, err := lockForEnd(ctx, tx, policyOf(2), `r.id = ANY($1)`, "", ids, failIDs)
 			if err != nil {
-				return translate(err, "lock failing runs")
+				return translate(err, "lock runs")
 			}
 			byID := make(map[string]lockedRun, len(locked))
 			for _, l := range locked {
 				byID[l.run.ID] = l
 			}
-			for i := range es {
-				l, ok := byID[es[i].c.RunID]
-				if !failing(es[i].c.Status) || !ok || l.run.LeaseToken != es[i].c.Token {
+			decided := slices.Clone(es)
+			for i, e := range decided {
+				l, ok := byID[e.c.RunID]
+				if !failing(e.c.Status) || !ok || l.run.LeaseToken != e.c.Token {
 					continue
 				}
-				es[i] = decide(l.run, l.policy, es[i].c, now, p.Backoff)
+				decided[i] = decide(l.run, l.policy, e.c, now, p.Backoff)
 			}
-			changed, err = endAttempts(ctx, tx, now, es)
+			changed, err = endAttempts(ctx, tx, now, decided)
 			return err
 		})
-		if err != nil {
-			return nil, fmt.Errorf("complete attempts: %w", err)
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("complete attempts: %w", err)
 	}
 	for i, c := range p.Completions {
-		r := changed[c.RunID]
-		if dup[i] || r == nil || r.LeaseToken != c.Token {
+		e, ok := changed[c.RunID]
+		if dup[i] || !ok || e.token != c.Token {
 			res[i].Err = fmt.Errorf("complete run %s: %w", c.RunID, model.ErrLeaseLost)
 			continue
 		}
-		res[i].Run = &r.Run
-	}
-	for _, r := range changed {
-		r.LeaseToken = ""
+		res[i].Run = e.run
 	}
 	return res, nil
 }
+
+// expiredWhere selects (for lockForEnd) at most $2 running runs whose lease expired before
+// $1, earliest first, skipping those another server is rescuing. The inner query locks them
+// (and rechecks them as it locks); the outer one reads them by primary key.
+const expiredWhere = `r.id = ANY (ARRAY(
+		SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < $1
+		ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`
 
 // RescueExpired ends, as lost, the attempts whose lease expired before Now (at most Limit,
 // earliest first), applying the retry rules. Runs another server is rescuing are skipped.
@@ -558,11 +619,8 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 		limit = &p.Limit
 	}
 	var out []*model.Run
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		locked, err := lockForEnd(ctx, tx,
-			`r.id IN (SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < $1
-				ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			 AND r.status = 'running' AND r.lease_expires_at < $1`, " SKIP LOCKED", now, limit)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		locked, err := lockForEnd(ctx, tx, policyOf(0), expiredWhere, " SKIP LOCKED", now, limit)
 		if err != nil {
 			return translate(err, "lock expired leases")
 		}
@@ -595,9 +653,8 @@ func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now
 	}
 	out := make([]*model.Run, 0, len(changed))
 	for _, l := range locked {
-		if r := changed[l.run.ID]; r != nil {
-			r.LeaseToken = ""
-			out = append(out, &r.Run)
+		if e, ok := changed[l.run.ID]; ok {
+			out = append(out, e.run)
 		}
 	}
 	return out, nil

@@ -1,19 +1,37 @@
-// Package postgres is the PostgreSQL engine of store.Store, built on pgx and pgxpool. Several
-// stint servers share one database and form one cluster.
+// Package postgres is the PostgreSQL engine of store.Store, on pgx and pgxpool. Several stint
+// servers on one database form one cluster; everything here is safe with many servers
+// calling at once.
 //
-// Schema: versioned migrations embedded from migrations/*.sql, applied by Open in one
-// transaction under a transaction-scoped advisory lock (keyed by the current schema), so
-// servers starting at once do not race; applied versions are kept in schema_migrations.
+// Schema: versioned migrations embedded from migrations/*.sql (the same logical schema as
+// the SQLite engine), applied by Open in one transaction under a transaction-scoped advisory
+// lock keyed by the current schema, so that servers starting together take turns; applied
+// versions are recorded in schema_migrations. A URL parameter such as search_path=myschema
+// places the tables in another schema (the tests give each test its own).
 //
-// Design for throughput:
+// How the hot paths are built:
 //   - The running attempt lives on the run row; an attempts row is written only when an
 //     attempt ends.
-//   - Batches go in one statement over unnest'ed arrays (CreateJobs, CreateRuns,
-//     CompleteAttempts, AppendLogs), so a batch costs one round trip and one commit.
-//   - Leasing takes a queue's next runs with FOR UPDATE SKIP LOCKED: servers leasing at once
-//     never hand out the same run, nor wait for each other. A queue with a MaxConcurrency is
-//     locked (its queues row, FOR UPDATE) while its running runs are counted and leased.
-//   - Every dispatch query has a partial index (see migrations/0001_init.sql).
+//   - CreateJobs writes a batch with two binary COPYs in one transaction. When COPY meets a
+//     unique violation (a name taken, a key used meanwhile), the batch goes again through
+//     one INSERT ... SELECT FROM unnest ... ON CONFLICT DO NOTHING statement, which skips
+//     the entries that clash. CreateRuns, CompleteAttempts, Heartbeat and AppendLogs are one
+//     statement each over unnest'ed arrays: one round trip and one commit per batch.
+//   - LeaseRuns takes each queue's next runs with FOR UPDATE SKIP LOCKED, so servers leasing
+//     at once never hand out one run twice nor wait for each other. A queue with a
+//     MaxConcurrency has its row locked (FOR UPDATE) while its running runs are counted and
+//     its runs leased.
+//   - CompleteAttempts decides succeeded and cancelled ends in SQL; only a batch with
+//     failures reads (and locks) its runs first, with the retry policy of the failed ones'
+//     jobs, to apply the retry rules and the Backoff function in Go.
+//   - Batches that wait for run locks take them in run id order, so they cannot deadlock
+//     each other; a transaction that still fails on a deadlock or a serialization failure
+//     is run again whole.
+//   - Connections use generic plans (plan_cache_mode=force_generic_plan, unless the URL sets
+//     it): every statement has a fixed shape meant for index access, and a generic plan
+//     keeps it there whatever the batch size and however stale the statistics. Statuses in
+//     SQL are literals, so that the planner can match the partial indexes. plan_test.go
+//     checks each dispatch and list statement's plan with EXPLAIN.
 //
 // Times are stored as timestamptz, in UTC with microsecond precision, and returned in UTC.
+// Lease tokens are random UUIDs (gen_random_uuid), opaque to callers.
 package postgres

@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,49 +22,77 @@ const defaultLimit = 100
 // runInsertSelect is the SELECT list that turns runInput rows (alias i) into runs columns;
 // the job's kind and requirements come from %s (i.handler, ... or the jobs row j).
 const runInsertSelect = `i.id, i.job_id, i.job_name, i.namespace, i.status, i.pending_code,
-	i.pending_reason, i.queue, i.priority, i.trigger, %s, i.args, i.scheduled_for, i.created_at,
+	i.pending_reason, i.queue, i.priority, i.trigger_kind, %s, i.args, i.scheduled_for, i.created_at,
 	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error`
 
 const runInsertCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason,
-	queue, priority, trigger, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for,
+	queue, priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for,
 	created_at, finished_at, attempt, max_attempts, idempotency_key, error`
 
 // Where a run's job kind and requirements come from: the input arrays, or the jobs row j.
 const (
 	kindFromInput = `i.handler, i.req_cpu, i.req_memory_mb, i.req_gpu`
-	kindFromJob   = `coalesce(j.spec->>'handler', ''),
-	coalesce((j.spec->'requirements'->>'cpu')::float8, 0),
-	coalesce((j.spec->'requirements'->>'memory_mb')::int8, 0),
-	coalesce((j.spec->'requirements'->>'gpu')::int4, 0)`
+	kindFromJob   = `j.handler, j.req_cpu, j.req_memory_mb, j.req_gpu`
 )
 
 // createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
-// the queues those runs name, in one statement; it returns the ids of the inserted jobs.
+// the queues those runs name, in one statement; it returns the ids of the inserted jobs. It
+// is the slow path of CreateJobs, taken when the fast path (COPY) met a unique violation.
 var createJobsSQL = `WITH ins AS (
-	INSERT INTO jobs (id, namespace, name, spec, enabled, next_fire_at, idempotency_key,
-		request_hash, created_at, updated_at)
-	SELECT id, namespace, name, spec, enabled, next_fire_at, NULLIF(idempotency_key, ''),
-		request_hash, created_at, updated_at
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::bool[], $6::timestamptz[],
-		$7::text[], $8::text[], $9::timestamptz[], $10::timestamptz[])
-		AS j(id, namespace, name, spec, enabled, next_fire_at, idempotency_key, request_hash,
-			created_at, updated_at)
+	INSERT INTO jobs (` + jobInsertCols + `)
+	SELECT id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
+		enabled, next_fire_at, NULLIF(idempotency_key, ''), request_hash, created_at, updated_at
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[],
+		$7::float8[], $8::int8[], $9::int4[], $10::bool[], $11::timestamptz[], $12::text[],
+		$13::text[], $14::timestamptz[], $15::timestamptz[])
+		AS j(` + jobInsertCols + `)
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), new_runs AS (
 	INSERT INTO runs (` + runInsertCols + `)
 	SELECT ` + fmt.Sprintf(runInsertSelect, kindFromInput) + `
-	FROM ` + runInput{}.sql(12) + ` JOIN ins ON ins.id = i.job_id
+	FROM ` + runInput{}.sql(17) + ` JOIN ins ON ins.id = i.job_id
 	RETURNING queue
 ), new_queues AS (
 	INSERT INTO queues (name, created_at, updated_at)
-	SELECT DISTINCT queue, $11::timestamptz, $11::timestamptz FROM new_runs
+	SELECT DISTINCT queue, $16::timestamptz, $16::timestamptz FROM new_runs
 	ON CONFLICT DO NOTHING
 )
 SELECT id FROM ins`
 
-// CreateJobs inserts jobs and their first runs in one statement. Within the batch, an entry
-// whose idempotency key or name repeats an earlier entry's is answered from that entry.
+const jobInsertCols = `id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
+	enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at`
+
+// jobColumns and runColumns are the columns the fast path copies, in copy order (copyJobs
+// writes the fields in this order).
+var (
+	jobColumns = []string{"id", "namespace", "name", "spec", "queue", "handler", "req_cpu",
+		"req_memory_mb", "req_gpu", "enabled", "next_fire_at", "idempotency_key", "request_hash",
+		"created_at", "updated_at"}
+	runColumns = []string{"id", "job_id", "job_name", "namespace", "status", "pending_code",
+		"pending_reason", "queue", "priority", "trigger_kind", "handler", "req_cpu",
+		"req_memory_mb", "req_gpu", "args", "scheduled_for", "created_at", "finished_at",
+		"attempt", "max_attempts", "idempotency_key", "error"}
+
+	copyJobsSQL = `COPY jobs (` + strings.Join(jobColumns, ", ") + `) FROM STDIN (FORMAT binary)`
+	copyRunsSQL = `COPY runs (` + strings.Join(runColumns, ", ") + `) FROM STDIN (FORMAT binary)`
+)
+
+// newJob is an entry of CreateJobs on its way to the store.
+type newJob struct {
+	job  *model.Job
+	run  *model.Run
+	spec []byte
+}
+
+// CreateJobs inserts jobs and their first runs in one transaction.
+//
+// Before writing: entries that repeat an earlier entry's idempotency key are answered from
+// it, and a repeated name fails; a first run whose idempotency key is taken fails its entry;
+// an idempotency key already used in the store answers with that job. The rest is written
+// with COPY (the fast path). When COPY meets a unique violation (a name taken, or a key
+// used since the check), the batch is written instead by one INSERT ... ON CONFLICT DO
+// NOTHING statement, which skips the entries that clash and tells which they were.
 func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]store.CreateJobResult, error) {
 	now := utc(p.Now)
 	res := make([]store.CreateJobResult, len(p.Jobs))
@@ -72,16 +103,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 	byKey := make(map[[2]string]int)
 	byName := make(map[[2]string]int, len(p.Jobs))
 	runKeys := make(map[string]bool)
-
-	var (
-		id, ns, name, key, hash []string
-		specs                   [][]byte
-		enabled                 []bool
-		nextFire                []*time.Time
-		created, updated        []time.Time
-		in                      runInput
-		anyRunKey               bool
-	)
+	var keys [][2]string
 	for i, e := range p.Jobs {
 		sameAs[i] = -1
 		if e.Job == nil {
@@ -102,6 +124,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 				continue
 			}
 			byKey[k] = i
+			keys = append(keys, k)
 		}
 		nk := [2]string{j.Namespace, j.Name}
 		if _, ok := byName[nk]; ok {
@@ -115,13 +138,10 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 				continue
 			}
 			runKeys[r.IdempotencyKey] = true
-			anyRunKey = true
 		}
 		sent[i] = true
 	}
-	if anyRunKey {
-		// A first run whose own idempotency key is taken fails its entry; checked up front
-		// so that the insert never meets that unique violation.
+	if len(runKeys) > 0 {
 		taken, err := s.takenRunKeys(ctx, runKeys)
 		if err != nil {
 			return nil, fmt.Errorf("create jobs: %w", err)
@@ -133,46 +153,58 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 			}
 		}
 	}
+	existing, err := s.jobsByKey(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("create jobs: %w", err)
+	}
+	var batch []newJob
 	for i, j := range jobs {
 		if !sent[i] {
+			continue
+		}
+		if ex := existing[[2]string{j.Namespace, j.IdempotencyKey}]; j.IdempotencyKey != "" && ex != nil {
+			sent[i] = false
+			res[i] = store.CreateJobResult{Job: ex.job, Run: ex.run, Existing: true, Conflict: ex.job.RequestHash != j.RequestHash}
 			continue
 		}
 		spec, err := encodeSpec(&j.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("create job %s/%s: %w", j.Namespace, j.Name, err)
 		}
-		id = append(id, j.ID)
-		ns = append(ns, j.Namespace)
-		name = append(name, j.Name)
-		specs = append(specs, spec)
-		enabled = append(enabled, j.Enabled)
-		nextFire = append(nextFire, j.NextFireAt)
-		key = append(key, j.IdempotencyKey)
-		hash = append(hash, j.RequestHash)
-		created = append(created, j.CreatedAt)
-		updated = append(updated, j.UpdatedAt)
-		if r := runs[i]; r != nil {
-			in.add(r, j.Spec.Handler, j.Spec.Requirements)
+		batch = append(batch, newJob{job: j, run: runs[i], spec: spec})
+	}
+
+	// Concurrent batches insert names in one order, so that their waits on the unique index
+	// cannot form a cycle.
+	slices.SortFunc(batch, func(a, b newJob) int {
+		if c := strings.Compare(a.job.Namespace, b.job.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.job.Name, b.job.Name)
+	})
+	inserted := make(map[string]bool, len(batch))
+	if len(batch) > 0 {
+		err := s.copyJobs(ctx, batch, now)
+		switch {
+		case err == nil:
+			for _, b := range batch {
+				inserted[b.job.ID] = true
+			}
+		case errors.Is(err, model.ErrConflict): // a unique violation
+			s.log.Debug("postgres: create jobs: COPY met a taken name or key; inserting with ON CONFLICT", "jobs", len(batch))
+			ids, err := s.insertJobs(ctx, batch, now)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range ids {
+				inserted[id] = true
+			}
+		default:
+			return nil, err
 		}
 	}
 
-	inserted := make(map[string]bool, len(id))
-	if len(id) > 0 {
-		args := append([]any{id, ns, name, specs, enabled, nextFire, key, hash, created, updated, now}, in.params()...)
-		rows, err := s.pool.Query(ctx, createJobsSQL, args...)
-		if err != nil {
-			return nil, translate(err, "create jobs")
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, translate(err, "create jobs")
-		}
-		for _, v := range ids {
-			inserted[v] = true
-		}
-	}
-
-	// Entries the insert skipped: an idempotency key already used (answer with that job),
+	// Entries the insert skipped: an idempotency key used meanwhile (answer with that job),
 	// or a name (or id) already taken.
 	var lookup [][2]string
 	for i, j := range jobs {
@@ -180,13 +212,12 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 			lookup = append(lookup, [2]string{j.Namespace, j.IdempotencyKey})
 		}
 	}
-	existing, err := s.jobsByKey(ctx, lookup)
-	if err != nil {
+	if existing, err = s.jobsByKey(ctx, lookup); err != nil {
 		return nil, fmt.Errorf("create jobs: %w", err)
 	}
 	for i, j := range jobs {
 		switch {
-		case j == nil || res[i].Err != nil || sameAs[i] >= 0:
+		case !sent[i]:
 		case inserted[j.ID]:
 			res[i].Job, res[i].Run = j, runs[i]
 		case existing[[2]string{j.Namespace, j.IdempotencyKey}] != nil:
@@ -208,6 +239,135 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		res[i] = store.CreateJobResult{Job: f.Job, Run: f.Run, Existing: true, Conflict: f.Job.RequestHash != jobs[i].RequestHash}
 	}
 	return res, nil
+}
+
+// copyJobs writes batch with COPY in one transaction, creating the queues its runs name.
+func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) error {
+	var newQueues []string
+	seen := map[string]bool{}
+	nruns := 0
+	for _, b := range batch {
+		if b.run == nil {
+			continue
+		}
+		nruns++
+		if q := b.run.Queue; !seen[q] && !s.queueKnown(q) {
+			seen[q] = true
+			newQueues = append(newQueues, q)
+		}
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if len(newQueues) > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO queues (name, created_at, updated_at)
+				SELECT unnest($1::text[]), $2, $2 ON CONFLICT DO NOTHING`, newQueues, now); err != nil {
+				return err
+			}
+		}
+		jobs := newCopyBuf(len(batch) * 400)
+		for _, b := range batch {
+			j, req := b.job, b.job.Spec.Requirements
+			jobs.tuple(len(jobColumns))
+			jobs.text(j.ID)
+			jobs.text(j.Namespace)
+			jobs.text(j.Name)
+			jobs.jsonb(b.spec)
+			jobs.text(j.Spec.Queue)
+			jobs.text(j.Spec.Handler)
+			jobs.float8(req.CPU)
+			jobs.int8(req.MemoryMB)
+			jobs.int4(int32(req.GPU))
+			jobs.bool(j.Enabled)
+			jobs.timeOrNull(j.NextFireAt)
+			jobs.textOrNull(j.IdempotencyKey)
+			jobs.text(j.RequestHash)
+			jobs.time(j.CreatedAt)
+			jobs.time(j.UpdatedAt)
+		}
+		pg := tx.Conn().PgConn()
+		if _, err := pg.CopyFrom(ctx, bytes.NewReader(jobs.end()), copyJobsSQL); err != nil {
+			return err
+		}
+		if nruns == 0 {
+			return nil
+		}
+		runs := newCopyBuf(nruns * 300)
+		for _, b := range batch {
+			r, req := b.run, b.job.Spec.Requirements
+			if r == nil {
+				continue
+			}
+			runs.tuple(len(runColumns))
+			runs.text(r.ID)
+			runs.text(r.JobID)
+			runs.text(r.JobName)
+			runs.text(r.Namespace)
+			runs.text(string(r.Status))
+			runs.text(string(r.PendingCode))
+			runs.text(r.PendingReason)
+			runs.text(r.Queue)
+			runs.int4(int32(r.Priority))
+			runs.text(string(r.Trigger))
+			runs.text(b.job.Spec.Handler)
+			runs.float8(req.CPU)
+			runs.int8(req.MemoryMB)
+			runs.int4(int32(req.GPU))
+			runs.jsonb(r.Args)
+			runs.time(r.ScheduledFor)
+			runs.time(r.CreatedAt)
+			runs.timeOrNull(r.FinishedAt)
+			runs.int4(int32(r.Attempt))
+			runs.int4(int32(r.MaxAttempts))
+			runs.textOrNull(r.IdempotencyKey)
+			runs.text(r.Error)
+		}
+		_, err := pg.CopyFrom(ctx, bytes.NewReader(runs.end()), copyRunsSQL)
+		return err
+	})
+	if err != nil {
+		return translate(err, "create jobs")
+	}
+	s.knowQueues(newQueues...)
+	return nil
+}
+
+// insertJobs writes batch with createJobsSQL and returns the ids of the jobs it inserted.
+func (s *Store) insertJobs(ctx context.Context, batch []newJob, now time.Time) ([]string, error) {
+	n := len(batch)
+	var (
+		id, ns, name, queue, handler, key, hash = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		specs                                   = make([][]byte, n)
+		reqCPU                                  = make([]float64, n)
+		reqMem                                  = make([]int64, n)
+		reqGPU                                  = make([]int32, n)
+		enabled                                 = make([]bool, n)
+		nextFire                                = make([]*time.Time, n)
+		created, updated                        = make([]time.Time, n), make([]time.Time, n)
+		in                                      runInput
+	)
+	for i, b := range batch {
+		j, req := b.job, b.job.Spec.Requirements
+		id[i], ns[i], name[i], specs[i], queue[i], handler[i] = j.ID, j.Namespace, j.Name, b.spec, j.Spec.Queue, j.Spec.Handler
+		reqCPU[i], reqMem[i], reqGPU[i], enabled[i], nextFire[i] = req.CPU, req.MemoryMB, int32(req.GPU), j.Enabled, j.NextFireAt
+		key[i], hash[i], created[i], updated[i] = j.IdempotencyKey, j.RequestHash, j.CreatedAt, j.UpdatedAt
+		if b.run != nil {
+			in.add(b.run, j.Spec.Handler, req)
+		}
+	}
+	args := append([]any{id, ns, name, specs, queue, handler, reqCPU, reqMem, reqGPU, enabled,
+		nextFire, key, hash, created, updated, now}, in.params()...)
+	var ids []string
+	err := s.retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, createJobsSQL, args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, translate(err, "create jobs")
+	}
+	return ids, nil
 }
 
 // takenRunKeys returns which of keys are idempotency keys of existing runs.
@@ -306,19 +466,8 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	// After (name, namespace) when the cursor has both, else after every job of the name.
-	afterName, ns, both := strings.Cut(p.Cursor, cursorSep)
-	var afterNS *string
-	if both && p.Namespace == "" {
-		afterNS = &ns
-	}
-	rows, err := s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs
-		WHERE ($1::text = '' OR namespace = $1::text)
-		  AND ($2::text = '' OR spec->>'queue' = $2::text)
-		  AND ($3::boolean IS NULL OR enabled = $3::boolean)
-		  AND (name > $4::text OR (name = $4::text AND namespace > $5::text))
-		ORDER BY name, namespace
-		LIMIT $6`, p.Namespace, p.Queue, p.Enabled, afterName, afterNS, limit+1)
+	q, args := listJobsSQL(p, limit+1)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err, "list jobs")
 	}
@@ -341,6 +490,47 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 	return page, nil
 }
 
+// listJobsSQL builds the query of ListJobs for at most limit rows: within a namespace it
+// walks jobs_namespace_name, across namespaces jobs_name.
+func listJobsSQL(p *store.ListJobsParams, limit int) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v ...any) {
+		args = append(args, v...)
+		for i := range v {
+			cond = strings.Replace(cond, "$?", "$"+strconv.Itoa(len(args)-len(v)+i+1), 1)
+		}
+		where = append(where, cond)
+	}
+	order := "name, namespace"
+	if p.Namespace != "" {
+		add("namespace = $?", p.Namespace)
+		order = "namespace, name"
+		if p.Cursor != "" {
+			add("name > $?", p.Cursor)
+		}
+	} else if name, ns, both := strings.Cut(p.Cursor, cursorSep); both {
+		add("(name, namespace) > ($?, $?)", name, ns)
+	} else if p.Cursor != "" {
+		add("name > $?", p.Cursor)
+	}
+	if p.Queue != "" {
+		add("queue = $?", p.Queue)
+	}
+	if p.Enabled != nil {
+		add("enabled = $?", *p.Enabled)
+	}
+	q := `SELECT ` + jobCols + ` FROM jobs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	q += ` ORDER BY ` + order + ` LIMIT $` + strconv.Itoa(len(args))
+	return q, args
+}
+
 // UpdateJob replaces a job's spec, enabled flag and next fire. When the job's kind (handler)
 // changes, its runs not yet leased take the new kind, since leasing filters on it.
 func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model.Job, error) {
@@ -349,20 +539,27 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 		return nil, fmt.Errorf("update job %s: %w", p.ID, err)
 	}
 	var j *model.Job
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		var oldHandler string
-		if err := tx.QueryRow(ctx, `SELECT coalesce(spec->>'handler', '') FROM jobs WHERE id = $1 FOR UPDATE`, p.ID).Scan(&oldHandler); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT handler FROM jobs WHERE id = $1 FOR UPDATE`, p.ID).Scan(&oldHandler); err != nil {
 			return translate(err, "update job %s", p.ID)
 		}
+		req := p.Spec.Requirements
 		j, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs
-			SET spec = $2, enabled = $3, next_fire_at = $4, updated_at = $5
-			WHERE id = $1 RETURNING `+jobCols, p.ID, spec, p.Enabled, utcPtr(p.NextFireAt), utc(p.Now)))
+			SET spec = $2, enabled = $3, next_fire_at = $4, updated_at = $5, queue = $6,
+				handler = $7, req_cpu = $8, req_memory_mb = $9, req_gpu = $10
+			WHERE id = $1 RETURNING `+jobCols, p.ID, spec, p.Enabled, utcPtr(p.NextFireAt), utc(p.Now),
+			p.Spec.Queue, p.Spec.Handler, req.CPU, req.MemoryMB, req.GPU))
 		if err != nil {
 			return translate(err, "update job %s", p.ID)
 		}
 		if oldHandler != p.Spec.Handler {
-			if _, err := tx.Exec(ctx, `UPDATE runs SET handler = $2
-				WHERE job_id = $1 AND status IN ('waiting', 'scheduled', 'queued')`, p.ID, p.Spec.Handler); err != nil {
+			if _, err := tx.Exec(ctx, `WITH t AS (
+					SELECT id FROM runs WHERE job_id = $1 AND status IN ('waiting', 'scheduled', 'queued')
+					ORDER BY id FOR UPDATE
+				)
+				UPDATE runs r SET handler = $2 FROM t
+				WHERE r.id = t.id AND r.status IN ('waiting', 'scheduled', 'queued')`, p.ID, p.Spec.Handler); err != nil {
 				return translate(err, "update job %s: runs", p.ID)
 			}
 		}
@@ -377,7 +574,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 // DeleteJob deletes a job and cancels its active runs in one transaction.
 func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*model.Run, error) {
 	var out []*model.Run
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var id string
 		if err := tx.QueryRow(ctx, `DELETE FROM jobs WHERE id = $1 RETURNING id`, p.ID).Scan(&id); err != nil {
 			return translate(err, "delete job %s", p.ID)

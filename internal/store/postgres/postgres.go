@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,7 +30,8 @@ type Config struct {
 	URL string
 	// MaxConns caps the pool; 0 takes pgxpool's default (max(4, cores)).
 	MaxConns int32
-	// Logger receives migration and slow-path messages; nil discards them.
+	// Logger receives migrations applied, transactions retried after a deadlock and batches
+	// that took the slow path; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -37,6 +39,20 @@ type Config struct {
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// queues holds names of queues known to exist. Queues are never deleted, so a name
+	// once seen stays true; CreateJobs skips creating those.
+	queues sync.Map
+}
+
+func (s *Store) queueKnown(name string) bool {
+	_, ok := s.queues.Load(name)
+	return ok
+}
+
+func (s *Store) knowQueues(names ...string) {
+	for _, n := range names {
+		s.queues.Store(n, true)
+	}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -53,6 +69,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
+	}
+	// Every statement of this package has a fixed shape meant for index access: batches
+	// over unnest'ed arrays joined by primary key, partial indexes on constant states.
+	// Generic plans keep them there whatever the batch size and however stale the table
+	// statistics are; custom plans turned a 500-run completion into a hash join over a
+	// sequential scan of all runs while autovacuum had not analyzed a growing table yet.
+	// A URL that sets plan_cache_mode keeps its own.
+	if _, ok := pcfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
+		pcfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -163,6 +188,32 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// retryable reports whether err failed a transaction that is safe to run again whole: a
+// deadlock or a serialization failure, after which PostgreSQL rolled it back.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// retry runs f, and again (three times in all) while it fails retryably. Batches lock runs in
+// id order so that they cannot deadlock each other; this covers the rest (unique-index waits
+// between concurrent inserts, plans that lock in another order).
+func (s *Store) retry(ctx context.Context, f func() error) error {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err = f(); !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Info("postgres: transaction rolled back, running it again", "attempt", attempt, "err", err)
+	}
+	return err
+}
+
+// inTx runs f in a transaction, run again whole if it failed retryably (see retry).
+func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
+	return s.retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, f) })
 }
 
 // translate maps driver errors to the model's sentinel errors, wrapped with what was being

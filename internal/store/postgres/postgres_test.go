@@ -1,19 +1,22 @@
-package postgres_test
+package postgres
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
-	"github.com/stint-dev/stint/internal/store/postgres"
 	"github.com/stint-dev/stint/internal/store/storetest"
 )
 
@@ -28,7 +31,8 @@ func testURL(t testing.TB) string {
 }
 
 // newSchema creates an empty schema for one test, dropped (CASCADE) when the test ends, and
-// returns a URL whose connections use it as their search_path.
+// returns a URL whose connections use it as their search_path (pgx passes the parameters it
+// does not know to the server as run-time parameters).
 func newSchema(t testing.TB) string {
 	t.Helper()
 	base := testURL(t)
@@ -60,21 +64,21 @@ func newSchema(t testing.TB) string {
 	u, err := url.Parse(base)
 	require.NoError(t, err)
 	q := u.Query()
-	q.Set("search_path", schema) // pgx passes unknown parameters as RuntimeParams
+	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
 }
 
-// open opens a store in a fresh schema, closed when the test ends (before the schema is
-// dropped).
-func open(t testing.TB) *postgres.Store {
+// openTest opens a store in a fresh schema. It is closed when the test ends, before the
+// schema is dropped (clean-ups run last registered, first run).
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	return openURL(t, newSchema(t))
 }
 
-func openURL(t testing.TB, u string) *postgres.Store {
+func openURL(t testing.TB, u string) *Store {
 	t.Helper()
-	s, err := postgres.Open(context.Background(), postgres.Config{URL: u, MaxConns: 8})
+	s, err := Open(context.Background(), Config{URL: u, MaxConns: 8})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -82,5 +86,144 @@ func openURL(t testing.TB, u string) *postgres.Store {
 
 func TestConformance(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t testing.TB) store.Store { return open(t) })
+	storetest.Run(t, func(t testing.TB) store.Store { return openTest(t) })
+}
+
+func TestConcurrency(t *testing.T) {
+	testURL(t)
+	t.Parallel()
+	storetest.RunConcurrency(t, func(t testing.TB) store.Store { return openTest(t) })
+}
+
+func TestOpenRejectsOtherURLs(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "sqlite:///tmp/x.db", "mysql://localhost/db", "localhost:5432"} {
+		_, err := Open(context.Background(), Config{URL: u})
+		require.Error(t, err, u)
+	}
+}
+
+// TestMigrateConcurrently opens several stores on one empty schema at once, as servers of a
+// cluster starting together do: the advisory lock lets one apply the migrations and the
+// others find them applied.
+func TestMigrateConcurrently(t *testing.T) {
+	u := newSchema(t)
+	t.Parallel()
+	const servers = 5
+	stores := make([]*Store, servers)
+	errs := make([]error, servers)
+	var wg sync.WaitGroup
+	for i := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stores[i], errs[i] = Open(context.Background(), Config{URL: u, MaxConns: 2})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "server %d", i)
+		t.Cleanup(func() { _ = stores[i].Close() })
+	}
+	ms, err := loadMigrations()
+	require.NoError(t, err)
+	var n int
+	require.NoError(t, stores[0].pool.QueryRow(context.Background(), `SELECT count(*) FROM schema_migrations`).Scan(&n))
+	require.Equal(t, len(ms), n, "each migration applied once")
+
+	// Opening again applies nothing and works.
+	openURL(t, u)
+}
+
+// TestClusterLease has several stores (servers) on one schema lease at once: no run is
+// leased twice, and a queue limit holds across servers.
+func TestClusterLease(t *testing.T) {
+	u := newSchema(t)
+	t.Parallel()
+	ctx := context.Background()
+	servers := []*Store{openURL(t, u), openURL(t, u), openURL(t, u)}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	limit := 7
+	_, err := servers[1].UpdateQueue(ctx, &store.UpdateQueueParams{Name: "lim", MaxConcurrency: &limit, Now: now})
+	require.NoError(t, err)
+	for _, q := range []string{model.DefaultQueue, "lim"} {
+		var batch []store.NewJob
+		for i := range 300 {
+			j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace, Name: fmt.Sprintf("%s-%d", q, i),
+				Spec: model.JobSpec{Command: []string{"true"}, Queue: q, Retry: model.RetryPolicy{MaxAttempts: 1}}, Enabled: true, CreatedAt: now, UpdatedAt: now}
+			r := &model.Run{ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
+				Queue: q, Trigger: model.TriggerSubmit, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1}
+			batch = append(batch, store.NewJob{Job: j, Run: r})
+		}
+		res, err := servers[2].CreateJobs(ctx, &store.CreateJobsParams{Jobs: batch, Now: now})
+		require.NoError(t, err)
+		for _, r := range res {
+			require.NoError(t, r.Err)
+		}
+	}
+
+	var (
+		mu   sync.Mutex
+		seen = map[string]string{}
+		wg   sync.WaitGroup
+		errs = make(chan error, 12)
+	)
+	for w := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, worker := servers[w%len(servers)], fmt.Sprintf("w%d", w)
+			for {
+				ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: worker, Max: 9, LeaseTTL: time.Minute, Now: now})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(ls) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, l := range ls {
+					if prev, dup := seen[l.Run.ID]; dup {
+						mu.Unlock()
+						errs <- fmt.Errorf("run %s leased by %s and %s", l.Run.ID, prev, worker)
+						return
+					}
+					seen[l.Run.ID] = worker
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, seen, 300+limit, "every run of the default queue, and lim up to its limit")
+	q, err := servers[0].GetQueue(ctx, "lim")
+	require.NoError(t, err)
+	require.Equal(t, limit, q.Depth[model.RunRunning])
+}
+
+// TestTranslate checks the mapping of driver errors.
+func TestTranslate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, translate(nil, "x"))
+	err := translate(pgx.ErrNoRows, "get run %s", "r1")
+	require.ErrorIs(t, err, model.ErrNotFound)
+	require.Contains(t, err.Error(), "get run r1")
+}
+
+func TestUniqueViolationIsConflict(t *testing.T) {
+	s := openTest(t)
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Now()
+	_, err := s.pool.Exec(ctx, `INSERT INTO queues (name, created_at, updated_at) VALUES ('q', $1, $1)`, now)
+	require.NoError(t, err)
+	_, err = s.pool.Exec(ctx, `INSERT INTO queues (name, created_at, updated_at) VALUES ('q', $1, $1)`, now)
+	err = translate(err, "insert queue")
+	require.ErrorIs(t, err, model.ErrConflict)
+	require.Contains(t, err.Error(), "insert queue")
 }

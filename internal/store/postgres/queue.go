@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,10 +22,20 @@ func scanQueue(row pgx.Row) (*model.Queue, error) {
 	return &q, nil
 }
 
-// depthSQL counts active runs by queue and status ($1: one queue, or NULL for all).
-const depthSQL = `SELECT queue, status, count(*) FROM runs
-	WHERE status IN ('waiting', 'scheduled', 'queued', 'running') AND ($1::text IS NULL OR queue = $1)
-	GROUP BY queue, status`
+// depthSQL counts active runs by queue and status, each state through its own partial
+// index; %s is empty (every queue) or a condition on queue $1.
+const depthSQL = `SELECT queue, 'queued', count(*) FROM runs WHERE status = 'queued'%[1]s GROUP BY queue
+	UNION ALL
+	SELECT queue, 'running', count(*) FROM runs WHERE status = 'running'%[1]s GROUP BY queue
+	UNION ALL
+	SELECT queue, 'scheduled', count(*) FROM runs WHERE status = 'scheduled'%[1]s GROUP BY queue
+	UNION ALL
+	SELECT queue, 'waiting', count(*) FROM runs WHERE status = 'waiting'%[1]s GROUP BY queue`
+
+var (
+	depthAllSQL = fmt.Sprintf(depthSQL, "")
+	depthOneSQL = fmt.Sprintf(depthSQL, " AND queue = $1")
+)
 
 // fillDepth reads the depth counts of a depthSQL query into queues.
 func fillDepth(br pgx.BatchResults, byName map[string]*model.Queue) error {
@@ -52,7 +63,7 @@ func fillDepth(br pgx.BatchResults, byName map[string]*model.Queue) error {
 func (s *Store) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT ` + queueCols + ` FROM queues ORDER BY name`)
-	b.Queue(depthSQL, nil)
+	b.Queue(depthAllSQL)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
@@ -83,7 +94,7 @@ func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error)
 
 // UpdateQueue changes the set fields of a queue, creating it if missing.
 func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
-	return s.queueWithDepth(ctx, `INSERT INTO queues AS q (`+queueCols+`)
+	q, err := s.queueWithDepth(ctx, `INSERT INTO queues AS q (`+queueCols+`)
 		VALUES ($1, coalesce($2::int4, 0), coalesce($3::int4, 0), coalesce($4::boolean, false), $5, $5)
 		ON CONFLICT (name) DO UPDATE SET
 			priority = coalesce($2::int4, q.priority),
@@ -91,6 +102,11 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 			paused = coalesce($4::boolean, q.paused),
 			updated_at = $5
 		RETURNING `+queueCols, p.Name, p.Priority, p.MaxConcurrency, p.Paused, utc(p.Now))
+	if err != nil {
+		return nil, err
+	}
+	s.knowQueues(p.Name)
+	return q, nil
 }
 
 // queueWithDepth runs sql (which returns one queue row; its $1 is the queue name) and the
@@ -99,7 +115,7 @@ func (s *Store) queueWithDepth(ctx context.Context, sql string, args ...any) (*m
 	name := args[0].(string)
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)
-	b.Queue(depthSQL, name)
+	b.Queue(depthOneSQL, name)
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	q, err := scanQueue(br.QueryRow())

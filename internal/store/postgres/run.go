@@ -9,18 +9,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// querier is what pool, connection and transaction have in common.
+// querier runs a statement on the pool (its own transaction) or in a transaction.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // createRunsSQL inserts the runs of existing jobs that clash with nothing (their handler
@@ -67,11 +63,15 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 	}
 	inserted := make(map[string]bool, in.len())
 	if in.len() > 0 {
-		rows, err := s.pool.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
-		if err != nil {
-			return nil, translate(err, "create runs")
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		var ids []string
+		err := s.retry(ctx, func() error {
+			rows, err := s.pool.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
+			if err != nil {
+				return err
+			}
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
 		if err != nil {
 			return nil, translate(err, "create runs")
 		}
@@ -107,7 +107,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 	if len(jobIDs) > 0 {
 		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)
 			UNION ALL
-			SELECT `+runCols+` FROM runs r WHERE r.trigger = 'cron'
+			SELECT `+runCols+` FROM runs r WHERE r.trigger_kind = 'cron'
 				AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`,
 			keys, cronJobs, cronAt)
 		if err != nil {
@@ -165,57 +165,61 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 	return res, nil
 }
 
-// attemptCols are the columns scanAttempt reads.
-const attemptCols = `run_id, n, worker_id, status, exit_code, error, started_at, finished_at`
-
-func scanAttempt(row pgx.Row) (model.Attempt, error) {
-	var (
-		a      model.Attempt
-		status string
-		exit   *int32
-	)
-	if err := row.Scan(&a.RunID, &a.N, &a.WorkerID, &status, &exit, &a.Error, &a.StartedAt, &a.FinishedAt); err != nil {
-		return a, err
-	}
-	a.Status = model.AttemptStatus(status)
-	if exit != nil {
-		v := int(*exit)
-		a.ExitCode = &v
-	}
-	a.StartedAt = a.StartedAt.UTC()
-	a.FinishedAt = utcPtr(a.FinishedAt)
-	return a, nil
-}
-
 // GetRun returns a run with its attempts: the finished ones in order, then the running one.
+// The run and its history are read by one statement, so from one snapshot: an attempt that
+// ends meanwhile shows either as running or as finished, never as both or neither.
 func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT `+runCols+` FROM runs r WHERE r.id = $1`, id)
-	b.Queue(`SELECT `+attemptCols+` FROM attempts WHERE run_id = $1 ORDER BY n`, id)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	r, err := scanRun(br.QueryRow())
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+`, a.n, a.worker_id, a.status, a.exit_code,
+			a.error, a.started_at, a.finished_at
+		FROM runs r LEFT JOIN attempts a ON a.run_id = r.id
+		WHERE r.id = $1
+		ORDER BY a.n`, id)
 	if err != nil {
 		return nil, translate(err, "get run %s", id)
 	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, translate(err, "get run %s: attempts", id)
+	defer rows.Close()
+	var r *runRow
+	for rows.Next() {
+		var (
+			row                      runRow
+			status, pending, trigger string
+			args                     []byte
+			n, exit                  *int32
+			worker, astatus, aerr    *string
+			started, finished        *time.Time
+		)
+		dest := append(runDest(&row, &status, &pending, &trigger, &args), &n, &worker, &astatus, &exit, &aerr, &started, &finished)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, translate(err, "get run %s", id)
+		}
+		if r == nil {
+			fixRun(&row, status, pending, trigger, args)
+			r = &row
+			r.Attempts = []model.Attempt{}
+		}
+		if n == nil {
+			continue // no finished attempt
+		}
+		a := model.Attempt{RunID: r.ID, N: int(*n), WorkerID: *worker, Status: model.AttemptStatus(*astatus),
+			Error: *aerr, StartedAt: started.UTC(), FinishedAt: utcPtr(finished)}
+		if exit != nil {
+			v := int(*exit)
+			a.ExitCode = &v
+		}
+		r.Attempts = append(r.Attempts, a)
 	}
-	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (model.Attempt, error) { return scanAttempt(row) })
-	if err != nil {
-		return nil, translate(err, "get run %s: attempts", id)
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "get run %s", id)
 	}
-	r.Attempts = attempts
+	if r == nil {
+		return nil, fmt.Errorf("get run %s: %w", id, model.ErrNotFound)
+	}
 	if r.Status == model.RunRunning {
 		a := model.Attempt{RunID: r.ID, N: r.Attempt, WorkerID: r.WorkerID, Status: model.AttemptRunning}
 		if r.attemptStartedAt != nil {
 			a.StartedAt = *r.attemptStartedAt
 		}
 		r.Attempts = append(r.Attempts, a)
-	}
-	if r.Attempts == nil {
-		r.Attempts = []model.Attempt{}
 	}
 	return &r.Run, nil
 }
@@ -226,35 +230,10 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	if p.Status != "" && !p.Status.Valid() {
+		return &store.RunPage{Runs: []*model.Run{}}, nil // no run has that status
 	}
-	if p.JobID != "" {
-		add("r.job_id = $?", p.JobID)
-	}
-	if p.Status != "" {
-		add("r.status = $?", string(p.Status))
-	}
-	if p.Queue != "" {
-		add("r.queue = $?", p.Queue)
-	}
-	if p.WorkerID != "" {
-		add("r.worker_id = $?", p.WorkerID)
-	}
-	if p.Cursor != "" {
-		add("r.id < $?", p.Cursor)
-	}
-	q := `SELECT ` + runCols + ` FROM runs r`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	args = append(args, limit+1)
-	q += ` ORDER BY r.id DESC LIMIT $` + strconv.Itoa(len(args))
+	q, args := listRunsSQL(p, limit+1)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, translate(err, "list runs")
@@ -269,6 +248,43 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.NextCursor = page.Runs[limit-1].ID
 	}
 	return page, nil
+}
+
+// listRunsSQL builds the query of ListRuns for at most limit rows (p.Status, when set, must
+// be valid).
+func listRunsSQL(p *store.ListRunsParams, limit int) (string, []any) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
+	}
+	if p.JobID != "" {
+		add("r.job_id = $?", p.JobID)
+	}
+	if p.Status.Valid() {
+		// A literal, not a parameter: the planner must see the status to use the partial
+		// indexes (statements run with generic plans, see Open).
+		where = append(where, "r.status = '"+string(p.Status)+"'")
+	}
+	if p.Queue != "" {
+		add("r.queue = $?", p.Queue)
+	}
+	if p.WorkerID != "" {
+		add("r.worker_id = $? AND r.status = 'running'", p.WorkerID)
+	}
+	if p.Cursor != "" {
+		add("r.id < $?", p.Cursor)
+	}
+	q := `SELECT ` + runCols + ` FROM runs r`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	q += ` ORDER BY r.id DESC LIMIT $` + strconv.Itoa(len(args))
+	return q, args
 }
 
 // cancelSet is the SET list of a cancel: runs not yet running end cancelled at once,
@@ -290,7 +306,7 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 		return cancelRuns(ctx, s.pool, p)
 	}
 	var out []*model.Run
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if out, err = cancelRuns(ctx, tx, p); err != nil {
 			return err

@@ -25,7 +25,7 @@ type runInput struct {
 
 // runInputCols names the columns of runInput.sql, in order.
 const runInputCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue,
-	priority, trigger, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for, created_at,
+	priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for, created_at,
 	finished_at, attempt, max_attempts, idempotency_key, error`
 
 var runInputTypes = []string{"text", "text", "text", "text", "text", "text", "text", "text",

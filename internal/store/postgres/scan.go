@@ -94,7 +94,7 @@ type runRow struct {
 
 // runCols are the columns scanRun reads, in order, for a runs table aliased r.
 const runCols = `r.id, r.job_id, r.job_name, r.namespace, r.status, r.pending_code, r.pending_reason,
-	r.queue, r.priority, r.trigger, r.args, r.scheduled_for, r.created_at, r.started_at,
+	r.queue, r.priority, r.trigger_kind, r.args, r.scheduled_for, r.created_at, r.started_at,
 	r.finished_at, r.attempt, r.max_attempts, coalesce(r.idempotency_key, ''), r.cancel_requested,
 	r.error, coalesce(r.worker_id, ''), coalesce(r.lease_token, ''), r.lease_expires_at,
 	r.attempt_started_at`
@@ -118,6 +118,11 @@ func fixRun(r *runRow, status, pending, trigger string, args []byte) {
 	r.FinishedAt = utcPtr(r.FinishedAt)
 	r.LeaseExpiresAt = utcPtr(r.LeaseExpiresAt)
 	r.attemptStartedAt = utcPtr(r.attemptStartedAt)
+	if r.Status != model.RunRunning {
+		// The lease columns keep the last attempt's values; they mean something only while
+		// the run is running.
+		r.WorkerID, r.LeaseToken, r.LeaseExpiresAt, r.attemptStartedAt = "", "", nil, nil
+	}
 }
 
 func scanRun(row pgx.Row) (*runRow, error) {

@@ -13,7 +13,7 @@ import (
 )
 
 // workerSQL selects workers (alias w) with their running count and used capacity.
-const workerSQL = `SELECT w.id, w.session, w.labels, w.cpu, w.memory_mb, w.gpu, w.slots, w.state,
+const workerSQL = `SELECT w.id, w.session, w.labels, w.cap_cpu, w.cap_memory_mb, w.cap_gpu, w.cap_slots, w.state,
 		w.registered_at, w.last_heartbeat,
 		u.n, coalesce(u.cpu, 0), coalesce(u.mem, 0)::int8, coalesce(u.gpu, 0)::int8
 	FROM workers w
@@ -49,32 +49,33 @@ func scanWorker(row pgx.Row) (*model.Worker, error) {
 	return &w, nil
 }
 
+// workerRunsWhere selects (for lockForEnd) the running runs of worker $1.
+const workerRunsWhere = `r.status = 'running' AND r.worker_id = $1`
+
 // RegisterWorker creates or updates a worker; a new session ends the attempts the worker's
 // previous process held as lost, in the same transaction.
 func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParams) (*model.Worker, []*model.Run, error) {
 	now := utc(p.Now)
-	var labels []byte
-	if p.Labels != nil {
-		var err error
-		if labels, err = json.Marshal(p.Labels); err != nil {
-			return nil, nil, fmt.Errorf("register worker %s: encode labels: %w", p.ID, err)
-		}
+	labels, err := json.Marshal(p.Labels) // null when nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("register worker %s: encode labels: %w", p.ID, err)
 	}
 	var (
 		w    *model.Worker
 		lost []*model.Run
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		lost = nil
 		var old *string
 		err := tx.QueryRow(ctx, `SELECT session FROM workers WHERE id = $1 FOR UPDATE`, p.ID).Scan(&old)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read worker")
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO workers AS w (id, session, labels, cpu, memory_mb, gpu,
-				slots, state, registered_at, last_heartbeat)
+		if _, err := tx.Exec(ctx, `INSERT INTO workers AS w (id, session, labels, cap_cpu, cap_memory_mb,
+				cap_gpu, cap_slots, state, registered_at, last_heartbeat)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8)
 			ON CONFLICT (id) DO UPDATE SET
-				session = $2, labels = $3, cpu = $4, memory_mb = $5, gpu = $6, slots = $7,
+				session = $2, labels = $3, cap_cpu = $4, cap_memory_mb = $5, cap_gpu = $6, cap_slots = $7,
 				state = 'active', last_heartbeat = $8,
 				registered_at = CASE WHEN w.session = $2 THEN w.registered_at ELSE $8 END`,
 			p.ID, p.Session, labels, p.Capacity.CPU, p.Capacity.MemoryMB, p.Capacity.GPU,
@@ -82,7 +83,7 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			return translate(err, "write worker")
 		}
 		if old != nil && *old != p.Session {
-			locked, err := lockForEnd(ctx, tx, `r.status = 'running' AND r.worker_id = $1`, "", p.ID)
+			locked, err := lockForEnd(ctx, tx, policyOf(0), workerRunsWhere, "", p.ID)
 			if err != nil {
 				return translate(err, "lock the previous session's runs")
 			}

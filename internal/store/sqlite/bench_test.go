@@ -28,14 +28,16 @@ func openBench(b *testing.B, sync string) *sqlite.Store {
 func newJobBatch(n, seq int) []store.NewJob {
 	batch := make([]store.NewJob, n)
 	for i := range batch {
-		jid := id.New(benchT0)
+		// Ids carry their creation time as a submission would: about 100 per millisecond.
+		at := benchT0.Add(time.Duration(seq*n+i) * 10 * time.Microsecond)
+		jid := id.New(at)
 		j := &model.Job{
 			ID: jid, Namespace: model.DefaultNamespace, Name: fmt.Sprintf("job-%d-%d", seq, i),
-			Spec: model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: model.RetryPolicy{MaxAttempts: 3}},
+			Spec:    model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: model.RetryPolicy{MaxAttempts: 3}},
 			Enabled: true, CreatedAt: benchT0, UpdatedAt: benchT0,
 		}
 		r := &model.Run{
-			ID: id.New(benchT0), JobID: jid, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
+			ID: id.New(at), JobID: jid, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
 			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, ScheduledFor: benchT0, CreatedAt: benchT0, MaxAttempts: 3,
 		}
 		batch[i] = store.NewJob{Job: j, Run: r}
@@ -76,7 +78,7 @@ func BenchmarkLeaseComplete(b *testing.B) {
 			ctx := b.Context()
 			seq := 0
 			fill := func() {
-				for range 20 {
+				for range 60 {
 					_, err := s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: newJobBatch(1000, seq), Now: benchT0})
 					require.NoError(b, err)
 					seq++

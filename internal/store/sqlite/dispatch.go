@@ -25,7 +25,7 @@ func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int,
 	}
 	var n int64
 	err := s.write(ctx, func(t *wtx) error {
-		res, err := t.tx.ExecContext(ctx, promoteDueSQL, micros(p.Now), limit)
+		res, err := t.tx.ExecContext(t.ctx, promoteDueSQL, micros(p.Now), limit)
 		if err != nil {
 			return err
 		}
@@ -49,15 +49,15 @@ func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 }
 
 func (s *Store) earliest(ctx context.Context, what, q string) (time.Time, bool, error) {
-	var v int64
+	var v sql.NullInt64
 	err := s.r.QueryRowContext(ctx, q).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !v.Valid {
 		return time.Time{}, false, nil
 	}
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("%s: %w", what, err)
 	}
-	return fromMicros(v), true, nil
+	return fromMicros(v.Int64), true, nil
 }
 
 // LeaseRuns hands queued runs to a worker, queue by queue in priority order.
@@ -71,18 +71,15 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 	}
 	expires := micros(p.Now.Add(p.LeaseTTL))
 	now := micros(p.Now)
-	var (
-		leased []runRow
-		specs  = map[string][]byte{}
-	)
+	var leased []runRow
 	err = s.write(ctx, func(t *wtx) error {
-		leased, specs = leased[:0], map[string][]byte{}
+		leased = leased[:0]
 		type queue struct {
 			name string
 			max  int
 		}
 		var queues []queue
-		rows, err := t.stmt(t.ws.leaseQueues).QueryContext(ctx)
+		rows, err := t.stmt(t.ws.leaseQueues).QueryContext(t.ctx)
 		if err != nil {
 			return fmt.Errorf("queues: %w", err)
 		}
@@ -106,7 +103,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 			}
 			if q.max > 0 {
 				var running int
-				if err := t.stmt(t.ws.runningCount).QueryRowContext(ctx, q.name).Scan(&running); err != nil {
+				if err := t.stmt(t.ws.runningCount).QueryRowContext(t.ctx, q.name).Scan(&running); err != nil {
 					return fmt.Errorf("running in queue %q: %w", q.name, err)
 				}
 				if want = min(want, q.max-running); want <= 0 {
@@ -118,7 +115,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 				args = append(args, h)
 			}
 			args = append(args, want)
-			got, err := scanRuns(lease.QueryContext(ctx, args...))
+			got, err := scanLeased(lease.QueryContext(t.ctx, args...))
 			if err != nil {
 				return fmt.Errorf("lease from queue %q: %w", q.name, err)
 			}
@@ -129,29 +126,18 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 			})
 			leased = append(leased, got...)
 		}
-		spec := t.stmt(t.ws.jobSpec)
-		for _, rr := range leased {
-			if _, ok := specs[rr.jobID]; ok {
-				continue
-			}
-			var b []byte
-			if err := spec.QueryRowContext(ctx, rr.jobID).Scan(&b); err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("spec of job %s: %w", rr.jobID, err)
-			}
-			specs[rr.jobID] = b
-		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease runs: %w", err)
 	}
 	out := make([]*model.Lease, len(leased))
-	decoded := make(map[string]model.JobSpec, len(specs))
+	decoded := map[string]model.JobSpec{}
 	for i, rr := range leased {
 		spec, ok := decoded[rr.jobID]
 		if !ok {
-			if b := specs[rr.jobID]; len(b) > 0 {
-				if err := json.Unmarshal(b, &spec); err != nil {
+			if len(rr.spec) > 0 {
+				if err := json.Unmarshal(rr.spec, &spec); err != nil {
 					return nil, fmt.Errorf("lease runs: decode spec of job %s: %w", rr.jobID, err)
 				}
 			}
@@ -163,53 +149,58 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 }
 
 // CompleteAttempts records the ends of attempts; see store.Store.
+//
+// Successes and cancellations (the bulk) go through one set-based UPDATE per chunk that
+// fences and ends the runs at once; other outcomes need the job's retry policy and go one
+// by one. A run named more than once in the batch goes one by one, in batch order, so that
+// the first valid completion wins.
 func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsParams) ([]store.CompletionResult, error) {
 	out := make([]store.CompletionResult, len(p.Completions))
+	cs := slices.Clone(p.Completions)
+	seen := make(map[string]int, len(cs))
+	for i, c := range cs {
+		if !c.Status.Valid() {
+			cs[i].Status = model.AttemptFailed // what a worker cannot name is a failure
+		}
+		seen[c.RunID]++
+	}
+	var fast, slow []int
+	for i, c := range cs {
+		if seen[c.RunID] == 1 && (c.Status == model.AttemptSucceeded || c.Status == model.AttemptCancelled) {
+			fast = append(fast, i)
+		} else {
+			slow = append(slow, i)
+		}
+	}
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
-		finish, active := t.stmt(t.ws.finishRun), t.stmt(t.ws.activeRun)
 		e := t.ender(p.Now, p.Backoff)
-		spent := make(map[string]bool, len(p.Completions))
-		for i, c := range p.Completions {
+		if err := t.finishBatch(e, cs, fast, out); err != nil {
+			return err
+		}
+		active := t.stmt(t.ws.activeRun)
+		spent := map[string]bool{}
+		for _, i := range slow {
+			c := cs[i]
+			lost := fmt.Errorf("run %s: %w", c.RunID, model.ErrLeaseLost)
 			if spent[c.RunID] {
-				out[i].Err = fmt.Errorf("run %s: %w", c.RunID, model.ErrLeaseLost)
+				out[i].Err = lost
 				continue
 			}
-			var (
-				run *model.Run
-				err error
-			)
-			switch c.Status {
-			case model.AttemptSucceeded, model.AttemptCancelled:
-				// One statement fences and ends the run: no policy is needed.
-				status := model.RunSucceeded
-				if c.Status == model.AttemptCancelled {
-					status = model.RunCancelled
-				}
-				var rr runRow
-				rr, err = scanRun(finish.QueryRowContext(ctx, string(status), micros(p.Now), c.Error, c.RunID, c.Token))
-				if err == nil {
-					run = rr.run
-					err = e.writeAttempt(rr, c.Status, c.ExitCode, c.Error)
-				}
-			default:
-				var rr runRow
-				rr, err = scanRun(active.QueryRowContext(ctx, c.RunID, c.Token))
-				if err == nil {
-					run, err = e.end(rr, c.Status, c.ExitCode, c.Error)
-				}
+			rr, err := scanRun(active.QueryRowContext(t.ctx, c.RunID, c.Token))
+			if errors.Is(err, sql.ErrNoRows) {
+				out[i].Err = lost
+				continue
 			}
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				out[i].Err = fmt.Errorf("run %s: %w", c.RunID, model.ErrLeaseLost)
-			case err != nil:
+			if err != nil {
 				return fmt.Errorf("complete run %s: %w", c.RunID, err)
-			default:
-				out[i].Run = run
-				spent[c.RunID] = true
 			}
+			if out[i].Run, err = e.end(rr, c.Status, c.ExitCode, c.Error); err != nil {
+				return fmt.Errorf("complete run %s: %w", c.RunID, err)
+			}
+			spent[c.RunID] = true
 		}
-		return nil
+		return e.flush()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete attempts: %w", err)
@@ -217,19 +208,66 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 	return out, nil
 }
 
-// ender ends attempts inside one transaction, caching the retry policies it loads.
+// finishBatch ends the runs of the completions at idx (each a success or a cancellation
+// of a distinct run) with set-based UPDATEs, and fills their results.
+func (t *wtx) finishBatch(e *ender, cs []store.Completion, idx []int, out []store.CompletionResult) error {
+	byRun := make(map[string]int, len(idx))
+	now := micros(e.now)
+	args := make([]any, 0, 4*maxChunk+1)
+	err := chunks(len(idx), func(lo, hi int) error {
+		rows := bucket(hi - lo)
+		st, err := t.batch("finish", rows, finishBatchSQL)
+		if err != nil {
+			return err
+		}
+		args = args[:0]
+		for _, i := range idx[lo:hi] {
+			c := cs[i]
+			status := model.RunSucceeded
+			if c.Status == model.AttemptCancelled {
+				status = model.RunCancelled
+			}
+			args = append(args, c.RunID, c.Token, string(status), c.Error)
+			byRun[c.RunID] = i
+		}
+		args = append(padded(args, rows, 4), now)
+		done, err := scanRuns(st.QueryContext(t.ctx, args...))
+		if err != nil {
+			return fmt.Errorf("finish runs: %w", err)
+		}
+		for _, rr := range done {
+			i := byRun[rr.run.ID]
+			c := cs[i]
+			out[i].Run = rr.run
+			e.addAttempt(rr, c.Status, c.ExitCode, c.Error)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, i := range idx {
+		if out[i].Run == nil {
+			out[i].Err = fmt.Errorf("run %s: %w", cs[i].RunID, model.ErrLeaseLost)
+		}
+	}
+	return nil
+}
+
+// ender ends attempts inside one transaction: it caches the retry policies it loads and
+// collects the ended attempts, which flush writes to the history in set-based INSERTs.
 type ender struct {
 	t        *wtx
 	now      time.Time
 	backoff  backoffFunc
 	policies map[string]model.RetryPolicy
 	update   *sql.Stmt
-	insert   *sql.Stmt
+	attempts []any // 8 values per ended attempt
 }
 
 func (t *wtx) ender(now time.Time, backoff backoffFunc) *ender {
 	return &ender{t: t, now: now, backoff: backoff, policies: map[string]model.RetryPolicy{},
-		update: t.stmt(t.ws.endAttemptRun), insert: t.stmt(t.ws.insertAttempt)}
+		update: t.stmt(t.ws.endAttemptRun)}
 }
 
 // policy returns the retry policy of a job (the zero policy when the job is gone).
@@ -252,8 +290,8 @@ func (e *ender) policy(jobID string) (model.RetryPolicy, error) {
 	return spec.Retry, nil
 }
 
-// end ends the running attempt of rr (already fenced) with an outcome other than a plain
-// success, applying the retry rules of store.Completion, and writes the attempt.
+// end ends the running attempt of rr (already fenced), applying the retry rules of
+// store.Completion, and collects the attempt.
 func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText string) (*model.Run, error) {
 	r := rr.run
 	var (
@@ -298,23 +336,38 @@ func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText st
 	if err != nil {
 		return nil, fmt.Errorf("end attempt: %w", err)
 	}
-	if err := e.writeAttempt(rr, status, exit, errText); err != nil {
-		return nil, err
-	}
+	e.addAttempt(rr, status, exit, errText)
 	return out.run, nil
 }
 
-// writeAttempt appends the ended attempt of rr to the history.
-func (e *ender) writeAttempt(rr runRow, status model.AttemptStatus, exit *int, errText string) error {
+// addAttempt collects the ended attempt of rr for the history.
+func (e *ender) addAttempt(rr runRow, status model.AttemptStatus, exit *int, errText string) {
 	var code any
 	if exit != nil {
 		code = *exit
 	}
-	if _, err := e.insert.ExecContext(e.t.ctx, rr.run.ID, rr.run.Attempt, rr.worker, string(status), code, errText,
-		rr.attemptStarted, micros(e.now)); err != nil {
-		return fmt.Errorf("write attempt %d: %w", rr.run.Attempt, err)
-	}
-	return nil
+	e.attempts = append(e.attempts, rr.run.ID, rr.run.Attempt, rr.worker, string(status), code, errText,
+		rr.attemptStarted, micros(e.now))
+}
+
+// flush writes the collected attempts.
+func (e *ender) flush() error {
+	const k = 8
+	n := len(e.attempts) / k
+	err := chunks(n, func(lo, hi int) error {
+		rows := bucket(hi - lo)
+		st, err := e.t.batch("attempts", rows, insertAttemptsSQL)
+		if err != nil {
+			return err
+		}
+		args := padded(e.attempts[lo*k:hi*k:hi*k], rows, k)
+		if _, err := st.ExecContext(e.t.ctx, args...); err != nil {
+			return fmt.Errorf("write attempts: %w", err)
+		}
+		return nil
+	})
+	e.attempts = e.attempts[:0]
+	return err
 }
 
 // finalExit reports whether exit ends the run at once under policy.
@@ -327,7 +380,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 	out := &store.HeartbeatResult{}
 	err := s.write(ctx, func(t *wtx) error {
 		*out = store.HeartbeatResult{}
-		res, err := t.tx.ExecContext(ctx, `UPDATE workers SET last_heartbeat = ? WHERE id = ?`, micros(p.Now), p.WorkerID)
+		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET last_heartbeat = ? WHERE id = ?`, micros(p.Now), p.WorkerID)
 		if err != nil {
 			return err
 		}
@@ -338,7 +391,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 		expires := micros(p.Now.Add(p.LeaseTTL))
 		for _, h := range p.Held {
 			var cancel int
-			err := extend.QueryRowContext(ctx, expires, h.RunID, h.Token, p.WorkerID).Scan(&cancel)
+			err := extend.QueryRowContext(t.ctx, expires, h.RunID, h.Token, p.WorkerID).Scan(&cancel)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				out.Lost = append(out.Lost, h.RunID)
@@ -365,7 +418,7 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 	var out []*model.Run
 	err := s.write(ctx, func(t *wtx) error {
 		out = out[:0]
-		expired, err := scanRuns(t.tx.QueryContext(ctx, expiredSQL, micros(p.Now), limit))
+		expired, err := scanRuns(t.tx.QueryContext(t.ctx, expiredSQL, micros(p.Now), limit))
 		if err != nil {
 			return err
 		}
@@ -377,7 +430,7 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 			}
 			out = append(out, r)
 		}
-		return nil
+		return e.flush()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue expired leases: %w", err)

@@ -11,8 +11,20 @@
 // Storage: times are INTEGER microseconds since the epoch in UTC; job specs are JSON. The
 // running attempt of a run lives on the run row (worker, lease token, lease expiry, start);
 // an attempts row is written only when an attempt ends, so leasing and completing touch
-// one row and one insert. The dispatch queries each walk a partial index (see
-// migrations/0001_init.sql); sqlite_test.go checks their plans with EXPLAIN QUERY PLAN.
+// one row (and completing one insert). Every run's queue has a row in queues (creating a
+// run creates its queue's row when missing), which leasing and lease rescue rely on to
+// walk the queues.
+//
+// Indexes: each dispatch query walks a partial index (see migrations/0001_init.sql) and
+// names it with INDEXED BY, so that the plan does not depend on statistics and a query the
+// index cannot serve fails at prepare time; plan_test.go checks the plans with EXPLAIN
+// QUERY PLAN. A run's ordinary life (queued, running, succeeded) maintains as few indexes
+// as possible: the hot paths are bounded by SQLite's b-tree work, not by Go.
+//
+// Batches: CreateJobs, CreateRuns and CompleteAttempts use multi-row statements (a VALUES
+// list, padded to a power of two so that few statements are prepared); CreateJobs and
+// CreateRuns fall back to entry-by-entry work inside the same transaction when a key is
+// taken, so each entry sees the ones before it.
 //
 // Migrations are the embedded files migrations/NNNN_name.sql, applied in order at Open in
 // one transaction and recorded in schema_migrations.

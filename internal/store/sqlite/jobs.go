@@ -17,21 +17,40 @@ import (
 const defaultListLimit = 100
 
 // CreateJobs inserts jobs with their first runs in one transaction; see store.Store.
+//
+// The common batch (no key or name taken) goes in with multi-row INSERTs. When any row
+// meets a taken key, the fast attempt is rolled back to a savepoint and the batch is done
+// entry by entry, so that each entry sees the ones before it exactly as the contract says.
 func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]store.CreateJobResult, error) {
+	specs := make([][]byte, len(p.Jobs))
+	for i, nj := range p.Jobs {
+		if nj.Job == nil {
+			return nil, fmt.Errorf("create jobs: entry %d: no job", i)
+		}
+		b, err := json.Marshal(nj.Job.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("create jobs: job %q: encode spec: %w", nj.Job.Name, err)
+		}
+		specs[i] = b
+	}
 	out := make([]store.CreateJobResult, len(p.Jobs))
 	err := s.write(ctx, func(t *wtx) error {
-		insJob, insRun := t.stmt(t.ws.insertJob), t.stmt(t.ws.insertRun)
+		clear(out)
+		ok, err := t.createJobsFast(p.Jobs, specs, out)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			insJob, insRun := t.stmt(t.ws.insertJob), t.stmt(t.ws.insertRun)
+			for i, nj := range p.Jobs {
+				if out[i], err = t.createJob(insJob, insRun, nj, specs[i]); err != nil {
+					return fmt.Errorf("job %q: %w", nj.Job.Name, err)
+				}
+			}
+		}
 		queues := map[string]bool{}
 		for i, nj := range p.Jobs {
-			if nj.Job == nil {
-				return fmt.Errorf("entry %d: no job", i)
-			}
-			res, err := t.createJob(insJob, insRun, nj)
-			if err != nil {
-				return fmt.Errorf("job %q: %w", nj.Job.Name, err)
-			}
-			out[i] = res
-			if res.Err == nil && !res.Existing && nj.Run != nil {
+			if out[i].Err == nil && !out[i].Existing && nj.Run != nil {
 				queues[nj.Run.Queue] = true
 			}
 		}
@@ -43,18 +62,136 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 	return out, nil
 }
 
-// createJob writes one entry. Entry-level failures go in the result's Err; a returned
-// error aborts the batch.
-func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob) (store.CreateJobResult, error) {
-	j := nj.Job
-	spec, err := json.Marshal(j.Spec)
-	if err != nil {
-		return store.CreateJobResult{}, fmt.Errorf("encode spec: %w", err)
+// createJobsFast inserts every job and run with multi-row INSERTs. ok is false, with
+// nothing written, when any row met a taken key.
+func (t *wtx) createJobsFast(jobs []store.NewJob, specs [][]byte, out []store.CreateJobResult) (bool, error) {
+	var withRun []int
+	for i, nj := range jobs {
+		if nj.Run != nil {
+			withRun = append(withRun, i)
+		}
 	}
-	res, err := insJob.ExecContext(t.ctx, j.ID, j.Namespace, j.Name, spec, j.Spec.Queue, j.Spec.Handler,
+	ok, err := t.allOrNothing(func() (bool, error) {
+		ok, err := t.insertAll("jobs", insertJobsSQL, jobInsertCols, len(jobs), func(i int) []any {
+			return jobArgs(jobs[i].Job, specs[i])
+		})
+		if err != nil || !ok {
+			return false, err
+		}
+		return t.insertAll("runs", insertRunsSQL, runInsertCols, len(withRun), func(i int) []any {
+			nj := jobs[withRun[i]]
+			return runArgs(nj.Run, jobInfo{handler: nj.Job.Spec.Handler, req: nj.Job.Spec.Requirements})
+		})
+	})
+	if err != nil || !ok {
+		return false, err
+	}
+	for i, nj := range jobs {
+		out[i] = store.CreateJobResult{Job: storedJob(nj.Job)}
+		if nj.Run != nil {
+			out[i].Run = storedRun(nj.Run)
+		}
+	}
+	return true, nil
+}
+
+// allOrNothing runs fn inside a savepoint and undoes what it wrote unless it reports ok.
+func (t *wtx) allOrNothing(fn func() (bool, error)) (ok bool, err error) {
+	if _, err := t.tx.ExecContext(t.ctx, `SAVEPOINT fast`); err != nil {
+		return false, err
+	}
+	ok, err = fn()
+	if err != nil {
+		return false, err // the whole transaction rolls back
+	}
+	if !ok {
+		if _, err := t.tx.ExecContext(t.ctx, `ROLLBACK TO fast`); err != nil {
+			return false, err
+		}
+	}
+	if _, err := t.tx.ExecContext(t.ctx, `RELEASE fast`); err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// insertAll inserts n rows (row(i) gives the k values of row i) with the multi-row
+// INSERT ... ON CONFLICT DO NOTHING that build makes. ok reports that every row went in;
+// it stops at the first chunk where one did not.
+func (t *wtx) insertAll(name string, build func(int) string, k, n int, row func(i int) []any) (bool, error) {
+	args := make([]any, 0, k*min(n, maxChunk))
+	ok := true
+	err := chunks(n, func(lo, hi int) error {
+		if !ok {
+			return nil
+		}
+		rows := bucket(hi - lo)
+		st, err := t.batch(name, rows, build)
+		if err != nil {
+			return err
+		}
+		args = args[:0]
+		for i := lo; i < hi; i++ {
+			args = append(args, row(i)...)
+		}
+		res, err := st.ExecContext(t.ctx, padded(args, rows, k)...)
+		if err != nil {
+			return fmt.Errorf("insert %s: %w", name, mapErr(err))
+		}
+		got, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("insert %s: %w", name, err)
+		}
+		ok = got == int64(hi-lo)
+		return nil
+	})
+	return ok, err
+}
+
+// jobArgs are the insertJob values of j.
+func jobArgs(j *model.Job, spec []byte) []any {
+	return []any{j.ID, j.Namespace, j.Name, spec, j.Spec.Queue, j.Spec.Handler,
 		j.Spec.Requirements.CPU, j.Spec.Requirements.MemoryMB, j.Spec.Requirements.GPU,
 		boolInt(j.Enabled), nullMicros(j.NextFireAt), nullStr(j.IdempotencyKey), j.RequestHash,
-		micros(j.CreatedAt), micros(j.UpdatedAt))
+		micros(j.CreatedAt), micros(j.UpdatedAt)}
+}
+
+// runArgs are the insertRun values of r.
+func runArgs(r *model.Run, ji jobInfo) []any {
+	var args any
+	if len(r.Args) > 0 {
+		args = []byte(r.Args)
+	}
+	return []any{r.ID, r.JobID, r.JobName, r.Namespace, string(r.Status), string(r.PendingCode), r.PendingReason,
+		r.Queue, r.Priority, string(r.Trigger), args, ji.handler, ji.req.CPU, ji.req.MemoryMB, ji.req.GPU,
+		micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
+		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error}
+}
+
+// storedJob returns j as the store keeps it.
+func storedJob(j *model.Job) *model.Job {
+	c := *j
+	c.CreatedAt, c.UpdatedAt, c.NextFireAt = norm(j.CreatedAt), norm(j.UpdatedAt), normp(j.NextFireAt)
+	return &c
+}
+
+// storedRun returns r as the store keeps it.
+func storedRun(r *model.Run) *model.Run {
+	c := *r
+	c.ScheduledFor, c.CreatedAt = norm(r.ScheduledFor), norm(r.CreatedAt)
+	c.StartedAt, c.FinishedAt = normp(r.StartedAt), normp(r.FinishedAt)
+	c.WorkerID, c.LeaseToken, c.LeaseExpiresAt, c.Attempts = "", "", nil, nil
+	if len(r.Args) == 0 {
+		c.Args = nil
+	}
+	return &c
+}
+
+// createJob writes one entry. Entry-level failures go in the result's Err; a returned
+// error aborts the batch.
+func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte) (store.CreateJobResult, error) {
+	j := nj.Job
+	res, err := insJob.ExecContext(t.ctx, jobArgs(j, spec)...)
 	if err != nil {
 		return store.CreateJobResult{}, mapErr(err)
 	}
@@ -80,9 +217,7 @@ func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob) (store.Create
 		}
 		return store.CreateJobResult{Err: fmt.Errorf("job %s/%s: name or id taken: %w", j.Namespace, j.Name, model.ErrConflict)}, nil
 	}
-	stored := *j
-	stored.CreatedAt, stored.UpdatedAt, stored.NextFireAt = norm(j.CreatedAt), norm(j.UpdatedAt), normp(j.NextFireAt)
-	out := store.CreateJobResult{Job: &stored}
+	out := store.CreateJobResult{Job: storedJob(j)}
 	if nj.Run == nil {
 		return out, nil
 	}
@@ -109,28 +244,14 @@ type jobInfo struct {
 // insertRun inserts r; ok is false when a unique key (id, idempotency key, cron instant)
 // is taken. It returns the run as stored.
 func (t *wtx) insertRun(ins *sql.Stmt, r *model.Run, ji jobInfo) (*model.Run, bool, error) {
-	var args any
-	if len(r.Args) > 0 {
-		args = []byte(r.Args)
-	}
-	res, err := ins.ExecContext(t.ctx, r.ID, r.JobID, r.JobName, r.Namespace, string(r.Status), string(r.PendingCode), r.PendingReason,
-		r.Queue, r.Priority, string(r.Trigger), args, ji.handler, ji.req.CPU, ji.req.MemoryMB, ji.req.GPU,
-		micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
-		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error)
+	res, err := ins.ExecContext(t.ctx, runArgs(r, ji)...)
 	if err != nil {
 		return nil, false, fmt.Errorf("insert run %s: %w", r.ID, mapErr(err))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, false, nil
 	}
-	stored := *r
-	stored.ScheduledFor, stored.CreatedAt = norm(r.ScheduledFor), norm(r.CreatedAt)
-	stored.StartedAt, stored.FinishedAt = normp(r.StartedAt), normp(r.FinishedAt)
-	stored.WorkerID, stored.LeaseToken, stored.LeaseExpiresAt, stored.Attempts = "", "", nil, nil
-	if len(r.Args) == 0 {
-		stored.Args = nil
-	}
-	return &stored, true, nil
+	return storedRun(r), true, nil
 }
 
 // ensureQueues creates the named queues that do not exist yet, with defaults.
@@ -163,21 +284,21 @@ func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*model.Job, 
 	return j, nil
 }
 
-// jobCursor is ListJobs' opaque cursor: the last job's name and namespace.
+// encodeJobCursor makes ListJobs' opaque cursor from the last job's name and namespace.
 func encodeJobCursor(name, namespace string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(name + "\x00" + namespace))
 }
 
-func decodeJobCursor(c string) (name, namespace string, err error) {
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return "", "", fmt.Errorf("bad cursor: %w", err)
+// decodeJobCursor reads a cursor of encodeJobCursor. Anything else is taken as a bare job
+// name (all namespaces from there on), so that a stale or hand-made cursor pages on
+// instead of failing.
+func decodeJobCursor(c string) (name, namespace string) {
+	if b, err := base64.RawURLEncoding.DecodeString(c); err == nil {
+		if name, namespace, ok := strings.Cut(string(b), "\x00"); ok {
+			return name, namespace
+		}
 	}
-	name, namespace, ok := strings.Cut(string(b), "\x00")
-	if !ok {
-		return "", "", errors.New("bad cursor")
-	}
-	return name, namespace, nil
+	return c, ""
 }
 
 // ListJobs lists jobs by name, then namespace.
@@ -203,10 +324,7 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 		args = append(args, boolInt(*p.Enabled))
 	}
 	if p.Cursor != "" {
-		name, ns, err := decodeJobCursor(p.Cursor)
-		if err != nil {
-			return nil, fmt.Errorf("list jobs: %w", err)
-		}
+		name, ns := decodeJobCursor(p.Cursor)
 		if p.Namespace != "" {
 			where = append(where, "name > ?")
 			args = append(args, name)
@@ -259,10 +377,10 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 	var j *model.Job
 	err = s.write(ctx, func(t *wtx) error {
 		var oldHandler string
-		if err := t.tx.QueryRowContext(ctx, `SELECT handler FROM jobs WHERE id = ?`, p.ID).Scan(&oldHandler); err != nil {
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT handler FROM jobs WHERE id = ?`, p.ID).Scan(&oldHandler); err != nil {
 			return mapErr(err)
 		}
-		row := t.tx.QueryRowContext(ctx, `UPDATE jobs SET spec = ?, queue = ?, handler = ?, req_cpu = ?, req_memory_mb = ?,
+		row := t.tx.QueryRowContext(t.ctx, `UPDATE jobs SET spec = ?, queue = ?, handler = ?, req_cpu = ?, req_memory_mb = ?,
 			req_gpu = ?, enabled = ?, next_fire_at = ?, updated_at = ? WHERE id = ? RETURNING `+jobCols,
 			spec, p.Spec.Queue, p.Spec.Handler, p.Spec.Requirements.CPU, p.Spec.Requirements.MemoryMB, p.Spec.Requirements.GPU,
 			boolInt(p.Enabled), nullMicros(p.NextFireAt), micros(p.Now), p.ID)
@@ -272,7 +390,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 		if oldHandler != p.Spec.Handler {
 			// Runs not yet leased follow the job's kind, so that lease filters match the
 			// spec the lease will carry.
-			if _, err := t.tx.ExecContext(ctx, `UPDATE runs SET handler = ? WHERE job_id = ? AND status IN `+statusPending,
+			if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET handler = ? WHERE job_id = ? AND status IN `+statusPending,
 				p.Spec.Handler, p.ID); err != nil {
 				return fmt.Errorf("update runs' kind: %w", err)
 			}
@@ -289,7 +407,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.write(ctx, func(t *wtx) error {
-		res, err := t.stmt(t.ws.deleteJob).ExecContext(ctx, p.ID)
+		res, err := t.stmt(t.ws.deleteJob).ExecContext(t.ctx, p.ID)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,7 @@ func (s *Store) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
 		for _, c := range chunks {
 			if !checked[c.RunID] {
 				var one int
-				if err := exists.QueryRowContext(ctx, c.RunID).Scan(&one); err != nil {
+				if err := exists.QueryRowContext(t.ctx, c.RunID).Scan(&one); err != nil {
 					return fmt.Errorf("run %s: %w", c.RunID, mapErr(err))
 				}
 				checked[c.RunID] = true
@@ -28,7 +28,7 @@ func (s *Store) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
 			if data == nil {
 				data = []byte{}
 			}
-			if _, err := ins.ExecContext(ctx, c.RunID, c.Attempt, c.Seq, string(c.Stream), data, micros(c.CreatedAt)); err != nil {
+			if _, err := ins.ExecContext(t.ctx, c.RunID, c.Attempt, c.Seq, string(c.Stream), data, micros(c.CreatedAt)); err != nil {
 				return fmt.Errorf("chunk %d of run %s attempt %d: %w", c.Seq, c.RunID, c.Attempt, err)
 			}
 		}

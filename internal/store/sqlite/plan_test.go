@@ -1,11 +1,15 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 )
 
 // TestQueryPlans checks that every dispatch query walks the index meant for it, so that
@@ -23,26 +27,57 @@ func TestQueryPlans(t *testing.T) {
 		want  []string // substrings the plan must contain
 		avoid []string
 	}{
-		{"lease", leaseSQL(0, false), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease", leaseSQL(0, false), 6, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
 		{"lease commands", leaseSQL(0, true), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
 		{"lease handlers", leaseSQL(2, true), 8, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"promote due", promoteDueSQL, 2, []string{"USING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
+		{"promote due", promoteDueSQL, 2, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
 		{"next due", nextDueSQL, 0, []string{"runs_scheduled"}, []string{"TEMP B-TREE"}},
-		{"next lease expiry", nextLeaseExpirySQL, 0, []string{"runs_lease_expiry"}, []string{"TEMP B-TREE"}},
-		{"expired", expiredSQL, 2, []string{"USING INDEX runs_lease_expiry (lease_expires_at<?)"}, []string{"TEMP B-TREE"}},
+		{"next lease expiry", nextLeaseExpirySQL, 0, []string{"INDEX runs_running (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"expired", expiredSQL, 2, []string{"USING INDEX runs_running (queue=? AND lease_expires_at<?)"}, nil},
 		{"worker runs", workerRunsSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},
 		{"worker usage", workerUsageSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},
-		{"running in queue", runningCountSQL, 1, []string{"runs_queue_active (queue=? AND status=?)"}, nil},
-		{"queue depth", queueDepthSQL, 1, []string{"runs_queue_active (queue=?"}, nil},
+		{"running in queue", runningCountSQL, 1, []string{"INDEX runs_running (queue=?)"}, nil},
+		{"depth queued", depthQueuedSQL, 1, []string{"runs_queued (queue=?)"}, nil},
+		{"depth scheduled", depthScheduledSQL, 1, []string{"runs_scheduled"}, nil},
+		{"depth waiting", depthWaitingSQL, 1, []string{"runs_rare_status (status=?)"}, nil},
 		{"cancel job pending", cancelJobPendingSQL, 3, []string{"runs_job (job_id=?)"}, nil},
 		{"cancel job running", cancelJobRunningSQL, 2, []string{"runs_job (job_id=?)"}, nil},
+		{"finish batch", finishBatchSQL(4), 17, []string{"SCAN v", "sqlite_autoindex_runs_1 (id=?)"}, nil},
 		{"run by cron instant", `SELECT id FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`, 2, []string{"runs_cron_instant"}, nil},
 		{"finish run", `UPDATE runs SET status = ? WHERE id = ? AND status = 'running' AND lease_token = ?`, 3, []string{"sqlite_autoindex_runs_1 (id=?)"}, nil},
-		{"list runs by status", `SELECT id FROM runs WHERE status = ? AND id < ? ORDER BY id DESC LIMIT ?`, 3, []string{"runs_status (status=? AND id<?)"}, []string{"TEMP B-TREE"}},
-		{"list runs by job", `SELECT id FROM runs WHERE job_id = ? ORDER BY id DESC LIMIT ?`, 2, []string{"runs_job (job_id=?)"}, []string{"TEMP B-TREE"}},
 		{"list jobs", `SELECT id FROM jobs WHERE (name, namespace) > (?, ?) ORDER BY name, namespace LIMIT ?`, 3, []string{"jobs_name"}, []string{"TEMP B-TREE"}},
 		{"list jobs in namespace", `SELECT id FROM jobs WHERE namespace = ? AND name > ? ORDER BY name LIMIT ?`, 3, []string{"jobs_namespace_name (namespace=? AND name>?)"}, []string{"TEMP B-TREE"}},
 		{"next fire", `SELECT id FROM jobs WHERE next_fire_at IS NOT NULL AND enabled = 1 ORDER BY next_fire_at LIMIT 1`, 0, []string{"jobs_next_fire"}, []string{"TEMP B-TREE"}},
+	}
+	for _, l := range []struct {
+		p     store.ListRunsParams
+		want  string
+		avoid []string
+	}{
+		{store.ListRunsParams{}, "sqlite_autoindex_runs_1", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Cursor: "x"}, "sqlite_autoindex_runs_1 (id<?)", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Status: model.RunSucceeded, Cursor: "x"}, "sqlite_autoindex_runs_1 (id<?)", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Queue: "q"}, "sqlite_autoindex_runs_1", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{JobID: "j", Status: model.RunQueued, Cursor: "x"}, "runs_job (job_id=? AND id<?)", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Status: model.RunFailed, Cursor: "x"}, "runs_rare_status (status=? AND id<?)", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Status: model.RunWaiting, Queue: "q"}, "runs_rare_status (status=?)", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Status: model.RunScheduled}, "runs_rare_status (status=?)", []string{"TEMP B-TREE"}},
+		{store.ListRunsParams{Status: model.RunScheduled, Queue: "q"}, "runs_scheduled", nil},
+		{store.ListRunsParams{Status: model.RunQueued, Queue: "q"}, "runs_queued (queue=?)", nil},
+		{store.ListRunsParams{Status: model.RunQueued}, "runs_queued", nil},
+		{store.ListRunsParams{Status: model.RunRunning}, "runs_running", nil},
+		{store.ListRunsParams{Status: model.RunRunning, Queue: "q"}, "runs_running (queue=?)", nil},
+		{store.ListRunsParams{WorkerID: "w", Queue: "q"}, "runs_worker (worker_id=?)", nil},
+	} {
+		q, args, ok := listRunsSQL(&l.p, 10)
+		require.True(t, ok)
+		cases = append(cases, struct {
+			name  string
+			sql   string
+			args  int
+			want  []string
+			avoid []string
+		}{fmt.Sprintf("list runs %+v", l.p), q, len(args), []string{l.want}, l.avoid})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/stint-dev/stint/internal/model"
@@ -48,25 +49,25 @@ func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error)
 	return q, nil
 }
 
-// fillDepth counts the queue's active runs by status (runs_queue_active).
+// fillDepth counts the queue's active runs by status, one indexed count per state.
 func (s *Store) fillDepth(ctx context.Context, q *model.Queue) error {
-	q.Depth = map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0}
-	rows, err := s.rs.queueDepth.QueryContext(ctx, q.Name)
-	if err != nil {
-		return fmt.Errorf("depth: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			status string
-			n      int
-		)
-		if err := rows.Scan(&status, &n); err != nil {
+	q.Depth = make(map[model.RunStatus]int, 4)
+	for _, c := range []struct {
+		status model.RunStatus
+		st     *sql.Stmt
+	}{
+		{model.RunWaiting, s.rs.depthWaiting},
+		{model.RunScheduled, s.rs.depthScheduled},
+		{model.RunQueued, s.rs.depthQueued},
+		{model.RunRunning, s.rs.depthRunning},
+	} {
+		var n int
+		if err := c.st.QueryRowContext(ctx, q.Name).Scan(&n); err != nil {
 			return fmt.Errorf("depth: %w", err)
 		}
-		q.Depth[model.RunStatus(status)] = n
+		q.Depth[c.status] = n
 	}
-	return rows.Err()
+	return nil
 }
 
 // UpdateQueue changes the set fields of a queue, creating it if missing.
@@ -87,7 +88,7 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 		}
 		now := micros(p.Now)
 		var err error
-		q, err = scanQueue(t.tx.QueryRowContext(ctx, `INSERT INTO queues (name, priority, max_concurrency, paused, created_at, updated_at)
+		q, err = scanQueue(t.tx.QueryRowContext(t.ctx, `INSERT INTO queues (name, priority, max_concurrency, paused, created_at, updated_at)
 			VALUES (?1, coalesce(?2, 0), coalesce(?3, 0), coalesce(?4, 0), ?5, ?5)
 			ON CONFLICT (name) DO UPDATE SET priority = coalesce(?2, priority), max_concurrency = coalesce(?3, max_concurrency),
 				paused = coalesce(?4, paused), updated_at = ?5

@@ -12,26 +12,54 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// CreateRuns inserts runs of existing jobs; see store.Store.
+// CreateRuns inserts runs of existing jobs; see store.Store. Like CreateJobs, it tries
+// multi-row INSERTs first and goes run by run when a key is taken or a job is missing.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
 	out := make([]store.CreateRunResult, len(p.Runs))
 	err := s.write(ctx, func(t *wtx) error {
-		ins, jobQ := t.stmt(t.ws.insertRun), t.stmt(t.ws.jobForRun)
+		clear(out)
+		jobQ := t.stmt(t.ws.jobForRun)
 		jobs := map[string]*jobInfo{}
-		queues := map[string]bool{}
-		for i, r := range p.Runs {
-			ji, seen := jobs[r.JobID]
-			if !seen {
-				var info jobInfo
-				err := jobQ.QueryRowContext(ctx, r.JobID).Scan(&info.handler, &info.req.CPU, &info.req.MemoryMB, &info.req.GPU)
-				switch {
-				case err == nil:
-					ji = &info
-				case !errors.Is(err, sql.ErrNoRows):
-					return fmt.Errorf("job of run %s: %w", r.ID, err)
-				}
-				jobs[r.JobID] = ji
+		found := true
+		for _, r := range p.Runs {
+			if _, seen := jobs[r.JobID]; seen {
+				continue
 			}
+			var info jobInfo
+			err := jobQ.QueryRowContext(t.ctx, r.JobID).Scan(&info.handler, &info.req.CPU, &info.req.MemoryMB, &info.req.GPU)
+			switch {
+			case err == nil:
+				jobs[r.JobID] = &info
+			case errors.Is(err, sql.ErrNoRows):
+				jobs[r.JobID] = nil
+				found = false
+			default:
+				return fmt.Errorf("job of run %s: %w", r.ID, err)
+			}
+		}
+		ok := false
+		if found {
+			var err error
+			ok, err = t.allOrNothing(func() (bool, error) {
+				return t.insertAll("runs", insertRunsSQL, runInsertCols, len(p.Runs), func(i int) []any {
+					return runArgs(p.Runs[i], *jobs[p.Runs[i].JobID])
+				})
+			})
+			if err != nil {
+				return err
+			}
+		}
+		queues := map[string]bool{}
+		if ok {
+			for i, r := range p.Runs {
+				out[i].Run = storedRun(r)
+				queues[r.Queue] = true
+			}
+			return t.ensureQueues(queues, p.Now)
+		}
+		ins := t.stmt(t.ws.insertRun)
+		for i, r := range p.Runs {
+			ji := jobs[r.JobID]
 			if ji == nil {
 				out[i].Err = fmt.Errorf("run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
 				continue
@@ -139,42 +167,10 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if p.JobID != "" {
-		where = append(where, "job_id = ?")
-		args = append(args, p.JobID)
+	q, args, ok := listRunsSQL(p, limit+1)
+	if !ok {
+		return &store.RunPage{}, nil
 	}
-	if p.WorkerID != "" {
-		// worker_id means something only while running (and runs_worker covers that).
-		if p.Status != "" && p.Status != model.RunRunning {
-			return &store.RunPage{}, nil
-		}
-		where = append(where, "worker_id = ? AND status = 'running'")
-		args = append(args, p.WorkerID)
-	} else if p.Status != "" {
-		where = append(where, "status = ?")
-		args = append(args, string(p.Status))
-	}
-	if p.Queue != "" {
-		where = append(where, "queue = ?")
-		args = append(args, p.Queue)
-	}
-	if p.Cursor != "" {
-		where = append(where, "id < ?")
-		args = append(args, p.Cursor)
-	}
-	q := `SELECT ` + runCols + ` FROM runs`
-	if p.WorkerID != "" {
-		q += ` INDEXED BY runs_worker`
-	}
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, limit+1)
 	rows, err := scanRuns(s.r.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -187,6 +183,70 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	return page, nil
 }
 
+// listRunsSQL builds ListRuns' query, choosing the index that serves its filters. ok is
+// false when the filters cannot match anything.
+func listRunsSQL(p *store.ListRunsParams, limit int) (q string, args []any, ok bool) {
+	var (
+		where []string
+		index string
+	)
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	status := p.Status
+	if p.WorkerID != "" {
+		// worker_id means something only while running.
+		if status != "" && status != model.RunRunning {
+			return "", nil, false
+		}
+		status = model.RunRunning
+		add("worker_id = ?", p.WorkerID)
+	}
+	if p.JobID != "" {
+		add("job_id = ?", p.JobID)
+	}
+	if status != "" {
+		if !status.Valid() {
+			return "", nil, false
+		}
+		// A literal, not a parameter: SQLite matches a partial index's WHERE against the
+		// query's text. status is one of the fixed state words.
+		add("status = '" + string(status) + "'")
+	}
+	if p.Queue != "" {
+		add("queue = ?", p.Queue)
+	}
+	if p.Cursor != "" {
+		add("id < ?", p.Cursor)
+	}
+	switch {
+	case p.WorkerID != "":
+		index = "runs_worker"
+	case p.JobID != "":
+		index = "runs_job"
+	case status == model.RunQueued:
+		index = "runs_queued"
+	case status == model.RunRunning:
+		index = "runs_running"
+	case status == model.RunScheduled && p.Queue == "", status == model.RunWaiting,
+		status == model.RunFailed, status == model.RunCancelled, status == model.RunSkipped:
+		index = "runs_rare_status"
+		add("status IN " + statusRare)
+	case status == model.RunScheduled:
+		index = "runs_scheduled"
+	default:
+		// Succeeded runs, or no status: the bulk of history, newest first along the key.
+		index = "sqlite_autoindex_runs_1"
+	}
+	q = `SELECT ` + runCols + ` FROM runs INDEXED BY ` + index
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	return q, append(args, limit), true
+}
+
 // CancelRuns cancels runs by id or every active run of a job.
 func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
 	var out []*model.Run
@@ -194,7 +254,7 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 		pending, running, exists := t.stmt(t.ws.cancelPending), t.stmt(t.ws.cancelRunning), t.stmt(t.ws.runExists)
 		now := micros(p.Now)
 		for _, id := range p.RunIDs {
-			rr, err := scanRun(pending.QueryRowContext(ctx, now, p.Reason, id))
+			rr, err := scanRun(pending.QueryRowContext(t.ctx, now, p.Reason, id))
 			if err == nil {
 				out = append(out, rr.run)
 				continue
@@ -202,7 +262,7 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 			if !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("cancel run %s: %w", id, err)
 			}
-			rr, err = scanRun(running.QueryRowContext(ctx, p.Reason, id))
+			rr, err = scanRun(running.QueryRowContext(t.ctx, p.Reason, id))
 			if err == nil {
 				out = append(out, rr.run)
 				continue
@@ -211,7 +271,7 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 				return fmt.Errorf("cancel run %s: %w", id, err)
 			}
 			var one int
-			if err := exists.QueryRowContext(ctx, id).Scan(&one); err != nil {
+			if err := exists.QueryRowContext(t.ctx, id).Scan(&one); err != nil {
 				return fmt.Errorf("run %s: %w", id, mapErr(err))
 			}
 		}
@@ -244,14 +304,15 @@ func (t *wtx) cancelJobRuns(jobID, reason string, now time.Time) ([]*model.Run, 
 	return runsOf(append(rows, more...)), nil
 }
 
-// RetryRun reopens a failed or cancelled run.
+// RetryRun reopens a failed or cancelled run of a job that still exists.
 func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
 	var out *model.Run
 	err := s.write(ctx, func(t *wtx) error {
-		rr, err := scanRun(t.tx.QueryRowContext(ctx, `UPDATE runs SET status = 'queued', scheduled_for = ?,
+		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `UPDATE runs SET status = 'queued', scheduled_for = ?,
 			max_attempts = max_attempts + 1, finished_at = NULL, error = '', cancel_requested = 0,
-			pending_code = '', pending_reason = '' WHERE id = ? AND status IN ('failed', 'cancelled') RETURNING `+runCols,
-			micros(p.Now), p.ID))
+			pending_code = '', pending_reason = ''
+			WHERE id = ? AND status IN ('failed', 'cancelled') AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
+			RETURNING `+runCols, micros(p.Now), p.ID))
 		if err == nil {
 			out = rr.run
 			return nil
@@ -259,9 +320,16 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		var status string
-		if err := t.tx.QueryRowContext(ctx, `SELECT status FROM runs WHERE id = ?`, p.ID).Scan(&status); err != nil {
+		var (
+			status string
+			job    int
+		)
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT status, EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
+			FROM runs WHERE id = ?`, p.ID).Scan(&status, &job); err != nil {
 			return mapErr(err)
+		}
+		if job == 0 {
+			return fmt.Errorf("its job was deleted: %w", model.ErrInvalidState)
 		}
 		return fmt.Errorf("run is %s: %w", status, model.ErrInvalidState)
 	})

@@ -23,9 +23,10 @@ type runRow struct {
 	worker         string
 	attemptStarted int64
 	jobID          string
+	spec           []byte // the job's spec, when the query returns it (leases)
 }
 
-func scanRun(sc scanner) (runRow, error) {
+func scanRun(sc scanner, extra ...any) (runRow, error) {
 	var (
 		r                                     model.Run
 		status, pending, trigger              string
@@ -35,9 +36,10 @@ func scanRun(sc scanner) (runRow, error) {
 		idem, worker, token                   sql.NullString
 		cancel                                int
 	)
-	err := sc.Scan(&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
+	dest := []any{&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
 		&trigger, &args, &sched, &created, &started, &finished, &r.Attempt, &r.MaxAttempts,
-		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart)
+		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart}
+	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err
 	}
@@ -59,6 +61,25 @@ func scanRun(sc scanner) (runRow, error) {
 		r.LeaseExpiresAt = fromNullMicros(leaseExp)
 	}
 	return runRow{run: &r, worker: worker.String, attemptStarted: attStart.Int64, jobID: r.JobID}, nil
+}
+
+// scanLeased reads the rows of a lease statement: runs followed by their job's spec.
+func scanLeased(rows *sql.Rows, err error) ([]runRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []runRow
+	for rows.Next() {
+		var spec []byte
+		rr, err := scanRun(rows, &spec)
+		if err != nil {
+			return nil, err
+		}
+		rr.spec = spec
+		out = append(out, rr)
+	}
+	return out, rows.Err()
 }
 
 // scanRuns reads every row of rows as a run and closes rows.

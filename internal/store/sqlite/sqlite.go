@@ -178,9 +178,10 @@ func (s *Store) Close() error {
 
 // wtx is one writer transaction with the prepared statements bound to it.
 type wtx struct {
-	ctx context.Context
-	tx  *sql.Tx
-	ws  *writeStmts
+	ctx   context.Context
+	tx    *sql.Tx
+	ws    *writeStmts
+	later [][2]string // statements to prepare on the writer after the transaction
 }
 
 // stmt binds a prepared writer statement to the transaction. The writer has one
@@ -193,7 +194,16 @@ func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&wtx{ctx: ctx, tx: tx, ws: s.ws}); err != nil {
+	// Statements inside the transaction run without cancellation: the driver would start a
+	// watcher goroutine for each one, and the transaction as a whole still ends when ctx
+	// does (database/sql rolls it back).
+	t := &wtx{ctx: context.WithoutCancel(ctx), tx: tx, ws: s.ws}
+	defer func() {
+		if len(t.later) > 0 {
+			s.ws.prepareLater(t.ctx, t.later)
+		}
+	}()
+	if err := fn(t); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

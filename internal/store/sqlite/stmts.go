@@ -23,13 +23,10 @@ type writeStmts struct {
 	jobForRun      *sql.Stmt
 	runByKey       *sql.Stmt
 	runByCron      *sql.Stmt
-	runByID        *sql.Stmt
 	runExists      *sql.Stmt
 	jobSpec        *sql.Stmt
-	finishRun      *sql.Stmt
 	endAttemptRun  *sql.Stmt
 	activeRun      *sql.Stmt
-	insertAttempt  *sql.Stmt
 	cancelPending  *sql.Stmt
 	cancelRunning  *sql.Stmt
 	extendLease    *sql.Stmt
@@ -37,25 +34,30 @@ type writeStmts struct {
 	runningCount   *sql.Stmt
 	leaseQueues    *sql.Stmt
 
-	mu    sync.Mutex
-	lease map[string]*sql.Stmt // LeaseRuns statements by filter shape
+	mu  sync.Mutex
+	dyn map[string]*sql.Stmt // statements prepared on first use: lease filters, batches
 }
 
 // readStmts are the readers' prepared statements (database/sql prepares them on each
 // reader connection as it is first used).
 type readStmts struct {
-	getRun      *sql.Stmt
-	attemptsOf  *sql.Stmt
-	jobByID     *sql.Stmt
-	jobByName   *sql.Stmt
-	runExists   *sql.Stmt
-	readLogs    *sql.Stmt
-	queueDepth  *sql.Stmt
-	workerUsage *sql.Stmt
+	getRun         *sql.Stmt
+	attemptsOf     *sql.Stmt
+	jobByID        *sql.Stmt
+	jobByName      *sql.Stmt
+	runExists      *sql.Stmt
+	readLogs       *sql.Stmt
+	depthQueued    *sql.Stmt
+	depthScheduled *sql.Stmt
+	depthWaiting   *sql.Stmt
+	depthRunning   *sql.Stmt
+	workerUsage    *sql.Stmt
 }
 
-// statusActive lists the states that still need work, as SQL.
-const statusActive = `('waiting', 'scheduled', 'queued', 'running')`
+// statusRare lists the states that runs_rare_status covers, as SQL. A query that walks that
+// index repeats this term: SQLite uses a partial index only when the query's WHERE contains
+// the index's WHERE.
+const statusRare = `('waiting', 'scheduled', 'failed', 'cancelled', 'skipped')`
 
 // statusPending lists the states before running, as SQL.
 const statusPending = `('waiting', 'scheduled', 'queued')`
@@ -66,7 +68,7 @@ const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status,
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
-	s := &writeStmts{db: db, lease: map[string]*sql.Stmt{}}
+	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}}
 	var errs []error
 	p := func(q string) *sql.Stmt {
 		st, err := db.PrepareContext(ctx, q)
@@ -86,19 +88,13 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.jobForRun = p(`SELECT handler, req_cpu, req_memory_mb, req_gpu FROM jobs WHERE id = ?`)
 	s.runByKey = p(`SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?`)
 	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`)
-	s.runByID = p(`SELECT ` + runCols + ` FROM runs WHERE id = ?`)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
 	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
-	// A succeeded or cancelled attempt: one statement fences and ends the run.
-	s.finishRun = p(`UPDATE runs SET status = ?, finished_at = ?, error = ?, pending_code = '', pending_reason = ''
-		WHERE id = ? AND status = 'running' AND lease_token = ? RETURNING ` + runCols)
 	// Any other ending, once decided: final (scheduled_for NULL keeps it) or retried.
 	s.endAttemptRun = p(`UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
 		scheduled_for = coalesce(?, scheduled_for), finished_at = ?, error = ?, cancel_requested = ?
 		WHERE id = ? RETURNING ` + runCols)
 	s.activeRun = p(`SELECT ` + runCols + ` FROM runs WHERE id = ? AND status = 'running' AND lease_token = ?`)
-	s.insertAttempt = p(`INSERT INTO attempts (run_id, n, worker_id, status, exit_code, error, started_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.cancelPending = p(`UPDATE runs SET status = 'cancelled', finished_at = ?, error = ?, pending_code = '', pending_reason = ''
 		WHERE id = ? AND status IN ` + statusPending + ` RETURNING ` + runCols)
 	s.cancelRunning = p(`UPDATE runs SET cancel_requested = 1, error = ?
@@ -121,7 +117,7 @@ func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool)
 	key := fmt.Sprintf("%d/%t", handlers, commands)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st, ok := s.lease[key]; ok {
+	if st, ok := s.dyn[key]; ok {
 		return st, nil
 	}
 	q := leaseSQL(handlers, commands)
@@ -129,7 +125,7 @@ func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool)
 	if err != nil {
 		return nil, fmt.Errorf("prepare lease: %w", err)
 	}
-	s.lease[key] = st
+	s.dyn[key] = st
 	return st, nil
 }
 
@@ -153,24 +149,31 @@ func leaseSQL(handlers int, commands bool) string {
 	return `UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = ?,
 		lease_token = lower(hex(randomblob(16))), lease_expires_at = ?,
 		started_at = coalesce(started_at, ?), attempt_started_at = ?, pending_code = '', pending_reason = ''
-		WHERE id IN (SELECT id FROM runs INDEXED BY runs_queued WHERE status = 'queued' AND queue = ?` + filter + `
+		WHERE rowid IN (SELECT rowid FROM runs INDEXED BY runs_queued WHERE status = 'queued' AND queue = ?` + filter + `
 			ORDER BY priority DESC, scheduled_for, id LIMIT ?)
-		RETURNING ` + runCols
+		RETURNING ` + runCols + `, (SELECT spec FROM jobs WHERE jobs.id = runs.job_id)`
 }
 
 // SQL shared by methods and the query-plan test.
 const (
 	promoteDueSQL = `UPDATE runs SET status = 'queued', pending_code = '', pending_reason = ''
-		WHERE id IN (SELECT id FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' AND scheduled_for <= ?
+		WHERE rowid IN (SELECT rowid FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' AND scheduled_for <= ?
 			ORDER BY scheduled_for LIMIT ?)`
-	nextDueSQL         = `SELECT scheduled_for FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' ORDER BY scheduled_for LIMIT 1`
-	nextLeaseExpirySQL = `SELECT lease_expires_at FROM runs INDEXED BY runs_lease_expiry WHERE status = 'running' ORDER BY lease_expires_at LIMIT 1`
-	expiredSQL         = `SELECT ` + runCols + ` FROM runs INDEXED BY runs_lease_expiry
-		WHERE status = 'running' AND lease_expires_at < ? ORDER BY lease_expires_at LIMIT ?`
+	nextDueSQL = `SELECT scheduled_for FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' ORDER BY scheduled_for LIMIT 1`
+	// The earliest expiry of each queue, then the earliest of those.
+	nextLeaseExpirySQL = `SELECT min(e) FROM (SELECT (SELECT lease_expires_at FROM runs INDEXED BY runs_running
+		WHERE status = 'running' AND queue = q.name ORDER BY lease_expires_at LIMIT 1) AS e FROM queues AS q)`
+	expiredSQL = `SELECT ` + runCols + ` FROM runs INDEXED BY runs_running
+		WHERE status = 'running' AND queue IN (SELECT name FROM queues) AND lease_expires_at < ?
+		ORDER BY lease_expires_at LIMIT ?`
 	workerRunsSQL   = `SELECT ` + runCols + ` FROM runs INDEXED BY runs_worker WHERE worker_id = ? AND status = 'running'`
-	runningCountSQL = `SELECT count(*) FROM runs INDEXED BY runs_queue_active WHERE queue = ? AND status = 'running' AND status IN ` + statusActive
-	queueDepthSQL   = `SELECT status, count(*) FROM runs INDEXED BY runs_queue_active WHERE queue = ? AND status IN ` + statusActive + ` GROUP BY status`
-	workerUsageSQL  = `SELECT count(*), coalesce(sum(req_cpu), 0), coalesce(sum(req_memory_mb), 0), coalesce(sum(req_gpu), 0)
+	runningCountSQL = `SELECT count(*) FROM runs INDEXED BY runs_running WHERE queue = ? AND status = 'running'`
+	// Queue depth, one count per active state, each on an index.
+	depthQueuedSQL    = `SELECT count(*) FROM runs INDEXED BY runs_queued WHERE queue = ? AND status = 'queued'`
+	depthScheduledSQL = `SELECT count(*) FROM runs INDEXED BY runs_scheduled WHERE queue = ? AND status = 'scheduled'`
+	depthWaitingSQL   = `SELECT count(*) FROM runs INDEXED BY runs_rare_status
+		WHERE queue = ? AND status = 'waiting' AND status IN ` + statusRare
+	workerUsageSQL = `SELECT count(*), coalesce(sum(req_cpu), 0), coalesce(sum(req_memory_mb), 0), coalesce(sum(req_gpu), 0)
 		FROM runs INDEXED BY runs_worker WHERE worker_id = ? AND status = 'running'`
 	cancelJobPendingSQL = `UPDATE runs INDEXED BY runs_job SET status = 'cancelled', finished_at = ?, error = ?,
 		pending_code = '', pending_reason = '' WHERE job_id = ? AND status IN ` + statusPending + ` RETURNING ` + runCols
@@ -181,15 +184,15 @@ const (
 func (s *writeStmts) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
-		s.jobForRun, s.runByKey, s.runByCron, s.runByID, s.runExists, s.jobSpec, s.finishRun, s.endAttemptRun,
-		s.activeRun, s.insertAttempt, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
+		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.jobSpec, s.endAttemptRun,
+		s.activeRun, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
 		s.runningCount, s.leaseQueues} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
 	}
 	s.mu.Lock()
-	for _, st := range s.lease {
+	for _, st := range s.dyn {
 		errs = append(errs, st.Close())
 	}
 	s.mu.Unlock()
@@ -214,7 +217,10 @@ func prepareRead(ctx context.Context, db *sql.DB) (*readStmts, error) {
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
 	s.readLogs = p(`SELECT seq, stream, data, created_at FROM log_chunks
 		WHERE run_id = ? AND attempt = ? AND seq > ? ORDER BY seq LIMIT ?`)
-	s.queueDepth = p(queueDepthSQL)
+	s.depthQueued = p(depthQueuedSQL)
+	s.depthScheduled = p(depthScheduledSQL)
+	s.depthWaiting = p(depthWaitingSQL)
+	s.depthRunning = p(runningCountSQL)
 	s.workerUsage = p(workerUsageSQL)
 	if err := errors.Join(errs...); err != nil {
 		_ = s.close()
@@ -225,7 +231,8 @@ func prepareRead(ctx context.Context, db *sql.DB) (*readStmts, error) {
 
 func (s *readStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.getRun, s.attemptsOf, s.jobByID, s.jobByName, s.runExists, s.readLogs, s.queueDepth, s.workerUsage} {
+	for _, st := range []*sql.Stmt{s.getRun, s.attemptsOf, s.jobByID, s.jobByName, s.runExists, s.readLogs, s.depthQueued, s.depthScheduled,
+		s.depthWaiting, s.depthRunning, s.workerUsage} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

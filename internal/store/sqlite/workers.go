@@ -25,14 +25,14 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 	err = s.write(ctx, func(t *wtx) error {
 		lost = nil
 		var session string
-		err := t.tx.QueryRowContext(ctx, `SELECT session FROM workers WHERE id = ?`, p.ID).Scan(&session)
+		err := t.tx.QueryRowContext(t.ctx, `SELECT session FROM workers WHERE id = ?`, p.ID).Scan(&session)
 		existed := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		newSession := !existed || session != p.Session
 		now := micros(p.Now)
-		w, err = scanWorker(t.tx.QueryRowContext(ctx, `INSERT INTO workers (id, session, labels, cap_cpu, cap_memory_mb, cap_gpu,
+		w, err = scanWorker(t.tx.QueryRowContext(t.ctx, `INSERT INTO workers (id, session, labels, cap_cpu, cap_memory_mb, cap_gpu,
 				cap_slots, state, registered_at, last_heartbeat)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'active', ?8, ?8)
 			ON CONFLICT (id) DO UPDATE SET session = ?2, labels = ?3, cap_cpu = ?4, cap_memory_mb = ?5, cap_gpu = ?6,
@@ -44,7 +44,7 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			return err
 		}
 		if existed && newSession {
-			held, err := scanRuns(t.tx.QueryContext(ctx, workerRunsSQL, p.ID))
+			held, err := scanRuns(t.tx.QueryContext(t.ctx, workerRunsSQL, p.ID))
 			if err != nil {
 				return fmt.Errorf("runs of the old session: %w", err)
 			}
@@ -56,6 +56,7 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 				}
 				lost = append(lost, r)
 			}
+			return e.flush()
 		}
 		return nil
 	})
@@ -123,7 +124,7 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*model.Worker, error) {
 // SetWorkerState sets a worker's state.
 func (s *Store) SetWorkerState(ctx context.Context, id string, state model.WorkerState) error {
 	err := s.write(ctx, func(t *wtx) error {
-		res, err := t.tx.ExecContext(ctx, `UPDATE workers SET state = ? WHERE id = ?`, string(state), id)
+		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET state = ? WHERE id = ?`, string(state), id)
 		if err != nil {
 			return err
 		}

@@ -175,6 +175,16 @@ func testCompletion(t *testing.T, open OpenFunc) {
 		require.Empty(t, res)
 	})
 
+	t.Run("InvalidStatusIsFailure", func(t *testing.T) {
+		f := setup(t, open)
+		f.submit("a", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 1 })
+		l := f.leaseOne("w", t0)
+		res := f.complete(store.Completion{RunID: l.Run.ID, Token: l.Token, Status: "exploded", Error: "?"}, at(time.Second), nil)
+		require.NoError(t, res.Err)
+		require.Equal(t, model.RunFailed, res.Run.Status)
+		require.Equal(t, model.AttemptFailed, f.getRun(l.Run.ID).Attempts[0].Status)
+	})
+
 	t.Run("ManyAttempts", func(t *testing.T) {
 		f := setup(t, open)
 		_, r := f.submit("a", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 4 })

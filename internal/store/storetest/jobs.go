@@ -373,6 +373,10 @@ func testJobs(t *testing.T, open OpenFunc) {
 		r := f.finish(ls[1], model.AttemptFailed, intp(137), at(2*time.Minute))
 		require.Equal(t, model.RunCancelled, r.Status)
 
+		// A run of a deleted job cannot be retried: nothing could run it.
+		_, err = f.s.RetryRun(f.ctx, &store.RetryRunParams{ID: queued.ID, Now: now})
+		require.ErrorIs(t, err, model.ErrInvalidState)
+
 		// The name is free again.
 		f.submit("a")
 
@@ -417,5 +421,29 @@ func testJobs(t *testing.T, open OpenFunc) {
 			total += q.Depth[model.RunQueued]
 		}
 		require.Equal(t, 166, total)
+
+		// A bigger batch whose last entry clashes: the others still commit, with their runs.
+		batch = batch[:0]
+		for i := range 600 {
+			name := fmt.Sprintf("more-%03d", i)
+			if i == 599 {
+				name = "job-000"
+			}
+			j := f.job(name)
+			batch = append(batch, store.NewJob{Job: j, Run: f.run(j)})
+		}
+		res, err = f.s.CreateJobs(f.ctx, &store.CreateJobsParams{Jobs: batch, Now: t0})
+		require.NoError(t, err)
+		for i, r := range res[:599] {
+			require.NoError(t, r.Err)
+			require.Equal(t, batch[i].Run.ID, r.Run.ID)
+		}
+		require.ErrorIs(t, res[599].Err, model.ErrConflict)
+		page, err = f.s.ListJobs(f.ctx, &store.ListJobsParams{Limit: 1000})
+		require.NoError(t, err)
+		require.Len(t, page.Jobs, 849)
+		q, err := f.s.GetQueue(f.ctx, model.DefaultQueue)
+		require.NoError(t, err)
+		require.Equal(t, 599+qs[0].Depth[model.RunQueued], q.Depth[model.RunQueued])
 	})
 }

@@ -53,6 +53,39 @@ func testRuns(t *testing.T, open OpenFunc) {
 		f.getRun(fresh.ID)
 	})
 
+	t.Run("CreateRunsBigBatch", func(t *testing.T) {
+		f := setup(t, open)
+		j := f.job("a")
+		f.createJob(j, nil)
+		var runs []*model.Run
+		for i := range 700 {
+			runs = append(runs, f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(time.Duration(i)*time.Minute) }))
+		}
+		got := f.createRuns(runs...)
+		require.Len(t, got, 700)
+		require.Equal(t, runs[699].ID, got[699].ID)
+
+		// The same instants again plus new ones: the repeats answer Existing, the rest go in.
+		var again []*model.Run
+		for i := 600; i < 800; i++ {
+			again = append(again, f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(time.Duration(i)*time.Minute) }))
+		}
+		res, err := f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: again, Now: t0})
+		require.NoError(t, err)
+		for i, r := range res {
+			require.NoError(t, r.Err)
+			require.Equal(t, i < 100, r.Existing, "run %d", i)
+			if i < 100 {
+				require.Equal(t, runs[600+i].ID, r.Run.ID)
+			} else {
+				require.Equal(t, again[i].ID, r.Run.ID)
+			}
+		}
+		q, err := f.s.GetQueue(f.ctx, model.DefaultQueue)
+		require.NoError(t, err)
+		require.Equal(t, 800, q.Depth[model.RunQueued])
+	})
+
 	t.Run("CronOncePerInstant", func(t *testing.T) {
 		f := setup(t, open)
 		j := f.job("tick", func(j *model.Job) { j.Spec.Schedule = &model.Schedule{Cron: "* * * * *"} })

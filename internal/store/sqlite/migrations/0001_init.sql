@@ -67,16 +67,18 @@ CREATE TABLE runs (
 );
 -- Dispatch: the next queued runs of a queue, in lease order.
 CREATE INDEX runs_queued ON runs (queue, priority DESC, scheduled_for, id) WHERE status = 'queued';
--- Timers: due promotion and lease rescue.
+-- Timers: due promotion.
 CREATE INDEX runs_scheduled ON runs (scheduled_for) WHERE status = 'scheduled';
-CREATE INDEX runs_lease_expiry ON runs (lease_expires_at) WHERE status = 'running';
--- A worker's running attempts (heartbeat, used capacity, new session).
+-- Running runs by queue and lease expiry: queue concurrency limits and depth (a prefix
+-- count), lease rescue and the next expiry (a range per queue; queues are few).
+CREATE INDEX runs_running ON runs (queue, lease_expires_at) WHERE status = 'running';
+-- A worker's running attempts (used capacity, new session, lists).
 CREATE INDEX runs_worker ON runs (worker_id) WHERE status = 'running';
--- Queue depth and concurrency limits: active runs by queue and status.
-CREATE INDEX runs_queue_active ON runs (queue, status) WHERE status IN ('waiting', 'scheduled', 'queued', 'running');
--- Lists, newest first.
+-- Lists, newest first. A run's life (queued, running, succeeded) touches none of
+-- runs_rare_status: lists of queued and running runs walk runs_queued and runs_running,
+-- and succeeded runs, the bulk of history, are found by walking the primary key backwards.
 CREATE INDEX runs_job ON runs (job_id, id);
-CREATE INDEX runs_status ON runs (status, id);
+CREATE INDEX runs_rare_status ON runs (status, id) WHERE status IN ('waiting', 'scheduled', 'failed', 'cancelled', 'skipped');
 -- Dedupe: idempotency keys, and one cron run per job and instant (invariant 4).
 CREATE UNIQUE INDEX runs_idempotency ON runs (idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE UNIQUE INDEX runs_cron_instant ON runs (job_id, scheduled_for) WHERE trigger_kind = 'cron';

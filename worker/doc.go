@@ -1,0 +1,87 @@
+// Package worker is stint's worker agent: it registers with a stint server, leases runs,
+// executes them (commands and shell scripts as processes, handler kinds as Go functions in
+// this process), streams their output, keeps their leases alive and reports how each attempt
+// ended. `stint worker` runs it against a remote server over HTTP (client.Client implements
+// Server), `stint dev` runs it in-process for the server's local worker, and Go programs
+// embed it to serve their own handler kinds:
+//
+//	agent, err := worker.New(worker.Config{
+//		Server:   client,
+//		Capacity: apitype.Capacity{Slots: 8},
+//		Handlers: map[string]worker.Handler{"resize": resize},
+//	})
+//	...
+//	err = agent.Run(ctx) // until ctx is done, then drain
+//
+// The package imports only the standard library and apitype.
+//
+// # Loops
+//
+// Run registers the worker (again whenever the server answers ErrUnknownWorker) and starts
+// three goroutines, plus one per running attempt:
+//
+//   - The lease loop keeps exactly one Lease long poll outstanding. It asks for as many runs as
+//     there are free slots; when the worker is full it still polls, with Max 0, so that the
+//     server's pushes (cancel, lost, drain) arrive at once. A poll sent with Max 0 is aborted
+//     and sent again as soon as a slot frees. Each leased run starts at once in its own
+//     goroutine.
+//   - The heartbeat loop sends one heartbeat per interval (the server's HeartbeatInterval)
+//     carrying every lease the worker holds, including attempts that have ended but whose
+//     completion is not yet delivered, and acts on the answer.
+//   - The ship loop sends output and completions. An attempt's stdout and stderr are cut into
+//     chunks (numbered per attempt from 1) when a chunk reaches LogChunkBytes, and at least
+//     every LogFlushInterval while the attempt runs; the loop sends whatever chunks of any
+//     attempts are ready in one AppendLogs call, then whatever completions are ready in one
+//     Complete call. There is no artificial delay: batches grow by themselves when the server
+//     is slower than the attempts.
+//
+// A slot is taken when an attempt starts and freed when its completion has been accepted by
+// the server (or its lease is lost) and its goroutine has returned, so the worker never runs
+// more than Capacity.Slots attempts and never asks for more than the server thinks are free.
+//
+// # Outcomes
+//
+// A command runs in its own process group with the worker's environment, the job's env, and
+// STINT_RUN_ID, STINT_ATTEMPT, STINT_JOB, STINT_JOB_ID and STINT_ARGS (the args as JSON, "{}"
+// when there are none). Exit status 0 succeeds; another exit status fails with "exit status
+// N" and records the code; death by a signal fails with the signal named ("signal: killed");
+// a process that cannot start fails with the reason. When the group leader exits, whatever it
+// left in its group is killed, so that no stray child outlives its attempt or holds its output
+// open.
+//
+// A handler succeeds by returning nil, fails with its error's text, and fails with the panic
+// message when it panics (the stack goes to the run's log).
+//
+// Stopping an attempt:
+//
+//   - Cancel (pushed on the poll or the heartbeat): the process group gets SIGTERM, then
+//     SIGKILL after KillGrace; a handler's context is cancelled. Reported as cancelled.
+//   - Timeout (the lease's Timeout, counted from the start): the same, reported as timed_out.
+//   - Lost (pushed, or no successful heartbeat for a whole LeaseTTL, after which the server
+//     has given the run to another worker): the process group gets SIGKILL at once, a handler's
+//     context is cancelled, and nothing is reported: the lease belongs to someone else now.
+//   - Drain: see below; attempts stopped at the drain timeout are reported as lost, so the
+//     server retries them.
+//
+// A handler that ignores its cancelled context is reported anyway after KillGrace; its
+// goroutine keeps its slot until it returns. context.Cause of a handler's context says why it
+// was stopped (ErrCancelled, ErrTimedOut, ErrLeaseLost, ErrShutdown).
+//
+// # Guarantees
+//
+//   - Every chunk of an attempt's output is sent before its completion. Output past LogCap
+//     per attempt is dropped and replaced by one marker line saying how much was dropped.
+//   - A completion is retried with backoff on transient errors until it is delivered or Run
+//     gives up at the end of a drain; a completion the server refuses for good (4xx) is
+//     retried alone, so that it cannot sink the others of its batch, and then dropped.
+//   - The server fences stale leases (a completion or heartbeat with an old token is refused),
+//     so reporting late is harmless; the agent's own job is to stop work whose lease is gone.
+//
+// # Drain
+//
+// When Run's context is done, or the server pushes Drain, the agent stops leasing (the
+// outstanding poll is aborted), keeps heartbeating, and waits for running attempts to end:
+// for at most DrainTimeout after its context is done, for as long as they take after a
+// server's drain. Attempts still running then are stopped as on a cancel and reported as
+// lost. Run returns once every completion is delivered, or FlushTimeout after the stop.
+package worker
