@@ -3,9 +3,11 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -160,54 +162,77 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 	return time.Since(start), nil
 }
 
-// depth returns the bench queue's run counts by status.
+// depth returns the bench queue's run counts by status (active states only).
 func (r *runner) depth(ctx context.Context) (map[string]int, error) {
-	ql, err := r.c.ListQueues(ctx)
+	q, err := r.c.GetQueue(ctx, r.queue)
 	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
-	}
-	for _, q := range ql.Items {
-		if q.Name == r.queue {
-			return q.Depth, nil
+		var p *apitype.Problem
+		if errors.As(err, &p) && p.Status == http.StatusNotFound {
+			return map[string]int{}, nil
 		}
+		return nil, fmt.Errorf("get queue %s: %w", r.queue, err)
 	}
-	return map[string]int{}, nil
+	return q.Depth, nil
 }
 
-// waitIdle polls the queue's depth (its active runs) until none is left, and returns when
-// that was seen. Call it only after every run of the workload exists.
-func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) (time.Time, error) {
+// idlePoll is how often waitIdle asks for the queue's depth. Each poll counts the queue's
+// active runs on the server, so it is not free; the figures do not depend on it, since they
+// come from the runs' own timestamps (see finished).
+const idlePoll = 150 * time.Millisecond
+
+// waitIdle polls the queue's depth (its active runs) until none is left. Call it only after
+// every run of the workload exists. When the queue went idle is not what this returns: it
+// is known only to within a poll; take it from the runs (finished).
+func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		d, err := r.depth(ctx)
 		if err != nil {
-			return time.Time{}, err
+			return err
 		}
 		if d["queued"]+d["running"]+d["scheduled"]+d["waiting"] == 0 {
-			return time.Now(), nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("still %v after %s", d, timeout)
+			return fmt.Errorf("still %v after %s", d, timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+			return ctx.Err()
+		case <-time.After(idlePoll):
 		}
 	}
 }
 
-// countStatus counts the queue's runs in one status.
-func (r *runner) countStatus(ctx context.Context, status string) (int, error) {
-	n, cursor := 0, ""
+// statusCount is what countStatus found: how many runs, and the span of their server-side
+// start and finish times.
+type statusCount struct {
+	n            int
+	firstStarted time.Time // earliest started_at
+	lastFinished time.Time // latest finished_at
+}
+
+// countStatus counts the queue's runs in one status and finds their earliest start and
+// latest finish (server timestamps).
+func (r *runner) countStatus(ctx context.Context, status string) (statusCount, error) {
+	var sc statusCount
+	cursor := ""
 	for {
 		page, err := r.c.ListRuns(ctx, client.ListRunsOptions{Queue: r.queue, Status: status, Limit: 1000, Cursor: cursor})
 		if err != nil {
-			return 0, fmt.Errorf("list runs: %w", err)
+			return statusCount{}, fmt.Errorf("list runs: %w", err)
 		}
-		n += len(page.Items)
+		sc.n += len(page.Items)
+		for _, run := range page.Items {
+			if run.StartedAt != nil && (sc.firstStarted.IsZero() || run.StartedAt.Before(sc.firstStarted)) {
+				sc.firstStarted = *run.StartedAt
+			}
+			if run.FinishedAt != nil && run.FinishedAt.After(sc.lastFinished) {
+				sc.lastFinished = *run.FinishedAt
+			}
+		}
 		if page.NextCursor == "" {
-			return n, nil
+			return sc, nil
 		}
 		cursor = page.NextCursor
 	}

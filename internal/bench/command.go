@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -11,8 +13,9 @@ import (
 // Command returns `stint bench`.
 func Command() *cobra.Command {
 	var (
-		cfg    Config
-		asJSON bool
+		cfg     Config
+		asJSON  bool
+		profile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench WORKLOAD",
@@ -32,6 +35,17 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			}
 			if cfg.Producers < 1 {
 				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
+			}
+			if profile != "" {
+				f, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
 			}
 			res, err := Run(cmd.Context(), args[0], cfg)
 			if err != nil {
@@ -54,5 +68,6 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled)")
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file")
 	return cmd
 }

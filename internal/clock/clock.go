@@ -40,14 +40,11 @@ type Fake struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*fakeTimer
-	// added is signalled whenever a timer is created, so tests can wait for a service to
-	// go to sleep before moving the clock.
-	added chan struct{}
 }
 
 // NewFake returns a fake clock reading now.
 func NewFake(now time.Time) *Fake {
-	return &Fake{now: now, added: make(chan struct{}, 1024)}
+	return &Fake{now: now}
 }
 
 // Now returns the fake time.
@@ -68,16 +65,20 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 		f.timers = append(f.timers, t)
 	}
 	f.mu.Unlock()
-	select {
-	case f.added <- struct{}{}:
-	default:
-	}
 	return t
 }
 
-// TimerCreated returns a channel that receives once per timer created, for tests that wait
-// until a loop has gone to sleep.
-func (f *Fake) TimerCreated() <-chan struct{} { return f.added }
+// Pending returns the fire times of the timers that have not fired, so a test can wait
+// until a service sleeps until a given instant.
+func (f *Fake) Pending() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]time.Time, len(f.timers))
+	for i, t := range f.timers {
+		out[i] = t.at
+	}
+	return out
+}
 
 // Advance moves the clock forward by d and fires every timer that is due.
 func (f *Fake) Advance(d time.Duration) { f.Set(f.Now().Add(d)) }

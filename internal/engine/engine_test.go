@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/store/sqlite"
+)
+
+type testBundle struct {
+	clk   *clock.Fake
+	store store.Store
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// setup starts an engine with a fake clock on a fresh SQLite store. The lease TTL is 10s.
+func setup(t *testing.T) (*Engine, *testBundle) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	clk := clock.NewFake(t0)
+	e := New(Config{
+		Store:    st,
+		Clock:    clk,
+		Logger:   slog.New(slog.DiscardHandler),
+		LeaseTTL: 10 * time.Second,
+		Rand:     func() float64 { return 0.5 },
+	})
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(e.Stop)
+	return e, &testBundle{clk: clk, store: st}
+}
+
+// submit creates a noop job with one run due at due (zero: now).
+func submit(t *testing.T, e *Engine, b *testBundle, due time.Time, retry model.RetryPolicy) *model.Run {
+	t.Helper()
+	now := b.clk.Now()
+	jobID := id.New(now)
+	job := &model.Job{
+		ID: jobID, Namespace: model.DefaultNamespace, Name: jobID, Enabled: true,
+		Spec:      model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: retry},
+		CreatedAt: now, UpdatedAt: now,
+	}
+	run := NewRun(job, model.TriggerSubmit, nil, due, now)
+	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: run}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	return res[0].Run
+}
+
+func register(t *testing.T, e *Engine, workerID string) {
+	t.Helper()
+	_, err := e.Register(context.Background(), &apitype.RegisterRequest{
+		ID: workerID, Capacity: apitype.Capacity{Slots: 10}, Handlers: []string{"noop"},
+	})
+	require.NoError(t, err)
+}
+
+func lease(t *testing.T, e *Engine, workerID string, maxRuns int, wait time.Duration) *apitype.LeaseResponse {
+	t.Helper()
+	w := apitype.Duration(wait)
+	resp, err := e.Lease(context.Background(), workerID, &apitype.LeaseRequest{Max: maxRuns, Wait: &w})
+	require.NoError(t, err)
+	return resp
+}
+
+func getRun(t *testing.T, b *testBundle, runID string) *model.Run {
+	t.Helper()
+	r, err := b.store.GetRun(context.Background(), runID)
+	require.NoError(t, err)
+	return r
+}
+
+// eventually checks cond until it holds, setting the fake clock to at before each check so
+// timers created after an earlier Set fire too.
+func eventually(t *testing.T, b *testBundle, at time.Time, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b.clk.Set(at)
+		return cond()
+	}, 10*time.Second, time.Millisecond)
+}
+
+// waitTimer waits until some service sleeps on a fake-clock timer due at at.
+func waitTimer(t *testing.T, b *testBundle, at time.Time) {
+	t.Helper()
+	require.Eventually(t, func() bool { return slices.ContainsFunc(b.clk.Pending(), at.Equal) }, 10*time.Second, time.Millisecond)
+}
+
+func TestLeaseLongPollWakesOnSubmit(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	got := make(chan *apitype.LeaseResponse, 1)
+	go func() { got <- lease(t, e, "w1", 5, time.Hour) }()
+	// The poll parks on a fake-clock timer that never fires in this test, so only the
+	// submission's wake-up can end it.
+	waitTimer(t, b, t0.Add(30*time.Second)) // the wait is capped at MaxLeaseWait (30s)
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	select {
+	case resp := <-got:
+		require.Len(t, resp.Leases, 1)
+		require.Equal(t, run.ID, resp.Leases[0].RunID)
+		require.Equal(t, "noop", resp.Leases[0].Handler)
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll was not woken by the submission")
+	}
+}
+
+func TestScheduledRunIsPromotedWhenDue(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	due := t0.Add(5 * time.Second)
+	run := submit(t, e, b, due, model.RetryPolicy{})
+	require.Equal(t, model.RunScheduled, run.Status)
+	require.Equal(t, model.PendingNotDue, run.PendingCode)
+
+	b.clk.Set(due.Add(-time.Millisecond))
+	require.Empty(t, lease(t, e, "w1", 5, 0).Leases, "not due yet")
+	require.Equal(t, model.RunScheduled, getRun(t, b, run.ID).Status)
+
+	eventually(t, b, due, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued })
+	resp := lease(t, e, "w1", 5, 0)
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, run.ID, resp.Leases[0].RunID)
+}
+
+func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 2, InitialDelay: 3 * time.Second})
+	first := lease(t, e, "w1", 1, 0)
+	require.Len(t, first.Leases, 1)
+
+	// w1 goes silent. After the TTL its attempt is lost and the run waits out its backoff.
+	expired := t0.Add(10*time.Second + time.Millisecond)
+	eventually(t, b, expired, func() bool { return getRun(t, b, run.ID).Status == model.RunScheduled })
+	r := getRun(t, b, run.ID)
+	require.Equal(t, model.PendingRetryBackoff, r.PendingCode)
+	require.Equal(t, expired.Add(3*time.Second), r.ScheduledFor, "backoff of 3s (jitter midpoint)")
+	require.Equal(t, model.AttemptLost, r.Attempts[0].Status)
+
+	// The late completion of the lost attempt is refused (fencing).
+	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
+		{RunID: run.ID, Token: first.Leases[0].Token, Status: "succeeded"},
+	}})
+	require.NoError(t, err)
+	require.False(t, resp.Results[0].Accepted)
+
+	// Due again: another worker takes attempt 2, and also goes silent: attempts are spent.
+	register(t, e, "w2")
+	retryAt := expired.Add(3 * time.Second)
+	eventually(t, b, retryAt, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued })
+	second := lease(t, e, "w2", 1, 0)
+	require.Len(t, second.Leases, 1)
+	require.Equal(t, 2, second.Leases[0].Attempt)
+	eventually(t, b, retryAt.Add(10*time.Second+time.Millisecond), func() bool {
+		return getRun(t, b, run.ID).Status == model.RunFailed
+	})
+	r = getRun(t, b, run.ID)
+	require.Len(t, r.Attempts, 2)
+	require.Equal(t, model.AttemptLost, r.Attempts[1].Status)
+}
+
+func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	l := lease(t, e, "w1", 1, 0).Leases[0]
+	for i := 1; i <= 5; i++ {
+		b.clk.Set(t0.Add(time.Duration(i) * 5 * time.Second))
+		hb, err := e.Heartbeat(context.Background(), "w1", &apitype.HeartbeatRequest{Held: []apitype.LeaseRef{{RunID: run.ID, Token: l.Token}}})
+		require.NoError(t, err)
+		require.Empty(t, hb.Lost)
+	}
+	require.Equal(t, model.RunRunning, getRun(t, b, run.ID).Status, "25s in, with heartbeats every 5s")
+	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
+		{RunID: run.ID, Token: l.Token, Status: "succeeded"},
+	}})
+	require.NoError(t, err)
+	require.True(t, resp.Results[0].Accepted)
+	require.Equal(t, model.RunSucceeded, getRun(t, b, run.ID).Status)
+}
+
+func TestCancelIsPushedToTheWorkersLongPoll(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	require.Len(t, lease(t, e, "w1", 1, 0).Leases, 1)
+
+	got := make(chan *apitype.LeaseResponse, 1)
+	go func() { got <- lease(t, e, "w1", 0, time.Hour) }() // full worker: a Max 0 poll
+	waitTimer(t, b, t0.Add(30*time.Second)) // the wait is capped at MaxLeaseWait (30s)
+	cancelled, err := e.CancelRuns(context.Background(), &store.CancelRunsParams{RunIDs: []string{run.ID}})
+	require.NoError(t, err)
+	require.True(t, cancelled[0].CancelRequested)
+	select {
+	case resp := <-got:
+		require.Equal(t, []string{run.ID}, resp.Cancel)
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel was not pushed to the long poll")
+	}
+}
+
+func TestReRegisteredWorkerLosesItsAttempts(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 3, InitialDelay: time.Nanosecond})
+	old := lease(t, e, "w1", 1, 0).Leases[0]
+
+	register(t, e, "w1") // the process restarted: a new session
+	r := getRun(t, b, run.ID)
+	require.NotEqual(t, model.RunRunning, r.Status)
+	require.Equal(t, model.AttemptLost, r.Attempts[0].Status)
+
+	hb, err := e.Heartbeat(context.Background(), "w1", &apitype.HeartbeatRequest{Held: []apitype.LeaseRef{{RunID: run.ID, Token: old.Token}}})
+	require.NoError(t, err)
+	require.Equal(t, []string{run.ID}, hb.Lost, "the old session's lease is gone")
+}
+
+func TestLeaseFromUnknownWorker(t *testing.T) {
+	t.Parallel()
+	e, _ := setup(t)
+	_, err := e.Lease(context.Background(), "nobody", &apitype.LeaseRequest{Max: 1})
+	require.ErrorIs(t, err, ErrUnknownWorker)
+	require.ErrorIs(t, err, model.ErrNotFound)
+}
