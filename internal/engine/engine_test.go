@@ -208,7 +208,7 @@ func TestCancelIsPushedToTheWorkersLongPoll(t *testing.T) {
 
 	got := make(chan *apitype.LeaseResponse, 1)
 	go func() { got <- lease(t, e, "w1", 0, time.Hour) }() // full worker: a Max 0 poll
-	waitTimer(t, b, t0.Add(30*time.Second)) // the wait is capped at MaxLeaseWait (30s)
+	waitTimer(t, b, t0.Add(30*time.Second))                // the wait is capped at MaxLeaseWait (30s)
 	cancelled, err := e.CancelRuns(context.Background(), &store.CancelRunsParams{RunIDs: []string{run.ID}})
 	require.NoError(t, err)
 	require.True(t, cancelled[0].CancelRequested)
