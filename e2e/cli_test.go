@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+// cli runs the stint binary against srv and returns stdout, stderr and the exit code.
+func cli(t *testing.T, srv *proc, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(stintBin, args...)
+	cmd.Env = append(os.Environ(), "STINT_SERVER="+srv.url())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err, "run stint %v", args)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// TestCLIUserJourney drives `stint dev` the way the README tells a newcomer to: submit,
+// wait, read logs, list failures, retry, cancel, with real commands in real processes.
+func TestCLIUserJourney(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, "dev", "--data", t.TempDir())
+
+	t.Run("submit shell and read its logs", func(t *testing.T) {
+		out, errOut, code := cli(t, srv, "submit", "--wait", "--shell", "echo hi | tr a-z A-Z")
+		require.Equal(t, 0, code, "stdout %s stderr %s", out, errOut)
+		id := runIDFrom(t, out)
+		logs, _, code := cli(t, srv, "logs", id)
+		require.Equal(t, 0, code)
+		require.Equal(t, "HI\n", logs)
+	})
+
+	t.Run("environment of a job", func(t *testing.T) {
+		out, _, code := cli(t, srv, "submit", "--wait", "--name", "envcheck", "--arg", "k=v", "--",
+			"sh", "-c", `echo "$STINT_RUN_ID $STINT_ATTEMPT $STINT_JOB $STINT_ARGS"`)
+		require.Equal(t, 0, code, out)
+		id := runIDFrom(t, out)
+		logs, _, _ := cli(t, srv, "logs", id)
+		require.Equal(t, id+" 1 envcheck {\"k\":\"v\"}\n", logs)
+	})
+
+	t.Run("failure is retried then dead, and listed", func(t *testing.T) {
+		out, _, code := cli(t, srv, "submit", "--wait", "--retries", "2", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
+		require.Equal(t, 1, code, "a failed run exits 1")
+		id := runIDFrom(t, out)
+		js, _, code := cli(t, srv, "runs", "list", "--status", "failed", "--json")
+		require.Equal(t, 0, code)
+		var list apitype.RunList
+		require.NoError(t, json.Unmarshal([]byte(js), &list))
+		require.Len(t, list.Items, 1)
+		require.Equal(t, id, list.Items[0].ID)
+
+		js, _, _ = cli(t, srv, "runs", "get", id, "--json")
+		var run apitype.Run
+		require.NoError(t, json.Unmarshal([]byte(js), &run))
+		require.Len(t, run.Attempts, 2, "two attempts recorded")
+		for _, a := range run.Attempts {
+			require.Equal(t, "failed", a.Status)
+			require.Equal(t, 3, *a.ExitCode)
+		}
+		logs, _, _ := cli(t, srv, "logs", id, "--attempt", "1")
+		require.Equal(t, "oops\n", logs, "each attempt keeps its own log")
+
+		_, _, code = cli(t, srv, "retry", id)
+		require.Equal(t, 0, code)
+		c := srv.client(t)
+		run2 := waitRun(t, c, id, 30*time.Second)
+		require.Equal(t, "failed", run2.Status)
+		require.Len(t, run2.Attempts, 3, "the manual retry added an attempt")
+	})
+
+	t.Run("timeout kills the job", func(t *testing.T) {
+		out, _, code := cli(t, srv, "submit", "--wait", "--timeout", "300ms", "--", "sleep", "30")
+		require.Equal(t, 1, code)
+		id := runIDFrom(t, out)
+		run := waitRun(t, srv.client(t), id, 10*time.Second)
+		require.Equal(t, "failed", run.Status)
+		require.Equal(t, "timed_out", run.Attempts[0].Status)
+	})
+
+	t.Run("cancel stops the whole process group", func(t *testing.T) {
+		pids := filepath.Join(t.TempDir(), "pids")
+		// a child and a grandchild; both must be gone after the cancel
+		script := "sleep 300 & echo $! > " + pids + ".tmp; echo $$ >> " + pids + ".tmp; mv " + pids + ".tmp " + pids + "; wait"
+		out, _, code := cli(t, srv, "submit", "-q", "--shell", script)
+		require.Equal(t, 0, code)
+		id := strings.TrimSpace(out)
+		waitFor(t, 10*time.Second, "the job to write its pids", func() bool {
+			_, err := os.Stat(pids)
+			return err == nil
+		})
+		_, _, code = cli(t, srv, "cancel", id)
+		require.Equal(t, 0, code)
+		run := waitRun(t, srv.client(t), id, 15*time.Second)
+		require.Equal(t, "cancelled", run.Status)
+		b, err := os.ReadFile(pids)
+		require.NoError(t, err)
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			require.NoError(t, err)
+			waitFor(t, 10*time.Second, "pid "+f+" to exit", func() bool {
+				return syscall.Kill(pid, 0) == syscall.ESRCH
+			})
+		}
+	})
+
+	t.Run("logs follow streams until the attempt ends", func(t *testing.T) {
+		out, _, code := cli(t, srv, "submit", "-q", "--shell", "for i in 1 2 3; do echo line$i; sleep 0.2; done")
+		require.Equal(t, 0, code)
+		logs, _, code := cli(t, srv, "logs", "-f", strings.TrimSpace(out))
+		require.Equal(t, 0, code)
+		require.Equal(t, "line1\nline2\nline3\n", logs)
+	})
+
+	t.Run("bad input names the field", func(t *testing.T) {
+		_, errOut, code := cli(t, srv, "submit", "--priority", "5000", "--shell", "true")
+		require.Equal(t, 1, code)
+		require.Contains(t, errOut, "priority")
+	})
+}
+
+// runIDFrom finds the run id in submit's human output ("run ID STATUS ...").
+func runIDFrom(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "run" {
+			return f[1]
+		}
+	}
+	t.Fatalf("no run id in %q", out)
+	return ""
+}
