@@ -41,6 +41,7 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	// errs on the slow side) and ends at the latest finished_at of the runs, a server
 	// timestamp. With --server the two clocks are the host's: run the bench on the server's
 	// host, or on one whose clock agrees.
+	stopProf := dbgProfStart()
 	start := time.Now()
 	if err := r.setPaused(ctx, false); err != nil {
 		return err
@@ -48,6 +49,7 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	if err := r.waitIdle(ctx, 30*time.Minute); err != nil {
 		return err
 	}
+	stopProf()
 	ok, err := r.countStatus(ctx, "succeeded")
 	if err != nil {
 		return err

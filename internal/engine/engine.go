@@ -136,6 +136,7 @@ func (e *Engine) goLoop(ctx context.Context, f func(context.Context)) {
 // Stop ends the loops and waits for them; requests still queued are answered with an error.
 func (e *Engine) Stop() {
 	e.stopped.Do(func() {
+		DbgDump()
 		close(e.stop)
 		if e.cancel != nil {
 			e.cancel()

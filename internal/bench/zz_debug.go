@@ -1,0 +1,22 @@
+package bench
+
+import (
+	"os"
+	"runtime/pprof"
+)
+
+func dbgProfStart() func() {
+	p := os.Getenv("STINT_PROF_PHASE")
+	if p == "" {
+		return func() {}
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		panic(err)
+	}
+	pprof.StopCPUProfile()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		panic(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
