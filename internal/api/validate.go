@@ -236,6 +236,11 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 	if len(spec.DependsOn) > 0 {
 		fe.add("depends_on", "not supported yet")
 	}
+	if r := spec.Requirements; r != nil && (r.CPU > 0 || r.MemoryMB > 0 || r.GPU > 0 || len(r.Labels) > 0) {
+		// Placement by requirements lands with the worker fleet; until then a job would run
+		// on a worker that may not fit it, breaching invariant 5.
+		fe.add("requirements", "not supported yet: workers do not place jobs by requirements in this version")
+	}
 	if c := spec.Concurrency; c != nil && (c.Policy != "" && c.Policy != "allow" || c.Max != 0 || c.Key != "") {
 		fe.add("concurrency", "not supported yet: only the default policy (allow, no limit) is available")
 	}

@@ -47,7 +47,7 @@ func TestBuildJob(t *testing.T) {
 			name: "full spec",
 			body: `{"name": "nightly.backup", "namespace": "ops", "shell": "echo $X", "args": {"a": 1},
 				"env": {"X": "1"}, "queue": "batch", "priority": 1000,
-				"requirements": {"cpu": 0.5, "memory_mb": 256, "gpu": 1, "labels": {"zone": "a"}},
+				"requirements": {},
 				"timeout": "90s", "retry": {"max_attempts": 3, "initial_delay": "1s", "max_delay": "1m",
 				"final_exit_codes": [2, 255]}, "tags": ["a"], "idempotency_key": "k1"}`,
 			check: func(t *testing.T, vj *validJob) {
@@ -137,6 +137,7 @@ func TestBuildJob(t *testing.T) {
 		{name: "empty tag", body: `{"command": ["a"], "tags": ["ok", " "]}`, want: []string{"tags[1]"}},
 		{name: "schedule not yet", body: `{"command": ["a"], "schedule": {"cron": "* * * * *"}}`, want: []string{"schedule"}},
 		{name: "depends_on not yet", body: `{"command": ["a"], "depends_on": [{"run": "x"}]}`, want: []string{"depends_on"}},
+		{name: "requirements not yet", body: `{"command": ["a"], "requirements": {"gpu": 4}}`, want: []string{"requirements"}},
 		{name: "concurrency not yet", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}}`, want: []string{"concurrency"}},
 		{name: "default concurrency is fine", body: `{"command": ["a"], "concurrency": {"policy": "allow"}}`},
 		{name: "long idempotency key", body: `{"command": ["a"], "idempotency_key": "` + string(slices.Repeat([]byte("k"), 256)) + `"}`, want: []string{"idempotency_key"}},

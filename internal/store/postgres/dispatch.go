@@ -549,6 +549,9 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			continue
 		}
 		seen[c.RunID] = true
+		if !c.Status.Valid() {
+			c.Status = model.AttemptFailed // recorded as a failure
+		}
 		es = append(es, ending{c: c})
 		if failing(c.Status) {
 			anyFails = true
