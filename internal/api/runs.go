@@ -29,6 +29,9 @@ func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.eng.ExplainPending(r.Context(), []*model.Run{run}); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, runToAPI(run))
 	return nil
 }
@@ -70,6 +73,9 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	page, err := a.store.ListRuns(r.Context(), p)
 	if err != nil {
 		return fmt.Errorf("list runs: %w", err)
+	}
+	if err := a.eng.ExplainPending(r.Context(), page.Runs); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, apitype.RunList{Items: runsToAPI(page.Runs), NextCursor: page.NextCursor})
 	return nil

@@ -244,3 +244,42 @@ func TestLeaseFromUnknownWorker(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownWorker)
 	require.ErrorIs(t, err, model.ErrNotFound)
 }
+
+func TestQueuedRunsSayWhyTheyWait(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	ctx := context.Background()
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	explain := func() *model.Run {
+		r := getRun(t, b, run.ID)
+		require.NoError(t, e.ExplainPending(ctx, []*model.Run{r}))
+		return r
+	}
+	r := explain()
+	require.Equal(t, model.PendingNoWorker, r.PendingCode)
+	require.Equal(t, "no worker is connected", r.PendingReason)
+
+	register(t, e, "w1")
+	require.Contains(t, explain().PendingReason, "1 active workers are busy")
+
+	paused := true
+	_, err := e.UpdateQueue(ctx, &store.UpdateQueueParams{Name: model.DefaultQueue, Paused: &paused})
+	require.NoError(t, err)
+	r = explain()
+	require.Equal(t, model.PendingQueuePaused, r.PendingCode)
+	require.Empty(t, lease(t, e, "w1", 5, 0).Leases, "a paused queue hands out nothing")
+
+	paused = false
+	zero := 1
+	_, err = e.UpdateQueue(ctx, &store.UpdateQueueParams{Name: model.DefaultQueue, Paused: &paused, MaxConcurrency: &zero})
+	require.NoError(t, err)
+	second := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	require.Len(t, lease(t, e, "w1", 5, 0).Leases, 1, "max concurrency 1")
+	waiting := run.ID
+	if getRun(t, b, run.ID).Status == model.RunRunning {
+		waiting = second.ID
+	}
+	r = getRun(t, b, waiting)
+	require.NoError(t, e.ExplainPending(ctx, []*model.Run{r}))
+	require.Equal(t, model.PendingConcurrencyLimit, r.PendingCode)
+}

@@ -24,6 +24,11 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t testing.TB) store.Store { return openTest(t) })
 }
 
+func TestConcurrency(t *testing.T) {
+	t.Parallel()
+	storetest.RunConcurrency(t, func(t testing.TB) store.Store { return openTest(t) })
+}
+
 func TestParseURL(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
