@@ -30,8 +30,11 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.Store == "" {
 				cfg.Server, _ = cmd.Flags().GetString("server")
 			}
-			if cfg.N < 1 {
-				return fmt.Errorf("--n: must be at least 1, got %d", cfg.N)
+			if cfg.N < 0 {
+				return fmt.Errorf("--n: must not be negative, got %d", cfg.N)
+			}
+			if cfg.InsertWorkers < 1 {
+				return fmt.Errorf("--insert-workers: must be at least 1, got %d", cfg.InsertWorkers)
 			}
 			if cfg.Producers < 1 {
 				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
@@ -60,11 +63,12 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
-	fl.IntVar(&cfg.N, "n", 100000, "jobs (drain, scheduled, exec)")
+	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, exec); 0: the workload's own (drain 100000, scheduled 10000, exec 10000)")
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "local worker slots when the bench starts the server")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
+	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled)")
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")

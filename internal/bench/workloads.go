@@ -30,13 +30,16 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	n := r.cfg.N
 	r.res.Params["n"] = strconv.Itoa(n)
 	r.res.Params["batch"] = strconv.Itoa(r.cfg.BatchSize)
+	r.res.Params["insert workers"] = strconv.Itoa(r.cfg.InsertWorkers)
 	if err := r.setPaused(ctx, true); err != nil {
 		return err
 	}
+	stopIns := dbgProfStartEnv("STINT_PROF_INSERT")
 	took, err := r.insert(ctx, n, spec)
 	if err != nil {
 		return err
 	}
+	stopIns()
 	// The drain starts when the resume is sent (taken before the request, so the figure
 	// errs on the slow side) and ends at the latest finished_at of the runs, a server
 	// timestamp. With --server the two clocks are the host's: run the bench on the server's
@@ -84,7 +87,7 @@ func steady(ctx context.Context, r *runner) error {
 			defer wg.Done()
 			spec := &apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue}
 			for time.Now().Before(stop) && ctx.Err() == nil {
-				if _, _, err := r.c.CreateJob(ctx, spec); err != nil {
+				if err := r.submit(ctx, "/v1/jobs", spec, 1); err != nil {
 					failed.Add(1)
 					continue
 				}
@@ -130,6 +133,7 @@ func scheduled(ctx context.Context, r *runner) error {
 	n, lead := r.cfg.N, r.cfg.Lead
 	r.res.Params["n"] = strconv.Itoa(n)
 	r.res.Params["lead"] = lead.String()
+	r.res.Params["insert workers"] = strconv.Itoa(r.cfg.InsertWorkers)
 	instant := time.Now().Add(lead).Truncate(time.Millisecond)
 	took, err := r.insert(ctx, n, func(int) apitype.JobSpec {
 		at := instant

@@ -5,8 +5,10 @@ import (
 	"runtime/pprof"
 )
 
-func dbgProfStart() func() {
-	p := os.Getenv("STINT_PROF_PHASE")
+func dbgProfStart() func() { return dbgProfStartEnv("STINT_PROF_PHASE") }
+
+func dbgProfStartEnv(env string) func() {
+	p := os.Getenv(env)
 	if p == "" {
 		return func() {}
 	}

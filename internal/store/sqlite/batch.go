@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -69,13 +70,19 @@ func (t *wtx) batch(name string, rows int, build func(rows int) string) (*sql.St
 	return st, nil
 }
 
+// maxDynStmts bounds the statements prepareLater keeps: batch statements come in shapes
+// (row buckets, shared columns) of which a workload uses a handful; past the bound a rare
+// shape is prepared for each use.
+const maxDynStmts = 1024
+
 // prepareLater prepares on the writer the statements that transactions asked for.
 func (s *writeStmts) prepareLater(ctx context.Context, qs [][2]string) {
 	for _, kq := range qs {
 		s.mu.Lock()
 		_, ok := s.dyn[kq[0]]
+		full := len(s.dyn) >= maxDynStmts
 		s.mu.Unlock()
-		if ok {
+		if ok || full {
 			continue
 		}
 		st, err := s.db.PrepareContext(ctx, kq[1])
@@ -94,34 +101,150 @@ func (s *writeStmts) prepareLater(ctx context.Context, qs [][2]string) {
 
 // Builders of the set-based statements.
 
-func finishBatchSQL(rows int) string {
-	return `WITH v (vid, vtok, vstatus, verr) AS (VALUES ` + valuesSQL(rows, 4) + `)
+// finishCols are the values of one row of finishBatchSQL; status and error are bound once
+// when every row of a chunk has the same (the common case: all succeeded, no error).
+var finishCols = &multiInsert{name: "finish", cols: []string{"vid", "vtok", "vstatus", "verr"}}
+
+// finishBatchSQL ends a chunk of runs: the rows of v (run id, lease token, status, error),
+// then finished_at. shared marks the columns bound once for the chunk (see multiInsert).
+func finishBatchSQL(rows int, shared colMask) string {
+	var sel strings.Builder
+	perRow := 0
+	for j := range finishCols.cols {
+		if j > 0 {
+			sel.WriteString(", ")
+		}
+		if shared&(1<<j) != 0 {
+			sel.WriteString("?")
+			continue
+		}
+		perRow++
+		fmt.Fprintf(&sel, "column%d", perRow)
+	}
+	return `WITH v (vid, vtok, vstatus, verr) AS (SELECT ` + sel.String() + ` FROM (VALUES ` + valuesSQL(rows, perRow) + `))
 		UPDATE runs INDEXED BY sqlite_autoindex_runs_1
 		SET status = v.vstatus, finished_at = ?, error = v.verr, pending_code = '', pending_reason = ''
 		FROM v WHERE runs.id = v.vid AND runs.status = 'running' AND runs.lease_token = v.vtok
 		RETURNING ` + runCols
 }
 
-func insertAttemptsSQL(rows int) string {
-	return `INSERT INTO attempts (run_id, n, worker_id, status, exit_code, error, started_at, finished_at)
-		SELECT * FROM (VALUES ` + valuesSQL(rows, 8) + `) WHERE column1 IS NOT NULL`
+
+// multiInsert is a multi-row INSERT of whole rows.
+//
+// A column whose value is the same in every row of a chunk is bound once, as a parameter
+// of the SELECT list, instead of once per row. In a typical batch only the ids differ
+// (same queue, handler, spec, times, state...), and binding a value through database/sql
+// and the driver costs about as much as SQLite's own work for it: this takes the
+// parameters of a batch of jobs with their runs from 39 per job to about 5.
+type multiInsert struct {
+	name       string   // statement cache key
+	table      string   // table
+	cols       []string // columns in row order; cols[0] is never NULL in a real row
+	onConflict string   // appended: what to do with a row whose key is taken
 }
 
-const jobInsertCols = 15
+var (
+	jobsInsert = &multiInsert{name: "jobs", table: "jobs", cols: []string{"id", "namespace", "name", "spec", "queue",
+		"handler", "req_cpu", "req_memory_mb", "req_gpu", "enabled", "next_fire_at", "idempotency_key",
+		"request_hash", "created_at", "updated_at"}, onConflict: "ON CONFLICT DO NOTHING"}
+	runsInsert = &multiInsert{name: "runs", table: "runs", cols: []string{"id", "job_id", "job_name", "namespace",
+		"status", "pending_code", "pending_reason", "queue", "priority", "trigger_kind", "args", "handler", "req_cpu",
+		"req_memory_mb", "req_gpu", "scheduled_for", "created_at", "started_at", "finished_at", "attempt",
+		"max_attempts", "idempotency_key", "cancel_requested", "error"}, onConflict: "ON CONFLICT DO NOTHING"}
+	attemptsInsert = &multiInsert{name: "attempts", table: "attempts", cols: []string{"run_id", "n", "worker_id",
+		"status", "exit_code", "error", "started_at", "finished_at"}}
+)
 
-func insertJobsSQL(rows int) string {
-	return `INSERT INTO jobs (id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
-		enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
-		SELECT * FROM (VALUES ` + valuesSQL(rows, jobInsertCols) + `) WHERE column1 IS NOT NULL
-		ON CONFLICT DO NOTHING`
+// colMask has bit j set when column j is bound once for all rows.
+type colMask uint64
+
+// sharedCols returns the columns (other than the first, the key that marks padding rows)
+// whose value is the same in all rows of args (rows of k values each).
+func sharedCols(args []any, k int) colMask {
+	var m colMask
+	n := len(args) / k
+	for j := 1; j < k; j++ {
+		v := args[j]
+		same := true
+		for r := 1; r < n && same; r++ {
+			same = sameValue(v, args[r*k+j])
+		}
+		if same {
+			m |= 1 << j
+		}
+	}
+	return m
 }
 
-const runInsertCols = 24
+// sameValue reports whether two bound values are equal (and of one type).
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case []byte:
+		y, ok := b.([]byte)
+		return ok && bytes.Equal(x, y)
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case int:
+		y, ok := b.(int)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && x == y
+	}
+	return false
+}
 
-func insertRunsSQL(rows int) string {
-	return `INSERT INTO runs (id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
-		trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, scheduled_for, created_at, started_at, finished_at,
-		attempt, max_attempts, idempotency_key, cancel_requested, error)
-		SELECT * FROM (VALUES ` + valuesSQL(rows, runInsertCols) + `) WHERE column1 IS NOT NULL
-		ON CONFLICT DO NOTHING`
+// sql returns the statement for rows rows (padding included) with the shared columns bound
+// once: INSERT INTO t (cols) SELECT <? for a shared column, columnN for the others> FROM
+// (VALUES <the others, row by row>) WHERE column1 IS NOT NULL.
+func (m *multiInsert) sql(rows int, shared colMask) string {
+	var sel strings.Builder
+	perRow := 0
+	for j := range m.cols {
+		if j > 0 {
+			sel.WriteString(", ")
+		}
+		if shared&(1<<j) != 0 {
+			sel.WriteString("?")
+			continue
+		}
+		perRow++
+		fmt.Fprintf(&sel, "column%d", perRow)
+	}
+	return `INSERT INTO ` + m.table + ` (` + strings.Join(m.cols, ", ") + `)
+		SELECT ` + sel.String() + ` FROM (VALUES ` + valuesSQL(rows, perRow) + `) WHERE column1 IS NOT NULL
+		` + m.onConflict
+}
+
+// args lays out the values of rows (k each) for sql: the shared columns' values once, then
+// the other columns row by row, padded with NULL rows up to padRows.
+func (m *multiInsert) args(dst, rows []any, shared colMask, padRows int) []any {
+	k := len(m.cols)
+	for j := range k {
+		if shared&(1<<j) != 0 {
+			dst = append(dst, rows[j])
+		}
+	}
+	n := len(rows) / k
+	perRow := 0
+	for r := range n {
+		for j := range k {
+			if shared&(1<<j) == 0 {
+				dst = append(dst, rows[r*k+j])
+				if r == 0 {
+					perRow++
+				}
+			}
+		}
+	}
+	for range (padRows - n) * perRow {
+		dst = append(dst, nil)
+	}
+	return dst
 }

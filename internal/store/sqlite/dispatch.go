@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
@@ -71,6 +72,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 	}
 	expires := micros(p.Now.Add(p.LeaseTTL))
 	now := micros(p.Now)
+	tokenPrefix := id.Token() + "."
 	var leased []runRow
 	err = s.write(ctx, func(t *wtx) error {
 		leased = leased[:0]
@@ -95,7 +97,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 			return fmt.Errorf("queues: %w", err)
 		}
 		lease := t.stmt(st)
-		args := make([]any, 0, 6+len(p.Handlers))
+		args := make([]any, 0, 7+len(p.Handlers))
 		for _, q := range queues {
 			want := p.Max - len(leased)
 			if want <= 0 {
@@ -110,7 +112,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 					continue
 				}
 			}
-			args = append(args[:0], p.WorkerID, expires, now, now, q.name)
+			args = append(args[:0], p.WorkerID, tokenPrefix, expires, now, now, q.name)
 			for _, h := range p.Handlers {
 				args = append(args, h)
 			}
@@ -132,16 +134,18 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 		return nil, fmt.Errorf("lease runs: %w", err)
 	}
 	out := make([]*model.Lease, len(leased))
+	// Each distinct spec is decoded once: the runs of one job, and jobs submitted alike (a
+	// batch of the same work), share it.
 	decoded := map[string]model.JobSpec{}
 	for i, rr := range leased {
-		spec, ok := decoded[rr.jobID]
+		spec, ok := decoded[string(rr.spec)]
 		if !ok {
 			if len(rr.spec) > 0 {
 				if err := json.Unmarshal(rr.spec, &spec); err != nil {
 					return nil, fmt.Errorf("lease runs: decode spec of job %s: %w", rr.jobID, err)
 				}
 			}
-			decoded[rr.jobID] = spec
+			decoded[string(rr.spec)] = spec
 		}
 		out[i] = &model.Lease{Run: rr.run, Spec: spec, Token: rr.run.LeaseToken, ExpiresAt: *rr.run.LeaseExpiresAt}
 	}
@@ -213,24 +217,27 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 func (t *wtx) finishBatch(e *ender, cs []store.Completion, idx []int, out []store.CompletionResult) error {
 	byRun := make(map[string]int, len(idx))
 	now := micros(e.now)
-	args := make([]any, 0, 4*maxChunk+1)
+	vals := make([]any, 0, 4*min(len(idx), maxChunk))
+	var args []any
 	err := chunks(len(idx), func(lo, hi int) error {
-		rows := bucket(hi - lo)
-		st, err := t.batch("finish", rows, finishBatchSQL)
-		if err != nil {
-			return err
-		}
-		args = args[:0]
+		vals = vals[:0]
 		for _, i := range idx[lo:hi] {
 			c := cs[i]
 			status := model.RunSucceeded
 			if c.Status == model.AttemptCancelled {
 				status = model.RunCancelled
 			}
-			args = append(args, c.RunID, c.Token, string(status), c.Error)
+			vals = append(vals, c.RunID, c.Token, string(status), c.Error)
 			byRun[c.RunID] = i
 		}
-		args = append(padded(args, rows, 4), now)
+		rows := bucket(hi - lo)
+		// The id and the token differ from run to run.
+		shared := sharedCols(vals, 4) &^ (1 << 1)
+		st, err := t.batch(fmt.Sprintf("finish/%x", shared), rows, func(rows int) string { return finishBatchSQL(rows, shared) })
+		if err != nil {
+			return err
+		}
+		args = append(finishCols.args(args[:0], vals, shared, rows), now)
 		done, err := scanRuns(st.QueryContext(t.ctx, args...))
 		if err != nil {
 			return fmt.Errorf("finish runs: %w", err)
@@ -352,15 +359,18 @@ func (e *ender) addAttempt(rr runRow, status model.AttemptStatus, exit *int, err
 
 // flush writes the collected attempts.
 func (e *ender) flush() error {
-	const k = 8
+	k := len(attemptsInsert.cols)
 	n := len(e.attempts) / k
+	var args []any
 	err := chunks(n, func(lo, hi int) error {
 		rows := bucket(hi - lo)
-		st, err := e.t.batch("attempts", rows, insertAttemptsSQL)
+		vals := e.attempts[lo*k : hi*k]
+		shared := sharedCols(vals, k)
+		st, err := e.t.batch(fmt.Sprintf("attempts/%x", shared), rows, func(rows int) string { return attemptsInsert.sql(rows, shared) })
 		if err != nil {
 			return err
 		}
-		args := padded(e.attempts[lo*k:hi*k:hi*k], rows, k)
+		args = attemptsInsert.args(args[:0], vals, shared, rows)
 		if _, err := st.ExecContext(e.t.ctx, args...); err != nil {
 			return fmt.Errorf("write attempts: %w", err)
 		}

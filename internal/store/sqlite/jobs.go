@@ -72,13 +72,13 @@ func (t *wtx) createJobsFast(jobs []store.NewJob, specs [][]byte, out []store.Cr
 		}
 	}
 	ok, err := t.allOrNothing(func() (bool, error) {
-		ok, err := t.insertAll("jobs", insertJobsSQL, jobInsertCols, len(jobs), func(i int) []any {
+		ok, err := t.insertAll(jobsInsert, len(jobs), func(i int) []any {
 			return jobArgs(jobs[i].Job, specs[i])
 		})
 		if err != nil || !ok {
 			return false, err
 		}
-		return t.insertAll("runs", insertRunsSQL, runInsertCols, len(withRun), func(i int) []any {
+		return t.insertAll(runsInsert, len(withRun), func(i int) []any {
 			nj := jobs[withRun[i]]
 			return runArgs(nj.Run, jobInfo{handler: nj.Job.Spec.Handler, req: nj.Job.Spec.Requirements})
 		})
@@ -97,7 +97,7 @@ func (t *wtx) createJobsFast(jobs []store.NewJob, specs [][]byte, out []store.Cr
 
 // allOrNothing runs fn inside a savepoint and undoes what it wrote unless it reports ok.
 func (t *wtx) allOrNothing(fn func() (bool, error)) (ok bool, err error) {
-	if _, err := t.tx.ExecContext(t.ctx, `SAVEPOINT fast`); err != nil {
+	if _, err := t.stmt(t.ws.savepoint).ExecContext(t.ctx); err != nil {
 		return false, err
 	}
 	ok, err = fn()
@@ -105,42 +105,46 @@ func (t *wtx) allOrNothing(fn func() (bool, error)) (ok bool, err error) {
 		return false, err // the whole transaction rolls back
 	}
 	if !ok {
-		if _, err := t.tx.ExecContext(t.ctx, `ROLLBACK TO fast`); err != nil {
+		if _, err := t.stmt(t.ws.rollbackTo).ExecContext(t.ctx); err != nil {
 			return false, err
 		}
 	}
-	if _, err := t.tx.ExecContext(t.ctx, `RELEASE fast`); err != nil {
+	if _, err := t.stmt(t.ws.release).ExecContext(t.ctx); err != nil {
 		return false, err
 	}
 	return ok, nil
 }
 
-// insertAll inserts n rows (row(i) gives the k values of row i) with the multi-row
-// INSERT ... ON CONFLICT DO NOTHING that build makes. ok reports that every row went in;
-// it stops at the first chunk where one did not.
-func (t *wtx) insertAll(name string, build func(int) string, k, n int, row func(i int) []any) (bool, error) {
-	args := make([]any, 0, k*min(n, maxChunk))
+// insertAll inserts n rows (row(i) gives the values of row i) with m's multi-row INSERT
+// ... ON CONFLICT DO NOTHING. ok reports that every row went in; it stops at the first
+// chunk where one did not.
+func (t *wtx) insertAll(m *multiInsert, n int, row func(i int) []any) (bool, error) {
+	k := len(m.cols)
+	vals := make([]any, 0, k*min(n, maxChunk))
+	var args []any
 	ok := true
 	err := chunks(n, func(lo, hi int) error {
 		if !ok {
 			return nil
 		}
+		vals = vals[:0]
+		for i := lo; i < hi; i++ {
+			vals = append(vals, row(i)...)
+		}
 		rows := bucket(hi - lo)
-		st, err := t.batch(name, rows, build)
+		shared := sharedCols(vals, k)
+		st, err := t.batch(fmt.Sprintf("%s/%x", m.name, shared), rows, func(rows int) string { return m.sql(rows, shared) })
 		if err != nil {
 			return err
 		}
-		args = args[:0]
-		for i := lo; i < hi; i++ {
-			args = append(args, row(i)...)
-		}
-		res, err := st.ExecContext(t.ctx, padded(args, rows, k)...)
+		args = m.args(args[:0], vals, shared, rows)
+		res, err := st.ExecContext(t.ctx, args...)
 		if err != nil {
-			return fmt.Errorf("insert %s: %w", name, mapErr(err))
+			return fmt.Errorf("insert %s: %w", m.name, mapErr(err))
 		}
 		got, err := res.RowsAffected()
 		if err != nil {
-			return fmt.Errorf("insert %s: %w", name, err)
+			return fmt.Errorf("insert %s: %w", m.name, err)
 		}
 		ok = got == int64(hi-lo)
 		return nil
@@ -254,16 +258,25 @@ func (t *wtx) insertRun(ins *sql.Stmt, r *model.Run, ji jobInfo) (*model.Run, bo
 	return storedRun(r), true, nil
 }
 
-// ensureQueues creates the named queues that do not exist yet, with defaults.
+// ensureQueues creates the named queues that do not exist yet, with defaults. Queues are
+// never deleted, so a queue known to exist (created or seen by a committed transaction of
+// this process) needs no statement.
 func (t *wtx) ensureQueues(names map[string]bool, now time.Time) error {
 	if len(names) == 0 {
 		return nil
 	}
-	st := t.stmt(t.ws.ensureQueue)
+	var st *sql.Stmt
 	for name := range names {
+		if t.ws.queueKnown(name) {
+			continue
+		}
+		if st == nil {
+			st = t.stmt(t.ws.ensureQueue)
+		}
 		if _, err := st.ExecContext(t.ctx, name, micros(now), micros(now)); err != nil {
 			return fmt.Errorf("create queue %q: %w", name, err)
 		}
+		t.queues = append(t.queues, name)
 	}
 	return nil
 }

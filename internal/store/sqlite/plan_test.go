@@ -27,9 +27,9 @@ func TestQueryPlans(t *testing.T) {
 		want  []string // substrings the plan must contain
 		avoid []string
 	}{
-		{"lease", leaseSQL(0, false), 6, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"lease commands", leaseSQL(0, true), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"lease handlers", leaseSQL(2, true), 8, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease", leaseSQL(0, false), 7, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease commands", leaseSQL(0, true), 7, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease handlers", leaseSQL(2, true), 9, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
 		{"promote due", promoteDueSQL, 2, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
 		{"next due", nextDueSQL, 0, []string{"runs_scheduled"}, []string{"TEMP B-TREE"}},
 		{"next lease expiry", nextLeaseExpirySQL, 0, []string{"INDEX runs_running (queue=?)"}, []string{"TEMP B-TREE"}},
@@ -42,7 +42,9 @@ func TestQueryPlans(t *testing.T) {
 		{"depth waiting", depthWaitingSQL, 1, []string{"runs_rare_status (status=?)"}, nil},
 		{"cancel job pending", cancelJobPendingSQL, 3, []string{"runs_job (job_id=?)"}, nil},
 		{"cancel job running", cancelJobRunningSQL, 2, []string{"runs_job (job_id=?)"}, nil},
-		{"finish batch", finishBatchSQL(4), 17, []string{"SCAN v", "sqlite_autoindex_runs_1 (id=?)"}, nil},
+		{"finish batch", finishBatchSQL(4, 0), 17, []string{"sqlite_autoindex_runs_1 (id=?)"}, []string{"SCAN runs"}},
+		{"finish batch, status and error shared", finishBatchSQL(4, 0b1100), 11, []string{"sqlite_autoindex_runs_1 (id=?)"}, []string{"SCAN runs"}},
+		{"insert runs, shared columns", runsInsert.sql(4, 0b1111_1111_1111_1111_1111_1000), 4*3 + 21, nil, []string{"SCAN runs"}},
 		{"run by cron instant", `SELECT id FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`, 2, []string{"runs_cron_instant"}, nil},
 		{"finish run", `UPDATE runs SET status = ? WHERE id = ? AND status = 'running' AND lease_token = ?`, 3, []string{"sqlite_autoindex_runs_1 (id=?)"}, nil},
 		{"list jobs", `SELECT id FROM jobs WHERE (name, namespace) > (?, ?) ORDER BY name, namespace LIMIT ?`, 3, []string{"jobs_name"}, []string{"TEMP B-TREE"}},

@@ -41,7 +41,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 		if found {
 			var err error
 			ok, err = t.allOrNothing(func() (bool, error) {
-				return t.insertAll("runs", insertRunsSQL, runInsertCols, len(p.Runs), func(i int) []any {
+				return t.insertAll(runsInsert, len(p.Runs), func(i int) []any {
 					return runArgs(p.Runs[i], *jobs[p.Runs[i].JobID])
 				})
 			})
@@ -232,7 +232,7 @@ func listRunsSQL(p *store.ListRunsParams, limit int) (q string, args []any, ok b
 	case status == model.RunScheduled && p.Queue == "", status == model.RunWaiting,
 		status == model.RunFailed, status == model.RunCancelled, status == model.RunSkipped:
 		index = "runs_rare_status"
-		add("status IN " + statusRare)
+		add(statusRare)
 	case status == model.RunScheduled:
 		index = "runs_scheduled"
 	default:

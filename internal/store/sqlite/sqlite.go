@@ -180,10 +180,11 @@ func (s *Store) Close() error {
 
 // wtx is one writer transaction with the prepared statements bound to it.
 type wtx struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	ws    *writeStmts
-	later [][2]string // statements to prepare on the writer after the transaction
+	ctx    context.Context
+	tx     *sql.Tx
+	ws     *writeStmts
+	later  [][2]string // statements to prepare on the writer after the transaction
+	queues []string    // queues this transaction created or found (known once it commits)
 }
 
 // stmt binds a prepared writer statement to the transaction. The writer has one
@@ -223,6 +224,9 @@ func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 	dbgTime("body "+kind, t1.Sub(tb))
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", mapErr(err))
+	}
+	if len(t.queues) > 0 {
+		s.ws.queuesExist(t.queues)
 	}
 	dbgTime("commit "+kind, time.Since(t1))
 	return nil

@@ -33,9 +33,29 @@ type writeStmts struct {
 	insertLogChunk *sql.Stmt
 	runningCount   *sql.Stmt
 	leaseQueues    *sql.Stmt
+	savepoint      *sql.Stmt
+	release        *sql.Stmt
+	rollbackTo     *sql.Stmt
 
-	mu  sync.Mutex
-	dyn map[string]*sql.Stmt // statements prepared on first use: lease filters, batches
+	mu     sync.Mutex
+	dyn    map[string]*sql.Stmt // statements prepared on first use: lease filters, batches
+	queues map[string]bool      // queues that committed transactions created or found
+}
+
+// queueKnown reports whether the queue is known to exist.
+func (s *writeStmts) queueKnown(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queues[name]
+}
+
+// queuesExist records queues that a committed transaction created or found.
+func (s *writeStmts) queuesExist(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		s.queues[n] = true
+	}
 }
 
 // readStmts are the readers' prepared statements (database/sql prepares them on each
@@ -54,10 +74,11 @@ type readStmts struct {
 	workerUsage    *sql.Stmt
 }
 
-// statusRare lists the states that runs_rare_status covers, as SQL. A query that walks that
-// index repeats this term: SQLite uses a partial index only when the query's WHERE contains
-// the index's WHERE.
-const statusRare = `('waiting', 'scheduled', 'failed', 'cancelled', 'skipped')`
+// statusRare is the WHERE of runs_rare_status (migration 0002): the states it covers, as a
+// chain of ORs rather than an IN list, which SQLite would evaluate by building an ephemeral
+// table for every row written. A query that walks that index repeats this term: SQLite uses
+// a partial index only when the query's WHERE implies the index's WHERE.
+const statusRare = `(status = 'waiting' OR status = 'scheduled' OR status = 'failed' OR status = 'cancelled' OR status = 'skipped')`
 
 // statusPending lists the states before running, as SQL.
 const statusPending = `('waiting', 'scheduled', 'queued')`
@@ -68,7 +89,7 @@ const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status,
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
-	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}}
+	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}, queues: map[string]bool{}}
 	var errs []error
 	p := func(q string) *sql.Stmt {
 		st, err := db.PrepareContext(ctx, q)
@@ -105,6 +126,9 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
 	s.runningCount = p(runningCountSQL)
 	s.leaseQueues = p(`SELECT name, max_concurrency FROM queues WHERE paused = 0 ORDER BY priority DESC, name`)
+	s.savepoint = p(`SAVEPOINT fast`)
+	s.release = p(`RELEASE fast`)
+	s.rollbackTo = p(`ROLLBACK TO fast`)
 	if err := errors.Join(errs...); err != nil {
 		_ = s.close()
 		return nil, err
@@ -116,14 +140,22 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool) (*sql.Stmt, error) {
 	key := fmt.Sprintf("%d/%t", handlers, commands)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st, ok := s.dyn[key]; ok {
+	st, ok := s.dyn[key]
+	s.mu.Unlock()
+	if ok {
 		return st, nil
 	}
-	q := leaseSQL(handlers, commands)
-	st, err := s.db.PrepareContext(ctx, q)
+	// Prepare without holding mu: preparing waits for the writer's one connection, and the
+	// transaction holding it may need mu (wtx.batch) before it can let go.
+	st, err := s.db.PrepareContext(ctx, leaseSQL(handlers, commands))
 	if err != nil {
 		return nil, fmt.Errorf("prepare lease: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.dyn[key]; ok {
+		_ = st.Close()
+		return prev, nil
 	}
 	s.dyn[key] = st
 	return st, nil
@@ -132,7 +164,9 @@ func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool)
 // leaseSQL is the LeaseRuns statement for one queue: claim up to N queued runs in lease
 // order, optionally only of some handler kinds. The subquery walks runs_queued; the UPDATE
 // claims what it found. The writer is the only connection that writes, so nothing can
-// claim them in between.
+// claim them in between. A lease token is a random prefix drawn once per call (128 bits)
+// followed by the run's rowid: unguessable, and unique per lease since no two calls share
+// a prefix and no two runs a rowid (randomblob per row costs a tenth of the statement).
 func leaseSQL(handlers int, commands bool) string {
 	var filter string
 	switch {
@@ -147,7 +181,7 @@ func leaseSQL(handlers int, commands bool) string {
 		filter += `)`
 	}
 	return `UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = ?,
-		lease_token = lower(hex(randomblob(16))), lease_expires_at = ?,
+		lease_token = ? || rowid, lease_expires_at = ?,
 		started_at = coalesce(started_at, ?), attempt_started_at = ?, pending_code = '', pending_reason = ''
 		WHERE rowid IN (SELECT rowid FROM runs INDEXED BY runs_queued WHERE status = 'queued' AND queue = ?` + filter + `
 			ORDER BY priority DESC, scheduled_for, id LIMIT ?)
@@ -172,7 +206,7 @@ const (
 	depthQueuedSQL    = `SELECT count(*) FROM runs INDEXED BY runs_queued WHERE queue = ? AND status = 'queued'`
 	depthScheduledSQL = `SELECT count(*) FROM runs INDEXED BY runs_scheduled WHERE queue = ? AND status = 'scheduled'`
 	depthWaitingSQL   = `SELECT count(*) FROM runs INDEXED BY runs_rare_status
-		WHERE queue = ? AND status = 'waiting' AND status IN ` + statusRare
+		WHERE queue = ? AND status = 'waiting' AND ` + statusRare
 	workerUsageSQL = `SELECT count(*), coalesce(sum(req_cpu), 0), coalesce(sum(req_memory_mb), 0), coalesce(sum(req_gpu), 0)
 		FROM runs INDEXED BY runs_worker WHERE worker_id = ? AND status = 'running'`
 	cancelJobPendingSQL = `UPDATE runs INDEXED BY runs_job SET status = 'cancelled', finished_at = ?, error = ?,
@@ -186,7 +220,7 @@ func (s *writeStmts) close() error {
 	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
 		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.jobSpec, s.endAttemptRun,
 		s.activeRun, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
-		s.runningCount, s.leaseQueues} {
+		s.runningCount, s.leaseQueues, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

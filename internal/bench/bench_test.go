@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestWorkloadsRun runs every workload small on a server the bench starts itself on SQLite,
+// and checks each reports its figures. Speed is measured by `stint bench`, not here.
+func TestWorkloadsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts servers")
+	}
+	cfg := Config{
+		Store: "sqlite", N: 200, Duration: time.Second, Producers: 2, Slots: 50,
+		BatchSize: 100, Lead: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
+	}
+	want := map[string][]string{
+		"drain":     {"insert", "processed"},
+		"exec":      {"insert", "processed"},
+		"steady":    {"completed", "submit-to-start p99", "backlog at end"},
+		"scheduled": {"lateness p50", "lateness p99", "lateness max"},
+	}
+	for _, w := range Workloads {
+		t.Run(w, func(t *testing.T) {
+			c := cfg
+			if w == "exec" {
+				c.N = 20
+			}
+			res, err := Run(context.Background(), w, c)
+			require.NoError(t, err)
+			names := map[string]float64{}
+			for _, f := range res.Figures {
+				names[f.Name] = f.Value
+			}
+			for _, n := range want[w] {
+				require.Contains(t, names, n)
+			}
+		})
+	}
+	_, err := Run(context.Background(), "nope", cfg)
+	require.ErrorContains(t, err, "want one of drain")
+}
