@@ -33,8 +33,8 @@ type Config struct {
 	BatchSize int           // jobs per batch insert
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).
 	InsertWorkers int
-	Lead      time.Duration // scheduled: how far ahead the instant is
-	Logger    *slog.Logger
+	Lead          time.Duration // scheduled: how far ahead the instant is
+	Logger        *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.

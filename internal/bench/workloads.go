@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -163,6 +164,11 @@ func scheduled(ctx context.Context, r *runner) error {
 		}
 	}
 	slices.Sort(late)
+	if os.Getenv("STINT_DBG") != "" {
+		for _, q := range []float64{0, 1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99} {
+			fmt.Fprintf(os.Stderr, "DBG late p%v = %.1f\n", q, percentile(late, q))
+		}
+	}
 	r.res.add("lateness p50", percentile(late, 50), "ms")
 	r.res.add("lateness p99", percentile(late, 99), "ms")
 	r.res.add("lateness max", percentile(late, 100), "ms")

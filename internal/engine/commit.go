@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/stint-dev/stint/internal/clock"
 )
 
 // errStopped answers requests that reach a committer after the engine stopped.
@@ -16,6 +19,10 @@ type committer[Req, Res any] struct {
 	in       chan *commitCall[Req, Res]
 	flush    func(ctx context.Context, reqs []Req) ([]Res, error)
 	maxBatch int
+	// spacing, when set, is the least time between the starts of two flushes: a request that
+	// comes sooner waits for the rest of it with whatever else comes meanwhile.
+	spacing time.Duration
+	clock   clock.Clock
 }
 
 type commitCall[Req, Res any] struct {
@@ -53,6 +60,7 @@ func (c *committer[Req, Res]) do(ctx context.Context, stop <-chan struct{}, reqs
 func (c *committer[Req, Res]) run(ctx context.Context) {
 	var calls []*commitCall[Req, Res]
 	var reqs []Req
+	var last time.Time // when the previous flush began
 	for {
 		calls, reqs = calls[:0], reqs[:0]
 		select {
@@ -62,6 +70,23 @@ func (c *committer[Req, Res]) run(ctx context.Context) {
 		case call := <-c.in:
 			calls = append(calls, call)
 			reqs = append(reqs, call.reqs...)
+		}
+		if c.spacing > 0 {
+			if d := last.Add(c.spacing).Sub(c.clock.Now()); d > 0 && len(reqs) < c.maxBatch {
+				t := c.clock.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					for _, call := range calls {
+						call.err = errStopped
+						close(call.done)
+					}
+					c.failPending()
+					return
+				case <-t.C():
+				}
+			}
+			last = c.clock.Now()
 		}
 	gather:
 		for len(reqs) < c.maxBatch {

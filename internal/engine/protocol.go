@@ -16,11 +16,12 @@ import (
 // workerConn is what this server knows of a worker that registered with it: what it can run
 // and what to push to its next long poll. Guarded by Engine.mu.
 type workerConn struct {
-	handlers []string
-	commands bool
-	cancel   []string
-	drain    bool
-	events   *broadcast
+	handlers  []string
+	commands  bool
+	cancel    []string
+	drain     bool
+	events    *broadcast
+	lastLease time.Time // when its last lease transaction began
 }
 
 // ErrUnknownWorker answers protocol calls from a worker that has not registered with this
@@ -102,6 +103,19 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 		e.mu.Unlock()
 
 		if req.Max > 0 && !resp.Drain {
+			if d := e.leaseSpacing(w); d > 0 && wait > 0 {
+				// Leased a moment ago: let more work arrive, and take it in one transaction.
+				t := e.clock.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return resp, nil
+				case <-e.stop:
+					t.Stop()
+					return resp, nil
+				case <-t.C():
+				}
+			}
 			leases, err := e.store.LeaseRuns(ctx, &store.LeaseRunsParams{
 				WorkerID: workerID,
 				Max:      req.Max,
@@ -136,6 +150,20 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 		case <-evCh:
 		}
 	}
+}
+
+// leaseSpacing returns how long w's next lease transaction should wait so that it begins
+// LeaseLinger after the previous one, and records that it begins then.
+func (e *Engine) leaseSpacing(w *workerConn) time.Duration {
+	if e.cfg.LeaseLinger <= 0 {
+		return 0
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d := max(w.lastLease.Add(e.cfg.LeaseLinger).Sub(now), 0)
+	w.lastLease = now.Add(d)
+	return d
 }
 
 // Heartbeat renews every lease the worker holds and tells it which to stop.

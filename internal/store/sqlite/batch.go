@@ -128,7 +128,6 @@ func finishBatchSQL(rows int, shared colMask) string {
 		RETURNING ` + runCols
 }
 
-
 // multiInsert is a multi-row INSERT of whole rows.
 //
 // A column whose value is the same in every row of a chunk is bound once, as a parameter

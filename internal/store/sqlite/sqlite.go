@@ -229,6 +229,7 @@ func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 		s.ws.queuesExist(t.queues)
 	}
 	dbgTime("commit "+kind, time.Since(t1))
+	dbgEvent(kind, t0, tb, time.Now())
 	return nil
 }
 

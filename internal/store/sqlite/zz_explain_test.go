@@ -49,3 +49,32 @@ func TestZExplain(t *testing.T) {
 		fmt.Printf("%3d %-14s %4d %4d %4d %v %v\n", addr, op, p1, p2, p3, p4, p5)
 	}
 }
+
+func TestZPlan(t *testing.T) {
+	q := os.Getenv("ZP")
+	if q == "" {
+		t.Skip()
+	}
+	s, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "plan.db"), Synchronous: "OFF"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+		}
+	}
+	rows, err := s.w.Query("EXPLAIN QUERY PLAN "+q, make([]any, n)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		rows.Scan(&id, &parent, &notused, &detail)
+		fmt.Println(detail)
+	}
+}
