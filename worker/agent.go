@@ -385,11 +385,6 @@ func (a *Agent) abortPollLocked() {
 
 // freeLocked returns n slots, starts backlogged attempts, and re-issues a lease poll that was
 // sent with Max 0 now that there is room.
-//
-// When more completions than there are free slots wait in the shipper, the re-issue waits
-// for their delivery, which frees their slots too: one poll for all of them rather than a
-// small poll now and a big one a moment later (each poll is a store transaction).
-// repollLocked re-issues it when their delivery fails.
 func (a *Agent) freeLocked(n int) {
 	a.used -= n
 	for len(a.backlog) > 0 && a.used < a.slots {
@@ -399,14 +394,6 @@ func (a *Agent) freeLocked(n int) {
 		a.used++
 		go at.run()
 	}
-	if free := a.slots - a.used - len(a.backlog); a.poll.max == 0 && free > 0 && a.ship.pending() <= free {
-		a.abortPollLocked()
-	}
-}
-
-// repollLocked re-issues a lease poll sent with Max 0 when slots are free, whatever waits in
-// the shipper.
-func (a *Agent) repollLocked() {
 	if a.poll.max == 0 && a.slots-a.used-len(a.backlog) > 0 {
 		a.abortPollLocked()
 	}

@@ -32,9 +32,6 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 			return
 		}
 		free := max(a.slots-a.used-len(a.backlog), 0)
-		if dbgCapDiv > 1 {
-			free = min(free, max(a.slots/dbgCapDiv, 1))
-		}
 		a.poll = pollState{cancel: cancel, max: free}
 		a.mu.Unlock()
 

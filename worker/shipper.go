@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"time"
 
@@ -49,13 +48,6 @@ func (s *shipper) addChunk(c apitype.LogChunk) {
 	s.signal()
 }
 
-// pending returns how many completions wait to be sent (not counting those being sent).
-func (s *shipper) pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.comps)
-}
-
 func (s *shipper) addCompletion(at *attempt, c apitype.Completion) {
 	s.mu.Lock()
 	s.comps = append(s.comps, pendingCompletion{at: at, c: c})
@@ -87,10 +79,6 @@ func (a *Agent) shipLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.wake:
-			// Attempts often end together (a batch of short jobs leased at once). The first
-			// to end woke us; let the others that are ready to run end too, so that they
-			// go in this call rather than in a second one right after it.
-			runtime.Gosched()
 		case <-timer.C:
 			armed = false
 			s.mu.Lock()
@@ -202,9 +190,6 @@ func (a *Agent) complete(ctx context.Context, batch []pendingCompletion) bool {
 		}
 		d := b.next()
 		a.log.Warn("complete attempts failed; retrying", "err", err, "in", d, "completions", len(batch))
-		a.mu.Lock()
-		a.repollLocked() // freeLocked may have left it to this delivery
-		a.mu.Unlock()
 		if !sleep(ctx, d, nil) {
 			return false
 		}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,17 +34,14 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	if err := r.setPaused(ctx, true); err != nil {
 		return err
 	}
-	stopIns := dbgProfStartEnv("STINT_PROF_INSERT")
 	took, err := r.insert(ctx, n, spec)
 	if err != nil {
 		return err
 	}
-	stopIns()
 	// The drain starts when the resume is sent (taken before the request, so the figure
 	// errs on the slow side) and ends at the latest finished_at of the runs, a server
 	// timestamp. With --server the two clocks are the host's: run the bench on the server's
 	// host, or on one whose clock agrees.
-	stopProf := dbgProfStart()
 	start := time.Now()
 	if err := r.setPaused(ctx, false); err != nil {
 		return err
@@ -53,7 +49,6 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	if err := r.waitIdle(ctx, 30*time.Minute); err != nil {
 		return err
 	}
-	stopProf()
 	ok, err := r.countStatus(ctx, "succeeded")
 	if err != nil {
 		return err
@@ -164,11 +159,6 @@ func scheduled(ctx context.Context, r *runner) error {
 		}
 	}
 	slices.Sort(late)
-	if os.Getenv("STINT_DBG") != "" {
-		for _, q := range []float64{0, 1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99} {
-			fmt.Fprintf(os.Stderr, "DBG late p%v = %.1f\n", q, percentile(late, q))
-		}
-	}
 	r.res.add("lateness p50", percentile(late, 50), "ms")
 	r.res.add("lateness p99", percentile(late, 99), "ms")
 	r.res.add("lateness max", percentile(late, 100), "ms")

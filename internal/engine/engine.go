@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"time"
 
@@ -110,9 +109,6 @@ func New(cfg Config) *Engine {
 		stop:    make(chan struct{}),
 	}
 	e.submits = newCommitter(cfg.MaxBatch, e.flushSubmits)
-	if d, err := time.ParseDuration(os.Getenv("STINT_LINGER")); err == nil {
-		cfg.LeaseLinger, cfg.CompleteLinger = d, d
-	}
 	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
 	e.completes.spacing, e.completes.clock = cfg.CompleteLinger, cfg.Clock
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
@@ -150,7 +146,6 @@ func (e *Engine) goLoop(ctx context.Context, f func(context.Context)) {
 // Stop ends the loops and waits for them; requests still queued are answered with an error.
 func (e *Engine) Stop() {
 	e.stopped.Do(func() {
-		DbgDump()
 		close(e.stop)
 		if e.cancel != nil {
 			e.cancel()

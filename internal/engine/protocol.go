@@ -127,8 +127,6 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 			if err != nil {
 				return nil, fmt.Errorf("lease for %s: %w", workerID, err)
 			}
-			dbgAdd("lease", len(leases))
-			dbgAdd("leasemax", req.Max)
 			for _, l := range leases {
 				resp.Leases = append(resp.Leases, LeaseToAPI(l))
 			}
@@ -244,7 +242,6 @@ func (e *Engine) Complete(ctx context.Context, req *apitype.CompleteRequest) (*a
 }
 
 func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([]store.CompletionResult, error) {
-	dbgAdd("complete", len(cs))
 	res, err := e.store.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: e.clock.Now(), Backoff: e.backoff})
 	if err != nil {
 		return nil, err

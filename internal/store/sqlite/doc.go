@@ -21,10 +21,19 @@
 // QUERY PLAN. A run's ordinary life (queued, running, succeeded) maintains as few indexes
 // as possible: the hot paths are bounded by SQLite's b-tree work, not by Go.
 //
+// Partial indexes whose WHERE lists several states spell it as a chain of ORs, not an IN
+// list: SQLite evaluates that WHERE for every row written, and an IN list of more than two
+// values by building an ephemeral table each time (migrations/0002_rare_status_or.sql).
+//
 // Batches: CreateJobs, CreateRuns and CompleteAttempts use multi-row statements (a VALUES
-// list, padded to a power of two so that few statements are prepared); CreateJobs and
-// CreateRuns fall back to entry-by-entry work inside the same transaction when a key is
-// taken, so each entry sees the ones before it.
+// list, padded to a power of two so that few statements are prepared). A column with one
+// value across a chunk is bound once rather than once per row (multiInsert): in a typical
+// batch only the ids differ, and binding is as costly as SQLite's own work per value.
+// CreateJobs and CreateRuns fall back to entry-by-entry work inside the same transaction
+// when a key is taken, so each entry sees the ones before it.
+//
+// Lease tokens are a random 128-bit prefix drawn once per LeaseRuns call followed by the
+// run's rowid: unguessable and unique per lease, without a randomblob() per row.
 //
 // Migrations are the embedded files migrations/NNNN_name.sql, applied in order at Open in
 // one transaction and recorded in schema_migrations.

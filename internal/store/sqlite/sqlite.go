@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"runtime"
 	"strings"
 	"time"
 
@@ -160,7 +159,6 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the statements and both pools.
 func (s *Store) Close() error {
-	DbgDump()
 	var errs []error
 	if s.ws != nil {
 		errs = append(errs, s.ws.close())
@@ -193,20 +191,10 @@ func (t *wtx) stmt(s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(t.ctx, s) }
 
 // write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits it.
 func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
-	t0 := time.Now()
-	kind := "?"
-	if dbgOn {
-		pc, _, _, _ := runtime.Caller(1)
-		kind = runtime.FuncForPC(pc).Name()
-		kind = kind[strings.LastIndex(kind, ".")-10:]
-	}
-	defer func() { dbgTime("write "+kind, time.Since(t0)) }()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	tb := time.Now()
-	dbgTime("beginwait", tb.Sub(t0))
 	// Statements inside the transaction run without cancellation: the driver would start a
 	// watcher goroutine for each one, and the transaction as a whole still ends when ctx
 	// does (database/sql rolls it back).
@@ -220,16 +208,12 @@ func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 		_ = tx.Rollback()
 		return err
 	}
-	t1 := time.Now()
-	dbgTime("body "+kind, t1.Sub(tb))
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", mapErr(err))
 	}
 	if len(t.queues) > 0 {
 		s.ws.queuesExist(t.queues)
 	}
-	dbgTime("commit "+kind, time.Since(t1))
-	dbgEvent(kind, t0, tb, time.Now())
 	return nil
 }
 

@@ -1,3 +1,0 @@
-package sqlite
-
-func SqliteExecForTest(s *Store, q string) (any, error) { return s.w.Exec(q) }

@@ -1,8 +1,0 @@
-package worker
-
-import (
-	"os"
-	"strconv"
-)
-
-var dbgCapDiv, _ = strconv.Atoi(os.Getenv("STINT_CAPDIV"))
