@@ -58,7 +58,12 @@ type RetryPolicy struct {
 type Schedule struct {
 	Cron     string `json:"cron"`
 	Timezone string `json:"timezone,omitempty"`
-	Misfire  string `json:"misfire,omitempty"`
+	// Misfire is what happens to instants missed while no server was up: skip, run_once
+	// (the default) or run_all (up to MisfireLimit runs, default 100).
+	Misfire      string `json:"misfire,omitempty"`
+	MisfireLimit int    `json:"misfire_limit,omitempty"`
+	// Paused stops the schedule firing; manual triggers still work.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // Concurrency limits the active runs of a job.
@@ -101,7 +106,10 @@ type Job struct {
 	IdempotencyKey string      `json:"idempotency_key,omitempty"`
 	CreatedAt      time.Time   `json:"created_at"`
 	UpdatedAt      time.Time   `json:"updated_at"`
-	NextFireTimes  []time.Time `json:"next_fire_times,omitempty"`
+	// NextFireTimes are the next instants the schedule fires, in UTC; NextFireTimesLocal are
+	// the same instants in the schedule's time zone.
+	NextFireTimes      []time.Time `json:"next_fire_times,omitempty"`
+	NextFireTimesLocal []time.Time `json:"next_fire_times_local,omitempty"`
 	LastRun        *Run        `json:"last_run,omitempty"`
 }
 
@@ -150,6 +158,53 @@ type BatchCreateJobsResponse struct {
 type TriggerRequest struct {
 	Args           json.RawMessage `json:"args,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+}
+
+// WebhookSecret is the answer of POST /v1/jobs/{id}/webhook: the job's new webhook secret,
+// shown this once. A call to Path must carry, in the header named Header, "sha256=" and the
+// hex HMAC-SHA256 of the request body keyed with Secret.
+type WebhookSecret struct {
+	JobID  string `json:"job_id"`
+	Secret string `json:"secret"`
+	Path   string `json:"path"`
+	Header string `json:"header"`
+}
+
+// BackfillRequest is the body of POST /v1/jobs/{id}/backfill: the cron instants in
+// [From, To] that have no run yet get one. DryRun lists them without creating anything.
+type BackfillRequest struct {
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+	DryRun bool      `json:"dry_run,omitempty"`
+}
+
+// BackfillInstant is one cron instant of a backfill.
+type BackfillInstant struct {
+	At      time.Time `json:"at"`
+	AtLocal time.Time `json:"at_local"`
+	// Existed: the instant had a run before this call. RunID names the run this call created
+	// for it.
+	Existed bool   `json:"existed"`
+	RunID   string `json:"run_id,omitempty"`
+}
+
+// BackfillResponse answers a backfill: every instant of the range, and how many runs the
+// call created.
+type BackfillResponse struct {
+	DryRun   bool              `json:"dry_run"`
+	Instants []BackfillInstant `json:"instants"`
+	Created  int               `json:"created"`
+}
+
+// ApplyResponse answers PUT /v1/jobs/{name}: Action is created, updated or unchanged,
+// Changes names the fields that differed (updated), DryRun says nothing was written. Run is
+// the first run of a created job, if it got one.
+type ApplyResponse struct {
+	Action  string   `json:"action"`
+	Changes []string `json:"changes,omitempty"`
+	DryRun  bool     `json:"dry_run,omitempty"`
+	Job     *Job     `json:"job"`
+	Run     *Run     `json:"run,omitempty"`
 }
 
 // RunResponse wraps one run.

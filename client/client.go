@@ -152,9 +152,6 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, q
 // send sends one call and returns the response of a 2xx answer with its body open. An error
 // answer is returned as *apitype.Problem or *HTTPError.
 func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, query url.Values, in any) (*http.Response, error) {
-	if hc == nil {
-		hc = c.hc
-	}
 	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -162,6 +159,14 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
 		}
 		body = b
+	}
+	return c.sendBody(ctx, hc, method, path, query, body, nil)
+}
+
+// sendBody is send with the body already encoded (nil: none) and extra request headers.
+func (c *Client) sendBody(ctx context.Context, hc *http.Client, method, path string, query url.Values, body []byte, header http.Header) (*http.Response, error) {
+	if hc == nil {
+		hc = c.hc
 	}
 	target := path
 	if len(query) > 0 {
@@ -189,6 +194,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		}
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		for k, v := range header {
+			req.Header[k] = v
 		}
 		resp, err := hc.Do(req)
 		if err != nil {

@@ -46,14 +46,16 @@ func (c *Client) GetJob(ctx context.Context, idOrName string) (*apitype.Job, err
 
 // ListJobsOptions filters and pages ListJobs; zero fields are left out.
 type ListJobsOptions struct {
-	Queue   string
-	Enabled *bool
-	Limit   int
-	Cursor  string
+	Namespace string // empty: every namespace
+	Queue     string
+	Enabled   *bool
+	Limit     int
+	Cursor    string
 }
 
 func (o ListJobsOptions) values() url.Values {
 	q := url.Values{}
+	setString(q, "namespace", o.Namespace)
 	setString(q, "queue", o.Queue)
 	if o.Enabled != nil {
 		q.Set("enabled", strconv.FormatBool(*o.Enabled))

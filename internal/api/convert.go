@@ -41,11 +41,10 @@ func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
 		d := apitype.Duration(s.Timeout)
 		out.Timeout = &d
 	}
-	if s.Schedule != nil {
-		out.Schedule = &apitype.Schedule{Cron: s.Schedule.Cron, Timezone: s.Schedule.Timezone, Misfire: s.Schedule.Misfire}
-	}
-	if j.NextFireAt != nil {
-		out.NextFireTimes = []time.Time{j.NextFireAt.UTC()}
+	out.Schedule = scheduleToAPI(s.Schedule)
+	for _, t := range engine.NextFireTimes(j, nextFireCount) {
+		out.NextFireTimes = append(out.NextFireTimes, t.UTC())
+		out.NextFireTimesLocal = append(out.NextFireTimesLocal, t)
 	}
 	if lastRun != nil {
 		out.LastRun = runToAPI(lastRun)
@@ -155,4 +154,14 @@ func utcPtr(t *time.Time) *time.Time {
 	}
 	u := t.UTC()
 	return &u
+}
+
+// nextFireCount is how many next fire times a job's answer lists.
+const nextFireCount = 5
+
+func scheduleToAPI(s *model.Schedule) *apitype.Schedule {
+	if s == nil {
+		return nil
+	}
+	return &apitype.Schedule{Cron: s.Cron, Timezone: s.Timezone, Misfire: s.Misfire, MisfireLimit: s.MisfireLimit, Paused: s.Paused}
 }

@@ -333,10 +333,29 @@ func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)
 	}
+	// A changed schedule (or enabled flag) follows its new rule at once; any other change
+	// leaves the next fire where it was.
+	if ms.Concurrency.Key != "" && ms.Schedule != nil {
+		if _, err := engine.RenderKey(&model.Job{Spec: ms}, nil); err != nil {
+			return invalidField("concurrency.key", err.Error()+" (over the job's args)")
+		}
+	}
+	scheduleChanged := patch.Schedule != nil || patch.Enabled != nil
+	return a.updateJob(w, r, j, ms, *spec.Enabled, scheduleChanged)
+}
+
+// updateJob stores a job's new spec and answers with the job; reschedule recomputes its
+// next fire from now.
+func (a *API) updateJob(w http.ResponseWriter, r *http.Request, j *model.Job, spec model.JobSpec, enabled, reschedule bool) error {
+	next := j.NextFireAt
+	if reschedule || spec.Schedule == nil {
+		next = engine.NextFireAt(&model.Job{Spec: spec, Enabled: enabled}, a.clock.Now())
+	}
 	updated, err := a.eng.UpdateJob(r.Context(), &store.UpdateJobParams{
-		ID:      j.ID,
-		Spec:    ms,
-		Enabled: *spec.Enabled,
+		ID:         j.ID,
+		Spec:       spec,
+		Enabled:    enabled,
+		NextFireAt: next,
 	})
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
@@ -350,6 +369,28 @@ func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, jobToAPI(updated, last))
 	return nil
+}
+
+// pauseJob serves POST /v1/jobs/{id}/pause: the schedule stops firing.
+func (a *API) pauseJob(w http.ResponseWriter, r *http.Request) error { return a.setPaused(w, r, true) }
+
+// resumeJob serves POST /v1/jobs/{id}/resume: the schedule fires again from now on (the
+// instants passed while paused are not misfires: they were switched off).
+func (a *API) resumeJob(w http.ResponseWriter, r *http.Request) error { return a.setPaused(w, r, false) }
+
+func (a *API) setPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	if j.Spec.Schedule == nil {
+		return &httpError{status: http.StatusConflict, detail: fmt.Sprintf("job %q has no schedule to pause or resume", j.Name)}
+	}
+	spec := j.Spec
+	sched := *spec.Schedule
+	sched.Paused = paused
+	spec.Schedule = &sched
+	return a.updateJob(w, r, j, spec, j.Enabled, sched.Paused != j.Spec.Schedule.Paused)
 }
 
 // deleteJob serves DELETE /v1/jobs/{id}; the answer lists the runs it cancelled.
@@ -393,8 +434,19 @@ func (a *API) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	run := engine.NewRun(j, model.TriggerManual, args, a.clock.Now(), a.clock.Now())
-	run.IdempotencyKey = req.IdempotencyKey
+	return a.runNow(w, r, j, model.TriggerManual, args, req.IdempotencyKey)
+}
+
+// runNow creates a run of j due now and answers with it: 201, or 200 when the idempotency
+// key names an earlier run.
+func (a *API) runNow(w http.ResponseWriter, r *http.Request, j *model.Job, trigger model.Trigger, args []byte, key string) error {
+	if j.Spec.Concurrency.Key != "" {
+		if _, err := engine.RenderKey(j, args); err != nil {
+			return invalidField("args", err.Error()+" (the job's concurrency key)")
+		}
+	}
+	run := engine.NewRun(j, trigger, args, a.clock.Now(), a.clock.Now())
+	run.IdempotencyKey = key
 	res, err := a.eng.Trigger(r.Context(), []*model.Run{run})
 	if err != nil {
 		return err
@@ -404,7 +456,7 @@ func (a *API) triggerJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case errors.Is(res[0].Err, model.ErrConflict):
-		return conflict("idempotency_key", fmt.Sprintf("idempotency key %q belongs to another run", req.IdempotencyKey))
+		return conflict("idempotency_key", fmt.Sprintf("idempotency key %q belongs to another run", key))
 	case errors.Is(res[0].Err, model.ErrNotFound):
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
 	case res[0].Err != nil:

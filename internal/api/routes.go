@@ -50,6 +50,12 @@ func routeTable() []route {
 		{Method: "DELETE", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).deleteJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Auth: authUser, Handle: (*API).triggerJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Auth: authUser, Handle: (*API).cancelJob},
+		{Method: "PUT", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).applyJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Auth: authUser, Handle: (*API).backfill},
+		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Auth: authUser, Handle: (*API).rotateWebhookSecret},
+		{Method: "POST", Path: "/v1/hooks/{id}", Auth: authOpen, Handle: (*API).hook},
+		{Method: "POST", Path: "/v1/jobs/{id}/pause", Auth: authUser, Handle: (*API).pauseJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/resume", Auth: authUser, Handle: (*API).resumeJob},
 
 		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},

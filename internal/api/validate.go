@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/cron"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
@@ -79,6 +81,9 @@ func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, [
 	if spec.Delay != nil && spec.Delay.Std() < 0 {
 		fe.add("delay", "must not be negative")
 	}
+	if spec.Schedule != nil && (spec.RunAt != nil || spec.Delay != nil) {
+		fe.add("schedule", "a scheduled job fires on its schedule: run_at and delay do not apply")
+	}
 	if len(fe.errs) > 0 {
 		return nil, fe.errs
 	}
@@ -98,7 +103,17 @@ func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, [
 	if job.Name == "" {
 		job.Name = job.ID
 	}
+	// Runs made from the job's own args (its first run, cron fires) must render the key.
+	if ms.Concurrency.Key != "" && (ms.Schedule != nil || enabled) {
+		if _, err := engine.RenderKey(job, nil); err != nil {
+			return nil, []apitype.FieldError{{Field: prefix + "concurrency.key", Message: err.Error() + " (over the job's args)"}}
+		}
+	}
 	out := &validJob{Job: job}
+	if ms.Schedule != nil {
+		job.NextFireAt = engine.NextFireAt(job, now)
+		return out, nil // no run now: the schedule makes them
+	}
 	if enabled {
 		var due time.Time
 		switch {
@@ -229,10 +244,10 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 		}
 	}
 
+	ms.Schedule = scheduleToModel(spec.Schedule, fe)
+	ms.Concurrency = concurrencyToModel(spec.Concurrency, fe)
+
 	// Later issues: refuse rather than store something that would be ignored.
-	if spec.Schedule != nil {
-		fe.add("schedule", "not supported yet")
-	}
 	if len(spec.DependsOn) > 0 {
 		fe.add("depends_on", "not supported yet")
 	}
@@ -241,10 +256,61 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 		// on a worker that may not fit it, breaching invariant 5.
 		fe.add("requirements", "not supported yet: workers do not place jobs by requirements in this version")
 	}
-	if c := spec.Concurrency; c != nil && (c.Policy != "" && c.Policy != "allow" || c.Max != 0 || c.Key != "") {
-		fe.add("concurrency", "not supported yet: only the default policy (allow, no limit) is available")
-	}
 	return ms
+}
+
+// Limits of schedules and concurrency.
+const (
+	maxMisfireLimit = 10000
+	maxConcurrency  = 100000
+)
+
+// scheduleToModel checks a schedule: the expression and zone parse (the cron package says
+// what is wrong), the misfire policy is known.
+func scheduleToModel(s *apitype.Schedule, fe *fieldErrors) *model.Schedule {
+	if s == nil {
+		return nil
+	}
+	out := &model.Schedule{Cron: strings.TrimSpace(s.Cron), Timezone: s.Timezone, Misfire: s.Misfire,
+		MisfireLimit: s.MisfireLimit, Paused: s.Paused}
+	if _, err := cron.Parse(out.Cron, out.Timezone); err != nil {
+		var ce *cron.Error
+		if errors.As(err, &ce) {
+			fe.add("schedule."+ce.Field, "%s", ce.Message)
+		} else {
+			fe.add("schedule.cron", "%s", err.Error())
+		}
+	}
+	switch s.Misfire {
+	case "", model.MisfireSkip, model.MisfireRunOnce, model.MisfireRunAll:
+	default:
+		fe.add("schedule.misfire", "must be one of skip, run_once, run_all")
+	}
+	if s.MisfireLimit < 0 || s.MisfireLimit > maxMisfireLimit {
+		fe.add("schedule.misfire_limit", "must be between 1 and %d (0: the default, 100)", maxMisfireLimit)
+	}
+	return out
+}
+
+// concurrencyToModel checks a concurrency policy.
+func concurrencyToModel(c *apitype.Concurrency, fe *fieldErrors) model.Concurrency {
+	if c == nil {
+		return model.Concurrency{}
+	}
+	switch model.ConcurrencyPolicy(c.Policy) {
+	case "", model.ConcurrencyAllow, model.ConcurrencyForbid, model.ConcurrencyQueue, model.ConcurrencyReplace:
+	default:
+		fe.add("concurrency.policy", "must be one of allow, forbid, queue, replace")
+	}
+	if c.Max < 0 || c.Max > maxConcurrency {
+		fe.add("concurrency.max", "must be between 0 and %d (0: unlimited for allow, 1 for the others)", maxConcurrency)
+	}
+	if c.Key != "" {
+		if _, err := engine.ParseKeyTemplate(c.Key); err != nil {
+			fe.add("concurrency.key", "%s", err.Error())
+		}
+	}
+	return model.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
 }
 
 // retryToModel checks a retry policy and applies its defaults.
@@ -330,9 +396,7 @@ func specFromJob(j *model.Job) *apitype.JobSpec {
 		d := apitype.Duration(s.Timeout)
 		spec.Timeout = &d
 	}
-	if s.Schedule != nil {
-		spec.Schedule = &apitype.Schedule{Cron: s.Schedule.Cron, Timezone: s.Schedule.Timezone, Misfire: s.Schedule.Misfire}
-	}
+	spec.Schedule = scheduleToAPI(s.Schedule)
 	if c := s.Concurrency; c != (model.Concurrency{}) {
 		spec.Concurrency = &apitype.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
 	}

@@ -135,10 +135,30 @@ func TestBuildJob(t *testing.T) {
 		{name: "negative requirements", body: `{"command": ["a"], "requirements": {"cpu": -1, "memory_mb": -1, "gpu": -1}}`,
 			want: []string{"requirements.cpu", "requirements.memory_mb", "requirements.gpu"}},
 		{name: "empty tag", body: `{"command": ["a"], "tags": ["ok", " "]}`, want: []string{"tags[1]"}},
-		{name: "schedule not yet", body: `{"command": ["a"], "schedule": {"cron": "* * * * *"}}`, want: []string{"schedule"}},
+		{name: "cron job gets no run, a next fire", body: `{"command": ["a"], "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Berlin"}}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.Nil(t, vj.Run)
+				require.Equal(t, time.Date(2030, 1, 3, 1, 0, 0, 0, time.UTC), vj.Job.NextFireAt.UTC(), "02:00 in Berlin (CET)")
+			}},
+		{name: "paused cron job has no next fire", body: `{"command": ["a"], "schedule": {"cron": "@hourly", "paused": true}}`,
+			check: func(t *testing.T, vj *validJob) { require.Nil(t, vj.Job.NextFireAt) }},
+		{name: "bad cron", body: `{"command": ["a"], "schedule": {"cron": "61 * * * *"}}`, want: []string{"schedule.cron"}},
+		{name: "unknown zone", body: `{"command": ["a"], "schedule": {"cron": "@daily", "timezone": "Mars/Olympus"}}`, want: []string{"schedule.timezone"}},
+		{name: "bad misfire", body: `{"command": ["a"], "schedule": {"cron": "@daily", "misfire": "maybe", "misfire_limit": -1}}`,
+			want: []string{"schedule.misfire", "schedule.misfire_limit"}},
+		{name: "schedule with run_at", body: `{"command": ["a"], "schedule": {"cron": "@daily"}, "delay": "1m"}`, want: []string{"schedule"}},
 		{name: "depends_on not yet", body: `{"command": ["a"], "depends_on": [{"run": "x"}]}`, want: []string{"depends_on"}},
 		{name: "requirements not yet", body: `{"command": ["a"], "requirements": {"gpu": 4}}`, want: []string{"requirements"}},
-		{name: "concurrency not yet", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}}`, want: []string{"concurrency"}},
+		{name: "concurrency forbid", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}}`, check: func(t *testing.T, vj *validJob) {
+			require.Equal(t, &model.RunConcurrency{Key: "job:" + vj.Job.ID, Max: 1, Policy: model.ConcurrencyForbid}, vj.Run.Concurrency)
+		}},
+		{name: "bad concurrency", body: `{"command": ["a"], "concurrency": {"policy": "sometimes", "max": -1}}`,
+			want: []string{"concurrency.policy", "concurrency.max"}},
+		{name: "concurrency key", body: `{"command": ["a"], "args": {"id": 7}, "concurrency": {"key": "c-{{.id}}", "max": 2}}`, check: func(t *testing.T, vj *validJob) {
+			require.Equal(t, &model.RunConcurrency{Key: "key:default:c-7", Max: 2, Policy: model.ConcurrencyAllow}, vj.Run.Concurrency)
+		}},
+		{name: "concurrency key the args lack", body: `{"command": ["a"], "args": {"n": 7}, "concurrency": {"key": "c-{{.id}}"}}`, want: []string{"concurrency.key"}},
+		{name: "concurrency key that does not parse", body: `{"command": ["a"], "concurrency": {"key": "c-{{.id"}}`, want: []string{"concurrency.key"}},
 		{name: "default concurrency is fine", body: `{"command": ["a"], "concurrency": {"policy": "allow"}}`},
 		{name: "long idempotency key", body: `{"command": ["a"], "idempotency_key": "` + string(slices.Repeat([]byte("k"), 256)) + `"}`, want: []string{"idempotency_key"}},
 		{
@@ -219,7 +239,10 @@ func TestPatchValidatesLikeCreate(t *testing.T) {
 		}},
 		{name: "bad retry", patch: `{"retry": {"max_attempts": 2000}}`, want: []string{"retry.max_attempts"}},
 		{name: "empty program", patch: `{"command": [""]}`, want: []string{"command[0]"}},
-		{name: "schedule", patch: `{"schedule": {"cron": "@daily"}}`, want: []string{"schedule"}},
+		{name: "schedule", patch: `{"schedule": {"cron": "@daily", "timezone": "Asia/Kolkata"}}`, check: func(t *testing.T, s model.JobSpec) {
+			require.Equal(t, &model.Schedule{Cron: "@daily", Timezone: "Asia/Kolkata"}, s.Schedule)
+		}},
+		{name: "bad schedule", patch: `{"schedule": {"cron": "@sometimes"}}`, want: []string{"schedule.cron"}},
 		{name: "bad queue", patch: `{"queue": "a b"}`, want: []string{"queue"}},
 	}
 	for _, tt := range tests {

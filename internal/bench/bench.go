@@ -81,10 +81,10 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "exec"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec"}
 
 // DefaultN is each workload's job count when Config.N is zero (../shared/BENCH.md).
-var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "exec": 10000}
+var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000}
 
 // Run runs one workload.
 func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
@@ -111,6 +111,8 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		w = steady
 	case "scheduled":
 		w = scheduled
+	case "cron":
+		w = cronWorkload
 	case "exec":
 		w = execWorkload
 	default:

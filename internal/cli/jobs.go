@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +16,7 @@ import (
 )
 
 func newJobsCmd(cfg *config) *cobra.Command {
-	return group("jobs", "List, show, trigger, cancel, enable, disable and delete jobs",
+	return group("jobs", "List, show, trigger, cancel, enable, disable, pause, resume and delete jobs",
 		newJobListCmd(cfg),
 		newJobGetCmd(cfg),
 		newJobDeleteCmd(cfg),
@@ -22,6 +24,9 @@ func newJobsCmd(cfg *config) *cobra.Command {
 		newJobCancelCmd(cfg),
 		newJobEnableCmd(cfg, "enable", true),
 		newJobEnableCmd(cfg, "disable", false),
+		newJobPauseCmd(cfg),
+		newJobResumeCmd(cfg),
+		newJobWebhookCmd(cfg),
 	)
 }
 
@@ -47,152 +52,67 @@ func newJobListCmd(cfg *config) *cobra.Command {
 		if cmd.Flags().Changed("enabled") {
 			opts.Enabled = &enabled
 		}
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		list, err := c.ListJobs(cmd.Context(), opts)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), list)
-		}
-		t := newTable(cmd.OutOrStdout(), "NAME", "ID", "QUEUE", "SCHEDULE", "ENABLED", "LAST RUN", "NEXT")
-		for _, j := range list.Items {
-			last := "-"
-			if j.LastRun != nil {
-				last = j.LastRun.Status + " " + cfg.ago(&j.LastRun.CreatedAt)
+		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListJobs, opts), func(w io.Writer, list *apitype.JobList) error {
+			t := newTable(w, "NAME", "ID", "QUEUE", "SCHEDULE", "ENABLED", "LAST RUN", "NEXT")
+			for _, j := range list.Items {
+				last := "-"
+				if j.LastRun != nil {
+					last = j.LastRun.Status + " " + cfg.ago(&j.LastRun.CreatedAt)
+				}
+				next := "-"
+				if len(j.NextFireTimes) > 0 {
+					next = cfg.ago(&j.NextFireTimes[0])
+				}
+				t.row(j.Name, j.ID, j.Queue, schedule(j.Schedule), yesNo(j.Enabled), last, next)
 			}
-			next := "-"
-			if len(j.NextFireTimes) > 0 {
-				next = cfg.ago(&j.NextFireTimes[0])
-			}
-			t.row(j.Name, j.ID, j.Queue, schedule(j.Schedule), yesNo(j.Enabled), last, next)
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-		printNextCursor(cmd.ErrOrStderr(), list.NextCursor)
-		return nil
+			return flushPage(cmd, t, list.NextCursor)
+		})
 	}
 	return cmd
 }
 
 func newJobGetCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "get JOB",
-		Short: "Show a job (by name or id)",
-		Args:  args("JOB"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		job, err := c.GetJob(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), job)
-		}
-		return cfg.printJob(cmd.OutOrStdout(), job)
-	}
-	return cmd
+	return objectCmd(cfg, "get JOB", "Show a job (by name or id)", (*client.Client).GetJob, showWith(cfg.printJob))
 }
 
 func newJobDeleteCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "delete JOB",
-		Aliases: []string{"rm"},
-		Short:   "Delete a job; its active runs are cancelled",
-		Args:    args("JOB"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		resp, err := c.DeleteJob(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
-		if *asJSON {
-			return printJSON(out, resp)
-		}
-		fmt.Fprintf(out, "job %s deleted\n", argv[0])
-		for _, r := range resp.Items {
-			fmt.Fprintln(out, runOutcome(r))
-		}
-		return nil
-	}
+	cmd := objectCmd(cfg, "delete JOB", "Delete a job; its active runs are cancelled", (*client.Client).DeleteJob,
+		func(w io.Writer, job string, resp *apitype.CancelResponse) error {
+			fmt.Fprintf(w, "job %s deleted\n", job)
+			printRunOutcomes(w, resp.Items)
+			return nil
+		})
+	cmd.Aliases = []string{"rm"}
 	return cmd
 }
 
 func newJobTriggerCmd(cfg *config) *cobra.Command {
 	var runArgs kvFlag
 	var req apitype.TriggerRequest
-	cmd := &cobra.Command{
-		Use:   "trigger JOB",
-		Short: "Start a run of a job now",
-		Args:  args("JOB"),
-	}
-	cmd.Flags().Var(&runArgs, "arg", "argument KEY=VALUE of the run, repeatable")
-	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "triggering again with the same key starts nothing new")
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+	trigger := func(c *client.Client, ctx context.Context, job string) (*apitype.Run, error) {
 		a, err := runArgs.json()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		req.Args = a
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		run, err := c.TriggerJob(cmd.Context(), argv[0], &req)
-		if err != nil {
-			return err
-		}
-		return printRunAction(cmd, *asJSON, run, "job "+argv[0]+" triggered")
+		return c.TriggerJob(ctx, job, &req)
 	}
+	cmd := objectCmd(cfg, "trigger JOB", "Start a run of a job now", trigger, showRunAction("job %s triggered"))
+	cmd.Flags().Var(&runArgs, "arg", "argument KEY=VALUE of the run, repeatable")
+	cmd.Flags().StringVar(&req.IdempotencyKey, "idempotency-key", "", "triggering again with the same key starts nothing new")
 	return cmd
 }
 
 func newJobCancelCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cancel JOB",
-		Short: "Cancel every active run of a job",
-		Args:  args("JOB"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		resp, err := c.CancelJob(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		out := cmd.OutOrStdout()
-		if *asJSON {
-			return printJSON(out, resp)
-		}
-		if len(resp.Items) == 0 {
-			_, err := fmt.Fprintf(out, "job %s has no active runs\n", argv[0])
-			return err
-		}
-		for _, r := range resp.Items {
-			fmt.Fprintln(out, runOutcome(r))
-		}
-		return nil
-	}
-	return cmd
+	return objectCmd(cfg, "cancel JOB", "Cancel every active run of a job", (*client.Client).CancelJob,
+		func(w io.Writer, job string, resp *apitype.CancelResponse) error {
+			if len(resp.Items) == 0 {
+				_, err := fmt.Fprintf(w, "job %s has no active runs\n", job)
+				return err
+			}
+			printRunOutcomes(w, resp.Items)
+			return nil
+		})
 }
 
 func newJobEnableCmd(cfg *config, use string, enable bool) *cobra.Command {
@@ -200,28 +120,10 @@ func newJobEnableCmd(cfg *config, use string, enable bool) *cobra.Command {
 	if !enable {
 		short = "Disable a job: its schedule stops firing"
 	}
-	cmd := &cobra.Command{
-		Use:   use + " JOB",
-		Short: short,
-		Args:  args("JOB"),
+	update := func(c *client.Client, ctx context.Context, job string) (*apitype.Job, error) {
+		return c.UpdateJob(ctx, job, &apitype.JobPatch{Enabled: &enable})
 	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		job, err := c.UpdateJob(cmd.Context(), argv[0], &apitype.JobPatch{Enabled: &enable})
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), job)
-		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "job %s %sd\n", argv[0], use)
-		return err
-	}
-	return cmd
+	return objectCmd(cfg, use+" JOB", short, update, showDone[*apitype.Job]("job %s "+use+"d"))
 }
 
 // printJob shows one job.
@@ -258,12 +160,23 @@ func (cfg *config) printJob(w io.Writer, j *apitype.Job) error {
 	}
 	t.row("Retry:", retry(j.Retry))
 	t.row("Schedule:", schedule(j.Schedule))
+	if s := j.Schedule; s != nil {
+		misfire := s.Misfire
+		if misfire == "" {
+			misfire = "run_once"
+		}
+		t.row("Misfire:", misfire)
+	}
 	for i := range j.NextFireTimes {
 		label := ""
 		if i == 0 {
 			label = "Next fires:"
 		}
-		t.row(label, cfg.when(&j.NextFireTimes[i]))
+		local := ""
+		if i < len(j.NextFireTimesLocal) {
+			local = j.NextFireTimesLocal[i].Format(time.RFC3339) + "  "
+		}
+		t.row(label, local+cfg.when(&j.NextFireTimes[i]))
 	}
 	if j.Concurrency.Policy != "" {
 		c := j.Concurrency.Policy
@@ -288,10 +201,14 @@ func schedule(s *apitype.Schedule) string {
 	if s == nil || s.Cron == "" {
 		return "-"
 	}
+	out := s.Cron
 	if s.Timezone != "" {
-		return s.Cron + " (" + s.Timezone + ")"
+		out += " (" + s.Timezone + ")"
 	}
-	return s.Cron
+	if s.Paused {
+		out += " paused"
+	}
+	return out
 }
 
 func requirements(r apitype.Requirements) string {

@@ -50,6 +50,7 @@ Requirements:  cpu 1.5, memory 512Mi, labels zone=eu
 Timeout:       10m0s
 Retry:         max 3 attempts, backoff 30s x2 up to 10m0s
 Schedule:      0 3 * * *
+Misfire:       run_once
 Next fires:    2030-01-03 03:00:00 (in 15h)
                2030-01-04 03:00:00 (in 39h)
 Concurrency:   forbid

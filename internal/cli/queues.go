@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
 )
 
 func newQueuesCmd(cfg *config) *cobra.Command {
@@ -20,52 +22,13 @@ func newQueuesCmd(cfg *config) *cobra.Command {
 }
 
 func newQueueListCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List queues with their settings and how many runs wait in each",
-		Args:    args(),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		list, err := c.ListQueues(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), list)
-		}
-		return printQueues(cmd.OutOrStdout(), list.Items...)
-	}
-	return cmd
+	return listCmd(cfg, "List queues with their settings and how many runs wait in each", (*client.Client).ListQueues,
+		func(w io.Writer, list *apitype.QueueList) error { return printQueues(w, list.Items...) })
 }
 
 func newQueueGetCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "get QUEUE",
-		Short: "Show a queue's settings and how many runs wait in it",
-		Args:  args("QUEUE"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		q, err := c.GetQueue(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), q)
-		}
-		return printQueues(cmd.OutOrStdout(), q)
-	}
-	return cmd
+	return objectCmd(cfg, "get QUEUE", "Show a queue's settings and how many runs wait in it", (*client.Client).GetQueue,
+		showWith(func(w io.Writer, q *apitype.Queue) error { return printQueues(w, q) }))
 }
 
 // printQueues shows queues as a table.
@@ -83,24 +46,14 @@ func printQueues(w io.Writer, queues ...*apitype.Queue) error {
 }
 
 func newQueuePauseCmd(cfg *config, use string, pause bool) *cobra.Command {
-	short := "Pause a queue: its runs wait until it is resumed"
+	short, done := "Pause a queue: its runs wait until it is resumed", "queue %s paused"
 	if !pause {
-		short = "Resume a paused queue"
+		short, done = "Resume a paused queue", "queue %s resumed"
 	}
-	cmd := &cobra.Command{
-		Use:   use + " QUEUE",
-		Short: short,
-		Args:  args("QUEUE"),
+	update := func(c *client.Client, ctx context.Context, name string) (*apitype.Queue, error) {
+		return c.UpdateQueue(ctx, name, &apitype.QueuePatch{Paused: &pause})
 	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		done := "paused"
-		if !pause {
-			done = "resumed"
-		}
-		return updateQueue(cmd, cfg, *asJSON, argv[0], &apitype.QueuePatch{Paused: &pause}, "queue "+argv[0]+" "+done)
-	}
-	return cmd
+	return objectCmd(cfg, use+" QUEUE", short, update, showDone[*apitype.Queue](done))
 }
 
 func newQueueSetCmd(cfg *config) *cobra.Command {
@@ -128,23 +81,12 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 		if patch.MaxConcurrency == nil && patch.Priority == nil {
 			return Usagef("nothing to set: give --max-concurrency or --priority")
 		}
-		return updateQueue(cmd, cfg, *asJSON, argv[0], &patch, "queue "+argv[0]+" updated")
+		update := func(c *client.Client, ctx context.Context) (*apitype.Queue, error) {
+			return c.UpdateQueue(ctx, argv[0], &patch)
+		}
+		return callAndPrint(cmd, cfg, *asJSON, update, func(w io.Writer, _ *apitype.Queue) error {
+			return showDone[*apitype.Queue]("queue %s updated")(w, argv[0], nil)
+		})
 	}
 	return cmd
-}
-
-func updateQueue(cmd *cobra.Command, cfg *config, asJSON bool, name string, patch *apitype.QueuePatch, done string) error {
-	c, err := cfg.client(cmd)
-	if err != nil {
-		return err
-	}
-	q, err := c.UpdateQueue(cmd.Context(), name, patch)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return printJSON(cmd.OutOrStdout(), q)
-	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), done)
-	return err
 }

@@ -65,6 +65,10 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newJobsCmd(cfg),
 		newQueuesCmd(cfg),
 		newWorkersCmd(cfg),
+		newCronCmd(cfg),
+		newJobTriggerCmd(cfg),
+		newBackfillCmd(cfg),
+		newApplyCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

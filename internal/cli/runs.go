@@ -20,27 +20,7 @@ func newRunsCmd(cfg *config) *cobra.Command {
 }
 
 func newRunGetCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "get RUN_ID",
-		Short: "Show a run and its attempts",
-		Args:  args("RUN_ID"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		run, err := c.GetRun(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), run)
-		}
-		return cfg.printRun(cmd.OutOrStdout(), run)
-	}
-	return cmd
+	return objectCmd(cfg, "get RUN_ID", "Show a run and its attempts", (*client.Client).GetRun, showWith(cfg.printRun))
 }
 
 func newRunListCmd(cfg *config) *cobra.Command {
@@ -63,86 +43,25 @@ func newRunListCmd(cfg *config) *cobra.Command {
 		if opts.Limit < 0 {
 			return Usagef("--limit: must not be negative")
 		}
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		list, err := c.ListRuns(cmd.Context(), opts)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), list)
-		}
-		t := newTable(cmd.OutOrStdout(), "ID", "JOB", "STATUS", "QUEUE", "ATTEMPT", "TRIGGER", "CREATED", "DURATION")
-		for _, r := range list.Items {
-			t.row(r.ID, orDash(jobOf(r)), runStatus(r), r.Queue, attemptOf(r), r.Trigger, cfg.ago(&r.CreatedAt), cfg.elapsed(r.StartedAt, r.FinishedAt))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-		printNextCursor(cmd.ErrOrStderr(), list.NextCursor)
-		return nil
+		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListRuns, opts), func(w io.Writer, list *apitype.RunList) error {
+			t := newTable(w, "ID", "JOB", "STATUS", "QUEUE", "ATTEMPT", "TRIGGER", "CREATED", "DURATION")
+			for _, r := range list.Items {
+				t.row(r.ID, orDash(jobOf(r)), runStatus(r), r.Queue, attemptOf(r), r.Trigger, cfg.ago(&r.CreatedAt), cfg.elapsed(r.StartedAt, r.FinishedAt))
+			}
+			return flushPage(cmd, t, list.NextCursor)
+		})
 	}
 	return cmd
 }
 
 func newRunCancelCmd(cfg *config, use string) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   use + " RUN_ID",
-		Short: "Cancel a run; a running attempt is stopped",
-		Args:  args("RUN_ID"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		run, err := c.CancelRun(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		return printRunAction(cmd, *asJSON, run, "run "+argv[0]+" cancelled")
-	}
-	return cmd
+	return objectCmd(cfg, use+" RUN_ID", "Cancel a run; a running attempt is stopped",
+		(*client.Client).CancelRun, showRunAction("run %s cancelled"))
 }
 
 func newRunRetryCmd(cfg *config, use string) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   use + " RUN_ID",
-		Short: "Retry a failed or cancelled run as a new attempt",
-		Args:  args("RUN_ID"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		run, err := c.RetryRun(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		return printRunAction(cmd, *asJSON, run, "run "+argv[0]+" retried")
-	}
-	return cmd
-}
-
-// printRunAction prints the run an action answered with, or done when the server answered
-// with no body.
-func printRunAction(cmd *cobra.Command, asJSON bool, run *apitype.Run, done string) error {
-	out := cmd.OutOrStdout()
-	switch {
-	case asJSON:
-		return printJSON(out, run)
-	case run == nil:
-		_, err := fmt.Fprintln(out, done)
-		return err
-	default:
-		_, err := fmt.Fprintln(out, runOutcome(run))
-		return err
-	}
+	return objectCmd(cfg, use+" RUN_ID", "Retry a failed or cancelled run as a new attempt",
+		(*client.Client).RetryRun, showRunAction("run %s retried"))
 }
 
 // printRun shows one run and its attempts.
@@ -211,10 +130,14 @@ func runStatus(r *apitype.Run) string {
 	return s
 }
 
-// printNextCursor tells, on the error output so that stdout stays a table, how to get the
-// next page.
-func printNextCursor(w io.Writer, cursor string) {
-	if cursor != "" {
-		fmt.Fprintf(w, "more: --cursor %s\n", cursor)
+// flushPage ends a page of a list: it flushes the table, then tells, on the error output so
+// that stdout stays a table, how to get the next page.
+func flushPage(cmd *cobra.Command, t *table, cursor string) error {
+	if err := t.flush(); err != nil {
+		return err
 	}
+	if cursor != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "more: --cursor %s\n", cursor)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
 )
 
 func newWorkersCmd(cfg *config) *cobra.Command {
@@ -20,87 +21,34 @@ func newWorkersCmd(cfg *config) *cobra.Command {
 }
 
 func newWorkerListCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List workers with their capacity in use",
-		Args:    args(),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		list, err := c.ListWorkers(cmd.Context())
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), list)
-		}
-		t := newTable(cmd.OutOrStdout(), "ID", "STATE", "RUNNING", "SLOTS", "CPU", "MEMORY", "GPU", "LABELS", "HEARTBEAT")
-		for _, w := range list.Items {
-			u, c := w.Used, w.Capacity
-			t.row(w.ID, w.State, fmt.Sprint(w.Running),
-				fmt.Sprintf("%d/%d", u.Slots, c.Slots),
-				fmt.Sprintf("%s/%s", cpu(u.CPU), cpu(c.CPU)),
-				fmt.Sprintf("%d/%dMi", u.MemoryMB, c.MemoryMB),
-				fmt.Sprintf("%d/%d", u.GPU, c.GPU),
-				pairs(w.Labels), cfg.ago(&w.LastHeartbeat))
-		}
-		return t.flush()
-	}
-	return cmd
+	return listCmd(cfg, "List workers with their capacity in use", (*client.Client).ListWorkers, cfg.printWorkers)
 }
 
 func newWorkerGetCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "get WORKER_ID",
-		Short: "Show a worker",
-		Args:  args("WORKER_ID"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
-			return err
-		}
-		w, err := c.GetWorker(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), w)
-		}
-		return cfg.printWorker(cmd.OutOrStdout(), w)
-	}
-	return cmd
+	return objectCmd(cfg, "get WORKER_ID", "Show a worker", (*client.Client).GetWorker, showWith(cfg.printWorker))
 }
 
 func newWorkerDrainCmd(cfg *config) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "drain WORKER_ID",
-		Short: "Drain a worker: it takes no new work, finishes what runs and exits",
-		Args:  args("WORKER_ID"),
-	}
-	asJSON := addJSONFlag(cmd)
-	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
-		c, err := cfg.client(cmd)
-		if err != nil {
+	return objectCmd(cfg, "drain WORKER_ID", "Drain a worker: it takes no new work, finishes what runs and exits",
+		(*client.Client).DrainWorker, showWith(func(w io.Writer, wk *apitype.Worker) error {
+			_, err := fmt.Fprintf(w, "worker %s %s\n", wk.ID, wk.State)
 			return err
-		}
-		w, err := c.DrainWorker(cmd.Context(), argv[0])
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), w)
-		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "worker %s %s\n", w.ID, w.State)
-		return err
+		}))
+}
+
+// printWorkers shows workers as a table.
+func (cfg *config) printWorkers(w io.Writer, list *apitype.WorkerList) error {
+	t := newTable(w, "ID", "STATE", "RUNNING", "SLOTS", "CPU", "MEMORY", "GPU", "LABELS", "HEARTBEAT")
+	for _, wk := range list.Items {
+		u, c := wk.Used, wk.Capacity
+		t.row(wk.ID, wk.State, fmt.Sprint(wk.Running),
+			fmt.Sprintf("%d/%d", u.Slots, c.Slots),
+			fmt.Sprintf("%s/%s", cpu(u.CPU), cpu(c.CPU)),
+			fmt.Sprintf("%d/%dMi", u.MemoryMB, c.MemoryMB),
+			fmt.Sprintf("%d/%d", u.GPU, c.GPU),
+			pairs(wk.Labels), cfg.ago(&wk.LastHeartbeat))
 	}
-	return cmd
+	return t.flush()
 }
 
 // printWorker shows one worker.

@@ -45,6 +45,10 @@ type Config struct {
 	CompleteLinger time.Duration
 	// Rand returns uniform numbers in [0, 1) for retry jitter. Default math/rand/v2.
 	Rand func() float64
+	// MisfireGrace is how late a cron instant may fire and still count as on time; an
+	// instant later than that was missed and its job's misfire policy applies. Default
+	// DefaultMisfireGrace.
+	MisfireGrace time.Duration
 }
 
 // Engine is the server core; see the package doc.
@@ -61,6 +65,9 @@ type Engine struct {
 	work    *broadcast // a run became queued
 	timers  *broadcast // the earliest due time or lease expiry may have moved earlier
 	changes *broadcast // a run changed state or got log output (followers)
+
+	schedChanged *broadcast // a job's next fire may have moved earlier
+	sched        schedules
 
 	mu      sync.Mutex
 	workers map[string]*workerConn
@@ -97,6 +104,9 @@ func New(cfg Config) *Engine {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
 	}
+	if cfg.MisfireGrace <= 0 {
+		cfg.MisfireGrace = DefaultMisfireGrace
+	}
 	e := &Engine{
 		cfg:     cfg,
 		store:   cfg.Store,
@@ -106,6 +116,8 @@ func New(cfg Config) *Engine {
 		timers:  newBroadcast(),
 		changes: newBroadcast(),
 		workers: make(map[string]*workerConn),
+
+		schedChanged: newBroadcast(),
 		stop:    make(chan struct{}),
 	}
 	e.submits = newCommitter(cfg.MaxBatch, e.flushSubmits)
@@ -130,8 +142,17 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goLoop(ctx, e.completes.run)
 		e.goLoop(ctx, e.logs.run)
 	}
+	// A crash between a run's end and the admission of the runs held behind it (possible on
+	// PostgreSQL, where the two are separate transactions) is repaired here.
+	admitted, err := e.store.AdmitHeld(ctx, e.clock.Now())
+	if err != nil {
+		cancel()
+		return fmt.Errorf("start engine: %w", err)
+	}
+	e.wakeFor(admitted)
 	e.goLoop(ctx, e.promoteLoop)
 	e.goLoop(ctx, e.rescueLoop)
+	e.goLoop(ctx, e.cronLoop)
 	return nil
 }
 
@@ -181,7 +202,6 @@ func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, no
 		JobID:        job.ID,
 		JobName:      job.Name,
 		Namespace:    job.Namespace,
-		Status:       model.RunQueued,
 		Queue:        job.Spec.Queue,
 		Priority:     job.Spec.Priority,
 		Trigger:      trigger,
@@ -189,14 +209,12 @@ func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, no
 		ScheduledFor: due,
 		CreatedAt:    now,
 		MaxAttempts:  maxAttempts,
+		Concurrency:  runConcurrency(job, args),
 	}
-	if due.After(now) {
-		r.Status = model.RunScheduled
-		r.PendingCode = model.PendingNotDue
-		r.PendingReason = "not due until " + due.UTC().Format(time.RFC3339Nano)
-	}
+	store.Release(r, now)
 	return r
 }
+
 
 // SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
 func (e *Engine) SubmitJobs(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {
@@ -212,13 +230,18 @@ func (e *Engine) flushSubmits(ctx context.Context, jobs []store.NewJob) ([]store
 	if err != nil {
 		return nil, err
 	}
-	var runs []*model.Run
+	var runs, replaced []*model.Run
 	for _, r := range res {
+		if r.Err == nil && !r.Existing && r.Job.NextFireAt != nil {
+			e.schedChanged.Notify()
+		}
 		if r.Err == nil && !r.Existing && r.Run != nil {
 			runs = append(runs, r.Run)
+			replaced = append(replaced, r.Replaced...)
 		}
 	}
 	e.wakeFor(runs)
+	e.pushCancels(replaced)
 	return res, nil
 }
 
@@ -250,13 +273,15 @@ func (e *Engine) Trigger(ctx context.Context, runs []*model.Run) ([]store.Create
 	if err != nil {
 		return nil, fmt.Errorf("trigger: %w", err)
 	}
-	var created []*model.Run
+	var created, replaced []*model.Run
 	for _, r := range res {
 		if r.Err == nil && !r.Existing {
 			created = append(created, r.Run)
+			replaced = append(replaced, r.Replaced...)
 		}
 	}
 	e.wakeFor(created)
+	e.pushCancels(replaced)
 	return res, nil
 }
 
@@ -268,6 +293,7 @@ func (e *Engine) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*mode
 		return nil, fmt.Errorf("update job: %w", err)
 	}
 	e.timers.Notify()
+	e.schedChanged.Notify()
 	return job, nil
 }
 
@@ -278,6 +304,7 @@ func (e *Engine) DeleteJob(ctx context.Context, jobID string) ([]*model.Run, err
 		return nil, fmt.Errorf("delete job: %w", err)
 	}
 	e.pushCancels(runs)
+	e.wakeFor(runs) // runs held behind the cancelled ones may have been admitted
 	return runs, nil
 }
 
@@ -293,6 +320,7 @@ func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*
 		return nil, fmt.Errorf("cancel runs: %w", err)
 	}
 	e.pushCancels(runs)
+	e.wakeFor(runs) // runs held behind the cancelled ones may have been admitted
 	return runs, nil
 }
 

@@ -85,20 +85,33 @@ func getRun(t *testing.T, b *testBundle, runID string) *model.Run {
 	return r
 }
 
-// eventually checks cond until it holds, setting the fake clock to at before each check so
-// timers created after an earlier Set fire too.
-func eventually(t *testing.T, b *testBundle, at time.Time, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		b.clk.Set(at)
-		return cond()
-	}, 10*time.Second, time.Millisecond)
-}
+// The engine's loops read the time, work out how long to sleep and then set a timer for that
+// long. A test moves the fake clock only once the loop that must act sleeps on a timer that
+// the move fires (waitTimer, waitTimerBy): a loop caught between reading the time and setting
+// its timer would measure its wait from the old time but set the timer from the new one, and
+// sleep past the instant the test moved to, however often the clock is set to it again.
 
 // waitTimer waits until some service sleeps on a fake-clock timer due at at.
 func waitTimer(t *testing.T, b *testBundle, at time.Time) {
 	t.Helper()
-	require.Eventually(t, func() bool { return slices.ContainsFunc(b.clk.Pending(), at.Equal) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return slices.ContainsFunc(b.clk.Pending(), at.Equal) }, 10*time.Second, time.Millisecond,
+		"no timer due at %s; pending: %v", at, b.clk.Pending())
+}
+
+// waitTimerBy waits until some service sleeps on a fake-clock timer that setting the clock to
+// at fires: one due after the current time and no later than at.
+func waitTimerBy(t *testing.T, b *testBundle, at time.Time) {
+	t.Helper()
+	now := b.clk.Now()
+	firedBy := func(due time.Time) bool { return due.After(now) && !due.After(at) }
+	require.Eventually(t, func() bool { return slices.ContainsFunc(b.clk.Pending(), firedBy) }, 10*time.Second, time.Millisecond,
+		"no timer due after %s and by %s; pending: %v", now, at, b.clk.Pending())
+}
+
+// waitFor checks cond until it holds.
+func waitFor(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond, msg)
 }
 
 func TestLeaseLongPollWakesOnSubmit(t *testing.T) {
@@ -129,12 +142,14 @@ func TestScheduledRunIsPromotedWhenDue(t *testing.T) {
 	run := submit(t, e, b, due, model.RetryPolicy{})
 	require.Equal(t, model.RunScheduled, run.Status)
 	require.Equal(t, model.PendingNotDue, run.PendingCode)
+	waitTimer(t, b, due) // the promoter sleeps until the run is due
 
 	b.clk.Set(due.Add(-time.Millisecond))
 	require.Empty(t, lease(t, e, "w1", 5, 0).Leases, "not due yet")
 	require.Equal(t, model.RunScheduled, getRun(t, b, run.ID).Status)
 
-	eventually(t, b, due, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued })
+	b.clk.Set(due)
+	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued }, "run promoted when due")
 	resp := lease(t, e, "w1", 5, 0)
 	require.Len(t, resp.Leases, 1)
 	require.Equal(t, run.ID, resp.Leases[0].RunID)
@@ -149,8 +164,12 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	require.Len(t, first.Leases, 1)
 
 	// w1 goes silent. After the TTL its attempt is lost and the run waits out its backoff.
+	// The rescuer sleeps a TTL (t0+10s), or until the lease's expiry (t0+10s+1ms) if it has
+	// seen the lease: either way a timer that moving the clock to expired fires.
 	expired := t0.Add(10*time.Second + time.Millisecond)
-	eventually(t, b, expired, func() bool { return getRun(t, b, run.ID).Status == model.RunScheduled })
+	waitTimerBy(t, b, expired)
+	b.clk.Set(expired)
+	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunScheduled }, "lost attempt rescued")
 	r := getRun(t, b, run.ID)
 	require.Equal(t, model.PendingRetryBackoff, r.PendingCode)
 	require.Equal(t, expired.Add(3*time.Second), r.ScheduledFor, "backoff of 3s (jitter midpoint)")
@@ -164,15 +183,22 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	require.False(t, resp.Results[0].Accepted)
 
 	// Due again: another worker takes attempt 2, and also goes silent: attempts are spent.
+	// Before the clock moves, the promoter sleeps until the retry is due, and the rescuer,
+	// with no lease left, a TTL from the rescue: a rescuer still working out its wait when
+	// the clock jumps would oversleep the second expiry.
 	register(t, e, "w2")
 	retryAt := expired.Add(3 * time.Second)
-	eventually(t, b, retryAt, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued })
+	waitTimer(t, b, retryAt)
+	waitTimer(t, b, expired.Add(10*time.Second))
+	b.clk.Set(retryAt)
+	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued }, "retry promoted when due")
 	second := lease(t, e, "w2", 1, 0)
 	require.Len(t, second.Leases, 1)
 	require.Equal(t, 2, second.Leases[0].Attempt)
-	eventually(t, b, retryAt.Add(10*time.Second+time.Millisecond), func() bool {
-		return getRun(t, b, run.ID).Status == model.RunFailed
-	})
+	expiredAgain := retryAt.Add(10*time.Second + time.Millisecond)
+	waitTimerBy(t, b, expiredAgain)
+	b.clk.Set(expiredAgain)
+	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunFailed }, "second lost attempt rescued, run failed")
 	r = getRun(t, b, run.ID)
 	require.Len(t, r.Attempts, 2)
 	require.Equal(t, model.AttemptLost, r.Attempts[1].Status)

@@ -251,6 +251,7 @@ func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([
 		if r.Err == nil && r.Run != nil && !r.Run.Status.Final() {
 			requeued = append(requeued, r.Run)
 		}
+		requeued = append(requeued, r.Admitted...)
 	}
 	e.wakeFor(requeued)
 	e.changes.Notify()

@@ -77,7 +77,18 @@ type Schedule struct {
 	Cron     string `json:"cron"`
 	Timezone string `json:"timezone,omitempty"`
 	Misfire  string `json:"misfire,omitempty"` // skip | run_once | run_all
+	// MisfireLimit caps the runs that run_all creates for one recovery (0: the default).
+	MisfireLimit int `json:"misfire_limit,omitempty"`
+	// Paused stops the schedule firing; the job still takes manual triggers.
+	Paused bool `json:"paused,omitempty"`
 }
+
+// Misfire policies: what a schedule does with the instants it missed while no server was up.
+const (
+	MisfireSkip    = "skip"     // fire only from now on
+	MisfireRunOnce = "run_once" // one run for everything missed (the default)
+	MisfireRunAll  = "run_all"  // one run per missed instant, up to MisfireLimit
+)
 
 // Concurrency limits how many runs of a job are active at once.
 type Concurrency struct {

@@ -32,6 +32,10 @@ type Run struct {
 	CancelRequested bool
 	// Error is the last attempt's error, kept on the run for lists.
 	Error string
+	// Concurrency is the limit the run counts against, from its job's concurrency policy;
+	// nil when the job sets none. The store admits a new run under it when it is created
+	// (see store.Admit) and frees its slot when the run ends.
+	Concurrency *RunConcurrency
 
 	// The current lease, while Status is running.
 	WorkerID       string
@@ -42,6 +46,26 @@ type Run struct {
 	// running one.
 	Attempts []Attempt
 }
+
+// RunConcurrency is a run's place under a concurrency limit: at most Max runs with the same
+// Key hold a slot at once (a run holds one from its admission until it ends); Policy says
+// what a new run does when none is free.
+type RunConcurrency struct {
+	Key    string
+	Max    int
+	Policy ConcurrencyPolicy
+}
+
+// ConcurrencyPolicy says what a new run does when its concurrency limit is reached.
+type ConcurrencyPolicy string
+
+// Concurrency policies.
+const (
+	ConcurrencyAllow   ConcurrencyPolicy = "allow"   // run side by side up to max, then wait
+	ConcurrencyForbid  ConcurrencyPolicy = "forbid"  // the new run is skipped
+	ConcurrencyQueue   ConcurrencyPolicy = "queue"   // the new run waits for a slot
+	ConcurrencyReplace ConcurrencyPolicy = "replace" // the oldest active run is cancelled
+)
 
 // Attempt is one execution of a run on one worker.
 type Attempt struct {

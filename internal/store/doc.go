@@ -11,4 +11,18 @@
 //   - Methods that take a batch do the whole batch in one transaction (group commit).
 //   - Params carry Now: the engine never reads the wall clock for anything it stores.
 //   - Dispatch is by indexed queries; nothing scans all runs.
+//
+// # Concurrency limits
+//
+// A run created with Concurrency set counts against its key's limit: at most Max runs of
+// one Key hold a slot at once, from their admission until they reach a final state. The
+// transaction that creates the run counts the key's holders and applies Admit: a free slot
+// admits the run as given; otherwise policy forbid creates it skipped, replace cancels the
+// oldest holders (those not running end at once, freeing their slots; running ones get
+// CancelRequested) and admits or holds it, and allow and queue hold it (waiting, PendingCode
+// concurrency_limit). Every transaction that ends a run (completion, cancel, rescue, worker
+// restart, job deletion) frees its slot and, in the same transaction, admits the oldest held
+// runs of that key that now fit (Release); those runs are reported with the change. A
+// manual retry of a run takes a slot again, or waits for one. PostgreSQL serializes the
+// transactions of one key with an advisory lock.
 package store

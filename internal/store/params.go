@@ -30,6 +30,8 @@ type CreateJobResult struct {
 	// Err is this entry's own failure (model.ErrConflict for a duplicate name); the other
 	// entries are unaffected.
 	Err error
+	// Replaced lists the runs that concurrency policy replace cancelled for Run.
+	Replaced []*model.Run
 }
 
 // GetJobParams find one job: by id, or by name within Namespace.
@@ -79,6 +81,9 @@ type CreateRunResult struct {
 	Run      *model.Run
 	Existing bool
 	Err      error
+	// Replaced lists the runs that concurrency policy replace cancelled to make room for
+	// Run, as they are after (running ones have CancelRequested).
+	Replaced []*model.Run
 }
 
 // ListRunsParams filter and page ListRuns. Empty fields do not filter.
@@ -166,6 +171,8 @@ type CompleteAttemptsParams struct {
 type CompletionResult struct {
 	Run *model.Run // the run after the change; nil when Err is set
 	Err error      // model.ErrLeaseLost when the token was stale
+	// Admitted lists held runs that took the concurrency slot this run freed.
+	Admitted []*model.Run
 }
 
 // LeaseRef names a lease a worker holds.
@@ -220,4 +227,52 @@ type RegisterWorkerParams struct {
 	Capacity model.Capacity
 	Now      time.Time
 	Backoff  func(run *model.Run, policy model.RetryPolicy) time.Duration
+}
+
+// DueJobsParams select the jobs whose next cron fire is due.
+type DueJobsParams struct {
+	Now   time.Time
+	Limit int
+}
+
+// Fire is one due job's cron fire: the runs it creates and where its schedule goes next.
+type Fire struct {
+	JobID string
+	// Expect is the job's NextFireAt as the caller read it. The fire applies only if the
+	// job still has it (and is enabled): otherwise another server fired it, or the schedule
+	// changed, and the fire is stale.
+	Expect time.Time
+	// Next becomes the job's NextFireAt; nil when the schedule has no further instant.
+	Next *time.Time
+	// Runs are the cron runs to create (Trigger cron, ScheduledFor the instant each fires
+	// for). A run whose (JobID, ScheduledFor) exists already is not created again.
+	Runs []*model.Run
+}
+
+// FireJobsParams are the arguments of FireJobs.
+type FireJobsParams struct {
+	Fires []Fire
+	Now   time.Time
+}
+
+// FireResult is the outcome of one Fire.
+type FireResult struct {
+	// Stale: the job's NextFireAt was no longer Expect, or it was disabled or deleted;
+	// nothing was written.
+	Stale bool
+	// Runs holds one result per Fire.Runs entry (nil when Stale).
+	Runs []CreateRunResult
+}
+
+// SetWebhookSecretParams set a job's webhook secret.
+type SetWebhookSecretParams struct {
+	JobID  string
+	Secret string
+	Now    time.Time
+}
+
+// FiredInstantsParams select a job's cron instants that have runs.
+type FiredInstantsParams struct {
+	JobID    string
+	From, To time.Time
 }

@@ -18,6 +18,8 @@ type Store interface {
 	// fails that entry alone with model.ErrConflict in its result's Err; the other entries
 	// still commit. Queues named by new runs are created with defaults if missing.
 	//
+	// First runs with Concurrency set are admitted as CreateRuns admits them.
+	//
 	// Details: "that job's first run" is its run with the smallest id (nil when it has
 	// none). Keys also match earlier entries of the same batch. An entry whose Run carries
 	// an IdempotencyKey already taken fails with model.ErrConflict in its Err, and nothing
@@ -45,7 +47,8 @@ type Store interface {
 	// Runs
 
 	// CreateRuns inserts runs of existing jobs (manual trigger, cron, event) in one
-	// transaction. A run whose IdempotencyKey already exists creates nothing and returns
+	// transaction. Runs with Concurrency set are admitted under their limit (see the
+	// package doc's "Concurrency limits"). A run whose IdempotencyKey already exists creates nothing and returns
 	// the existing run with Existing set. So does a cron run (Trigger cron) whose
 	// (JobID, ScheduledFor) already exists: a cron instant fires at most once (invariant 4).
 	// A run whose JobID names no job fails alone with model.ErrNotFound in its Err, one whose
@@ -74,6 +77,34 @@ type Store interface {
 	// StartedAt (the first attempt's start) and Trigger stay. A run whose job was deleted is
 	// model.ErrInvalidState too: nothing could run it.
 	RetryRun(ctx context.Context, p *RetryRunParams) (*model.Run, error)
+
+	// Cron
+
+	// NextFire returns the earliest NextFireAt among enabled jobs; ok is false when none
+	// has one.
+	NextFire(ctx context.Context) (t time.Time, ok bool, err error)
+	// DueJobs returns the enabled jobs whose NextFireAt <= Now, earliest first, at most
+	// Limit (<= 0: 100).
+	DueJobs(ctx context.Context, p *DueJobsParams) ([]*model.Job, error)
+	// FireJobs records cron fires, all in one transaction. A fire applies only when its job
+	// is enabled and its NextFireAt still equals Expect (compare and set); it then sets
+	// NextFireAt = Next and creates the fire's runs as CreateRuns would (a cron instant that
+	// has its run already is answered with that run, Existing set: invariant 4). A fire that
+	// does not apply is Stale and writes nothing.
+	FireJobs(ctx context.Context, p *FireJobsParams) ([]FireResult, error)
+
+	// AdmitHeld admits the held runs (PendingCode concurrency_limit) of every key that has
+	// a free slot and returns them as they are after. The engine calls it at start, to
+	// repair an admission that a crash interrupted.
+	AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error)
+
+	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
+	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)
+	// SetWebhookSecret creates or replaces the webhook secret of a job (model.ErrNotFound
+	// when the job does not exist). DeleteJob deletes it with the job.
+	SetWebhookSecret(ctx context.Context, p *SetWebhookSecretParams) error
+	// WebhookSecret returns a job's webhook secret; model.ErrNotFound when it has none.
+	WebhookSecret(ctx context.Context, jobID string) (string, error)
 
 	// Dispatch
 

@@ -14,16 +14,18 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// promoteSQL queues at most $2 scheduled runs due at $1, earliest first.
-const promoteSQL = `WITH due AS (
-		SELECT id FROM runs
+// promoteSQL queues at most $2 scheduled runs due at $1, earliest first. Like leaseSQL, it
+// joins the locked runs back by primary key through a test on their status that makes
+// them look few to the planner.
+const promoteSQL = `WITH due AS MATERIALIZED (
+		SELECT id, status FROM runs
 		WHERE status = 'scheduled' AND scheduled_for <= $1
 		ORDER BY scheduled_for
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
 	)
 	UPDATE runs r SET status = 'queued', pending_code = '', pending_reason = ''
-	FROM due WHERE r.id = due.id`
+	FROM due WHERE r.id = due.id AND due.status = 'scheduled'`
 
 // The earliest instants the timers sleep until.
 const (
@@ -187,12 +189,20 @@ func lockQueueSlots(ctx context.Context, tx pgx.Tx, queue string) (int, error) {
 }
 
 // leaseSQL leases up to $2 queued runs of queue $1, unless it was paused since it was listed
-// (see LeaseRuns). The lease token is a
-// random UUID (gen_random_uuid draws from the server's strong random source). The picked
-// runs are updated through "id = ANY (array)", not a join: the planner cannot know how many
-// a LIMIT $2 takes, and with a join it would hash all runs when the backlog looks large.
+// (see LeaseRuns). The lease token is a random UUID (gen_random_uuid draws from the
+// server's strong random source).
+//
+// The plan must not depend on statistics (see TestPlans): the picked runs are joined back
+// by primary key, one index probe each. The planner cannot know how many a LIMIT $2 takes
+// and guesses a tenth of the queue, so a plain join hashed all runs when the backlog
+// looked large; "id = ANY (ARRAY(...))" guesses ten, which a connection that first leased
+// while the table was nearly empty planned as a sequential scan of runs, and kept as its
+// generic plan until autovacuum analyzed the table. The test on picked.status (always
+// true) has the planner's default selectivity for a column without statistics, so picked
+// looks a few hundred times smaller than the LIMIT guess, small enough for probes to win
+// whatever the table's size.
 const leaseSQL = `WITH picked AS MATERIALIZED (
-		SELECT r.id FROM runs r
+		SELECT r.id, r.status FROM runs r
 		WHERE r.status = 'queued' AND r.queue = $1%s
 			AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
 		ORDER BY r.priority DESC, r.scheduled_for, r.id
@@ -209,7 +219,7 @@ const leaseSQL = `WITH picked AS MATERIALIZED (
 		attempt_started_at = $5,
 		pending_code = '',
 		pending_reason = ''
-	WHERE r.id = ANY (ARRAY(SELECT id FROM picked))
+	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
 
 func (s *Store) leaseQueue(ctx context.Context, q querier, p *store.LeaseRunsParams, queue string, n int) ([]*model.Lease, error) {
@@ -353,6 +363,15 @@ type ending struct {
 // takes them in id order: they cannot deadlock each other). The run keeps worker_id and
 // attempt_started_at (reads hide them once it is not running), so the attempt row is made
 // from the updated row.
+//
+// The plan must not depend on statistics (see TestPlans): the lateral lookup names the id
+// alone, and status and token are tested on the locked row outside it (LIMIT 1 keeps the
+// planner from pushing them back in). Had the lookup said status = 'running', the planner
+// could walk runs_running_queue, a partial index it believes tiny, through every running
+// run per completion. The filter on the lookup's output also makes cur look like a single
+// row, so the update joins it to runs by primary key, never by hashing a sequential scan
+// of runs (the cheaper plan for the table's size when a connection first plans it on a
+// fresh database, and kept as the connection's generic plan).
 var endSQL = `WITH c AS (
 		SELECT c.*,
 			CASE
@@ -366,10 +385,12 @@ var endSQL = `WITH c AS (
 				pending_reason)
 	), cur AS MATERIALIZED (
 		SELECT c.* FROM c CROSS JOIN LATERAL (
-			SELECT 1 FROM runs r
-			WHERE r.id = c.run_id AND r.lease_token = c.token AND r.status = 'running'
+			SELECT r.status, r.lease_token FROM runs r
+			WHERE r.id = c.run_id
 			FOR UPDATE
+			LIMIT 1
 		) l
+		WHERE l.status = 'running' AND l.lease_token = c.token
 	), u AS (
 		UPDATE runs r SET
 			status = cur.st,
@@ -388,13 +409,20 @@ var endSQL = `WITH c AS (
 		SELECT u.id, u.attempt, coalesce(u.worker_id, ''), u.astatus, u.exit_code, u.error,
 			coalesce(u.attempt_started_at, $10), $10
 		FROM u
+	), freed AS (
+		UPDATE run_slots s SET state = 'done'
+		FROM u WHERE s.run_id = u.id AND u.status IN ('succeeded', 'failed', 'cancelled') AND s.state <> 'done'
+		RETURNING s.run_id, s.key
 	)
-	SELECT ` + strings.ReplaceAll(runCols, "r.", "u.") + `, u.ended_token FROM u`
+	SELECT ` + strings.ReplaceAll(runCols, "r.", "u.") + `, u.ended_token,
+		(SELECT f.key FROM freed f WHERE f.run_id = u.id) FROM u`
 
-// ended is a run whose attempt endSQL ended, and the lease token the ending carried.
+// ended is a run whose attempt endSQL ended, the lease token the ending carried, and the
+// concurrency key whose slot the run freed ("" when none).
 type ended struct {
 	run   *model.Run
 	token string
+	freed string
 }
 
 // endAttempts runs endSQL over es and returns the changed runs by id.
@@ -427,12 +455,17 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 			status, pending, trigger string
 			args                     []byte
 			token                    string
+			freed                    *string
 		)
-		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token)...); err != nil {
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token, &freed)...); err != nil {
 			return nil, translate(err, "end attempts")
 		}
 		fixRun(&r, status, pending, trigger, args)
-		out[r.ID] = ended{run: &r.Run, token: token}
+		e := ended{run: &r.Run, token: token}
+		if freed != nil {
+			e.freed = *freed
+		}
+		out[r.ID] = e
 	}
 	if err := rows.Err(); err != nil {
 		return nil, translate(err, "end attempts")
@@ -602,6 +635,13 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			continue
 		}
 		res[i].Run = e.run
+		if e.freed != "" {
+			// The slot was freed with the end; its held runs are admitted now, in a
+			// transaction of their own (AdmitHeld repairs a crash in between).
+			if res[i].Admitted, err = s.admitKeys(ctx, []string{e.freed}, now); err != nil {
+				return nil, fmt.Errorf("complete attempts: %w", err)
+			}
+		}
 	}
 	return res, nil
 }
@@ -639,7 +679,8 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 	return out, nil
 }
 
-// endLost ends the running attempts of locked runs as lost, with error msg.
+// endLost ends the running attempts of locked runs as lost, with error msg, and returns
+// them followed by the held runs that took the slots they freed.
 func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now time.Time,
 	backoff func(*model.Run, model.RetryPolicy) time.Duration) ([]*model.Run, error) {
 	if len(locked) == 0 {
@@ -655,10 +696,23 @@ func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now
 		return nil, err
 	}
 	out := make([]*model.Run, 0, len(changed))
+	var keys []string
 	for _, l := range locked {
 		if e, ok := changed[l.run.ID]; ok {
 			out = append(out, e.run)
+			if e.freed != "" {
+				keys = append(keys, e.freed)
+			}
 		}
+	}
+	// The runs that ended freed their slots in endSQL; held runs take them now.
+	slices.Sort(keys)
+	for _, key := range slices.Compact(keys) {
+		admitted, err := admitHeld(ctx, tx, key, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, admitted...)
 	}
 	return out, nil
 }

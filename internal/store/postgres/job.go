@@ -36,8 +36,9 @@ const (
 )
 
 // createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
-// the queues those runs name, in one statement; it returns the ids of the inserted jobs. It
-// is the slow path of CreateJobs, taken when the fast path (COPY) met a unique violation.
+// the queues those runs name, in one statement; it returns the ids of the inserted jobs.
+// CreateJobs writes small batches with it (one round trip, in the statement's implicit
+// transaction), and big ones with it when COPY met a unique violation.
 var createJobsSQL = `WITH ins AS (
 	INSERT INTO jobs (` + jobInsertCols + `)
 	SELECT id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
@@ -78,6 +79,12 @@ var (
 	copyRunsSQL = `COPY runs (` + strings.Join(runColumns, ", ") + `) FROM STDIN (FORMAT binary)`
 )
 
+// maxStatementBatch is the largest batch CreateJobs writes with createJobsSQL rather than
+// COPY. A group commit of single submissions is a few jobs: one statement is one round trip
+// where COPY takes four (BEGIN, COPY jobs, COPY runs, COMMIT). Thousands of jobs are cheaper
+// to encode and insert by COPY.
+const maxStatementBatch = 64
+
 // newJob is an entry of CreateJobs on its way to the store.
 type newJob struct {
 	job  *model.Job
@@ -90,10 +97,16 @@ type newJob struct {
 // Before writing: entries that repeat an earlier entry's idempotency key are answered from
 // it, and a repeated name fails; a first run whose idempotency key is taken fails its entry;
 // an idempotency key already used in the store answers with that job. The rest is written
-// with COPY (the fast path). When COPY meets a unique violation (a name taken, or a key
-// used since the check), the batch is written instead by one INSERT ... ON CONFLICT DO
-// NOTHING statement, which skips the entries that clash and tells which they were.
+// by one INSERT ... ON CONFLICT DO NOTHING statement, which skips the entries that clash (a
+// name taken, or a key used since the check) and tells which they were; batches of more
+// than maxStatementBatch jobs are written with COPY instead, and by that statement when
+// COPY meets a unique violation.
 func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]store.CreateJobResult, error) {
+	for _, e := range p.Jobs {
+		if e.Run != nil && e.Run.Concurrency != nil {
+			return s.createJobsTx(ctx, p)
+		}
+	}
 	now := utc(p.Now)
 	res := make([]store.CreateJobResult, len(p.Jobs))
 	jobs := make([]*model.Job, len(p.Jobs))
@@ -183,7 +196,25 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		return strings.Compare(a.job.Name, b.job.Name)
 	})
 	inserted := make(map[string]bool, len(batch))
-	if len(batch) > 0 {
+	switch {
+	case len(batch) == 0:
+	case len(batch) <= maxStatementBatch:
+		// One statement, one round trip; it skips the entries that clash.
+		ids, err := s.insertJobs(ctx, batch, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			inserted[id] = true
+		}
+		var queues []string
+		for _, b := range batch {
+			if b.run != nil && inserted[b.job.ID] {
+				queues = append(queues, b.run.Queue)
+			}
+		}
+		s.knowQueues(queues...)
+	default:
 		err := s.copyJobs(ctx, batch, now)
 		switch {
 		case err == nil:
@@ -332,6 +363,24 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 
 // insertJobs writes batch with createJobsSQL and returns the ids of the jobs it inserted.
 func (s *Store) insertJobs(ctx context.Context, batch []newJob, now time.Time) ([]string, error) {
+	args := createJobsArgs(batch, now)
+	var ids []string
+	err := s.retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, createJobsSQL, args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, translate(err, "create jobs")
+	}
+	return ids, nil
+}
+
+// createJobsArgs returns the parameters of createJobsSQL for batch.
+func createJobsArgs(batch []newJob, now time.Time) []any {
 	n := len(batch)
 	var (
 		id, ns, name, queue, handler, key, hash = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -353,21 +402,8 @@ func (s *Store) insertJobs(ctx context.Context, batch []newJob, now time.Time) (
 			in.add(b.run, j.Spec.Handler, req)
 		}
 	}
-	args := append([]any{id, ns, name, specs, queue, handler, reqCPU, reqMem, reqGPU, enabled,
+	return append([]any{id, ns, name, specs, queue, handler, reqCPU, reqMem, reqGPU, enabled,
 		nextFire, key, hash, created, updated, now}, in.params()...)
-	var ids []string
-	err := s.retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, createJobsSQL, args...)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
-	if err != nil {
-		return nil, translate(err, "create jobs")
-	}
-	return ids, nil
 }
 
 // takenRunKeys returns which of keys are idempotency keys of existing runs.
@@ -579,12 +615,16 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if err := tx.QueryRow(ctx, `DELETE FROM jobs WHERE id = $1 RETURNING id`, p.ID).Scan(&id); err != nil {
 			return translate(err, "delete job %s", p.ID)
 		}
+		if _, err := tx.Exec(ctx, `DELETE FROM job_secrets WHERE job_id = $1`, p.ID); err != nil {
+			return translate(err, "delete webhook secret of job %s", p.ID)
+		}
 		runs, err := cancelRuns(ctx, tx, &store.CancelRunsParams{JobID: p.ID, Reason: "job deleted", Now: p.Now})
 		if err != nil {
 			return fmt.Errorf("delete job %s: %w", p.ID, err)
 		}
-		out = runs
-		return nil
+		admitted, err := freeSlots(ctx, tx, runs, p.Now)
+		out = append(runs, admitted...)
+		return err
 	})
 	if err != nil {
 		return nil, err

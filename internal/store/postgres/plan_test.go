@@ -15,6 +15,75 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
+// planCase is a statement, arguments to explain it with, and what its plan must show.
+type planCase struct {
+	name   string
+	sql    string
+	args   []any
+	want   []string // each must appear in the plan
+	forbid []string // none may appear in the plan
+}
+
+// hotPlanCases are the statements of the hot path: submit, promote, lease, heartbeat,
+// complete, rescue. Their plans must not depend on statistics: they are checked on a fresh,
+// never analyzed schema too, as a server meets it on its first run and keeps it in its
+// connections' generic plans until autovacuum analyzes the tables.
+func hotPlanCases(now time.Time) []planCase {
+	lp := &store.LeaseRunsParams{WorkerID: "w", Max: 100, Handlers: []string{"noop"}, Commands: true}
+	filter, fargs := handlerFilter(lp, 6)
+	qfilter, qargs := handlerFilter(lp, 1)
+	ids := []string{id.New(now), id.New(now)}
+	// A plan that reaches runs other than through its primary key or the index its state
+	// names reads every run (or every running run) per batch or per row.
+	noScan := []string{"Seq Scan on runs", "Seq Scan on jobs", "Hash Join", "Merge Join"}
+	var batch []newJob
+	for i := range 2 {
+		j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace, Name: fmt.Sprintf("plan-%d", i),
+			Spec: model.JobSpec{Handler: "noop", Queue: model.DefaultQueue}, Enabled: true, CreatedAt: now, UpdatedAt: now}
+		r := &model.Run{ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
+			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1}
+		batch = append(batch, newJob{job: j, run: r, spec: []byte(`{}`)})
+	}
+	return []planCase{
+		{"lease", fmt.Sprintf(leaseSQL, filter), append([]any{"default", 100, "w", now, now}, fargs...),
+			[]string{"runs_queued", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
+		{"lease queues", fmt.Sprintf(leaseQueuesSQL, qfilter), qargs, []string{"Index Scan Backward using runs_queued"}, noScan},
+		{"queue running count", countRunningSQL, []any{"default"}, []string{"runs_running_queue"}, noScan},
+		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "Index Cond: (id = due.id)"}, noScan},
+		// Each completion locks its run by primary key (not by walking runs_running_queue
+		// with a filter on the id) and the update finds it by primary key.
+		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, now},
+			[]string{"Index Cond: (id = c.run_id)", "Index Cond: (id = (cur.run_id)::text)"},
+			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
+		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now}, []string{"runs_pkey"}, []string{"Seq Scan on runs"}},
+		// The insert joins its own inputs; it reads no table.
+		{"submit", createJobsSQL, textJSON(createJobsArgs(batch, now)), []string{"Insert on jobs", "Insert on runs"},
+			[]string{"Seq Scan on runs", "Seq Scan on jobs", "Scan using runs", "Scan using jobs"}},
+	}
+}
+
+// textJSON turns the JSON documents among args ([][]byte) into text, which explain's simple
+// protocol sends as JSON (it would send bytes as bytea).
+func textJSON(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		docs, ok := a.([][]byte)
+		if !ok {
+			out[i] = a
+			continue
+		}
+		txt := make([]*string, len(docs))
+		for j, d := range docs {
+			if d != nil {
+				s := string(d)
+				txt[j] = &s
+			}
+		}
+		out[i] = txt
+	}
+	return out
+}
+
 // TestPlans checks, with EXPLAIN, that every dispatch and list statement uses its index.
 // Statements run with generic plans (see Open), so that is what is explained: each one is
 // prepared and explained through EXECUTE, on tables filled with a few thousand runs in every
@@ -33,49 +102,37 @@ func TestPlans(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode))
 	require.Equal(t, "force_generic_plan", mode)
 
-	lp := &store.LeaseRunsParams{WorkerID: "w", Max: 100, Handlers: []string{"noop"}, Commands: true}
-	filter, fargs := handlerFilter(lp, 6)
-	qfilter, qargs := handlerFilter(lp, 1)
 	listRuns := func(p store.ListRunsParams) (string, []any) { return listRunsSQL(&p, 101) }
 	listJobs := func(p store.ListJobsParams) (string, []any) { return listJobsSQL(&p, 101) }
 	ids := []string{id.New(now), id.New(now)}
 
-	type tc struct {
-		name string
-		sql  string
-		args []any
-		want []string // each must appear in the plan
-	}
 	// A count over a large share of the table may scan it.
 	allowSeq := map[string]bool{"depth of a queue": true}
-	cases := []tc{
-		{"lease", fmt.Sprintf(leaseSQL, filter), append([]any{"default", 100, "w", now, now}, fargs...), []string{"runs_queued", "runs_pkey", "jobs_pkey"}},
-		{"lease queues", fmt.Sprintf(leaseQueuesSQL, qfilter), qargs, []string{"Index Scan Backward using runs_queued"}},
-		{"queue running count", countRunningSQL, []any{"default"}, []string{"runs_running_queue"}},
-		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "runs_pkey"}},
-		{"next due", nextDueSQL, nil, []string{"runs_scheduled"}},
-		{"next lease expiry", nextExpirySQL, nil, []string{"runs_lease_expiry"}},
-		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, now}, []string{"runs_pkey"}},
-		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now}, []string{"runs_pkey"}},
-		{"rescue", fmt.Sprintf(lockForEndSQL, policyOf(0), expiredWhere, " SKIP LOCKED"), []any{now, 100}, []string{"runs_lease_expiry", "runs_pkey", "jobs_pkey"}},
-		{"completion lock", fmt.Sprintf(lockForEndSQL, policyOf(2), `r.id = ANY($1)`, ""), []any{ids, ids}, []string{"runs_pkey"}},
-		{"worker runs", fmt.Sprintf(lockForEndSQL, policyOf(0), workerRunsWhere, ""), []any{"w"}, []string{"runs_worker"}},
-		{"worker usage", workerSQL + ` WHERE w.id = $1`, []any{"w"}, []string{"runs_worker"}},
-		{"depth of a queue", depthOneSQL, []any{"default"}, []string{"runs_running_queue", "runs_scheduled", "runs_rare_status"}},
+	cases := append(hotPlanCases(now), []planCase{
+		// Not on the path of a run that succeeds: on a nearly empty table these scan it.
+		{"run keys", `SELECT idempotency_key FROM runs WHERE idempotency_key = ANY($1)`, []any{ids}, []string{"runs_idempotency"}, nil},
+		{"rescue", fmt.Sprintf(lockForEndSQL, policyOf(0), expiredWhere, " SKIP LOCKED"), []any{now, 100},
+			[]string{"runs_lease_expiry", "runs_pkey", "jobs_pkey"}, nil},
+		{"completion lock", fmt.Sprintf(lockForEndSQL, policyOf(2), `r.id = ANY($1)`, ""), []any{ids, ids}, []string{"runs_pkey"}, nil},
+		// The timers' minimums: on an empty table every index of running runs is as cheap.
+		{"next due", nextDueSQL, nil, []string{"runs_scheduled"}, nil},
+		{"next lease expiry", nextExpirySQL, nil, []string{"runs_lease_expiry"}, nil},
+		{"worker runs", fmt.Sprintf(lockForEndSQL, policyOf(0), workerRunsWhere, ""), []any{"w"}, []string{"runs_worker"}, nil},
+		{"worker usage", workerSQL + ` WHERE w.id = $1`, []any{"w"}, []string{"runs_worker"}, nil},
+		{"depth of a queue", depthOneSQL, []any{"default"}, []string{"runs_running_queue", "runs_scheduled", "runs_rare_status"}, nil},
 		{"cancel by job", `WITH t AS (SELECT r.id FROM runs r WHERE r.job_id = $3::text AND ` + cancelActive + ` ORDER BY r.id FOR UPDATE)
 			UPDATE runs r SET ` + cancelSet + ` FROM t WHERE r.id = t.id AND ` + cancelActive + ` RETURNING ` + runCols,
-			[]any{now, "x", "j"}, []string{"runs_job", "runs_pkey"}},
+			[]any{now, "x", "j"}, []string{"runs_job", "runs_pkey"}, nil},
 		{"get job", `SELECT ` + jobCols + ` FROM jobs WHERE id = $1 OR (namespace = $2 AND name = $1) ORDER BY id = $1 DESC LIMIT 1`,
-			[]any{"a", "default"}, []string{"jobs_pkey", "BitmapOr"}},
-		{"run keys", `SELECT idempotency_key FROM runs WHERE idempotency_key = ANY($1)`, []any{ids}, []string{"runs_idempotency"}},
+			[]any{"a", "default"}, []string{"jobs_pkey", "BitmapOr"}, nil},
 		{"cron instants", `SELECT ` + runCols + ` FROM runs r WHERE r.trigger_kind = 'cron'
 			AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[]))`,
-			[]any{ids, []time.Time{now, now}}, []string{"runs_cron_instant"}},
+			[]any{ids, []time.Time{now, now}}, []string{"runs_cron_instant"}, nil},
 		{"get run", `SELECT ` + runCols + `, a.n FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE r.id = $1 ORDER BY a.n`,
-			[]any{"r"}, []string{"runs_pkey", "attempts_pkey"}},
+			[]any{"r"}, []string{"runs_pkey", "attempts_pkey"}, nil},
 		{"read logs", `SELECT run_id, attempt, seq, stream, data, created_at FROM log_chunks
-			WHERE run_id = $1 AND attempt = $2 AND seq > $3 ORDER BY seq LIMIT $4`, []any{"r", 1, 0, 10}, []string{"log_chunks_pkey"}},
-	}
+			WHERE run_id = $1 AND attempt = $2 AND seq > $3 ORDER BY seq LIMIT $4`, []any{"r", 1, 0, 10}, []string{"log_chunks_pkey"}, nil},
+	}...)
 	for _, c := range []struct {
 		name string
 		p    store.ListRunsParams
@@ -88,7 +145,7 @@ func TestPlans(t *testing.T) {
 		{"list runs of a worker", store.ListRunsParams{WorkerID: "w"}, "runs_worker"},
 	} {
 		q, args := listRuns(c.p)
-		cases = append(cases, tc{c.name, q, args, []string{c.want}})
+		cases = append(cases, planCase{c.name, q, args, []string{c.want}, nil})
 	}
 	for _, c := range []struct {
 		name string
@@ -99,20 +156,70 @@ func TestPlans(t *testing.T) {
 		{"list jobs of a namespace", store.ListJobsParams{Namespace: "default", Cursor: "a"}, "Index Scan using jobs_"},
 	} {
 		q, args := listJobs(c.p)
-		cases = append(cases, tc{c.name, q, args, []string{c.want}})
+		cases = append(cases, planCase{c.name, q, args, []string{c.want}, nil})
 	}
 
 	for i, c := range cases {
-		plan := explain(t, conn.Conn(), fmt.Sprintf("plan_%d", i), c.sql, c.args...)
-		t.Logf("%s:\n%s", c.name, plan)
-		for _, w := range c.want {
-			require.Contains(t, plan, w, "%s:\n%s", c.name, plan)
-		}
+		plan := checkPlan(t, conn.Conn(), i, c)
 		if !allowSeq[c.name] {
 			require.NotContains(t, plan, "Seq Scan on runs", "%s:\n%s", c.name, plan)
 		}
 		require.NotContains(t, plan, "Seq Scan on jobs", "%s:\n%s", c.name, plan)
 	}
+}
+
+// TestPlansFresh checks the hot statements' plans on a fresh schema whose tables were never
+// analyzed, first empty, then holding a few thousand rows: a server's connections plan them
+// at first use and keep those generic plans until autovacuum first analyzes the tables.
+func TestPlansFresh(t *testing.T) {
+	s := openTest(t)
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// Autovacuum must not analyze the tables while the test runs.
+	for _, table := range []string{"jobs", "runs", "queues", "workers"} {
+		_, err := s.pool.Exec(ctx, "ALTER TABLE "+table+" SET (autovacuum_enabled = false)")
+		require.NoError(t, err)
+	}
+	for _, filled := range []bool{false, true} {
+		if filled {
+			fillRuns(t, s, now, 3)
+		}
+		checkFresh(t, s, filled, hotPlanCases(now))
+	}
+}
+
+// checkFresh checks cases on a connection of s, after checking that runs was never analyzed.
+func checkFresh(t *testing.T, s *Store, filled bool, cases []planCase) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	var analyzed *time.Time
+	require.NoError(t, conn.QueryRow(ctx, `SELECT greatest(last_analyze, last_autoanalyze)
+		FROM pg_stat_user_tables WHERE relname = 'runs' AND schemaname = current_schema()`).Scan(&analyzed))
+	require.Nil(t, analyzed, "runs must not have been analyzed")
+	for i, c := range cases {
+		c.name = fmt.Sprintf("%s (fresh, filled %v)", c.name, filled)
+		checkPlan(t, conn.Conn(), i, c)
+		_, err := conn.Exec(ctx, fmt.Sprintf("DEALLOCATE plan_%d", i))
+		require.NoError(t, err)
+	}
+}
+
+// checkPlan explains c as prepared statement number i and checks its wants and forbids.
+func checkPlan(t *testing.T, conn *pgx.Conn, i int, c planCase) string {
+	t.Helper()
+	plan := explain(t, conn, fmt.Sprintf("plan_%d", i), c.sql, c.args...)
+	t.Logf("%s:\n%s", c.name, plan)
+	for _, w := range c.want {
+		require.Contains(t, plan, w, "%s:\n%s", c.name, plan)
+	}
+	for _, f := range c.forbid {
+		require.NotContains(t, plan, f, "%s:\n%s", c.name, plan)
+	}
+	return plan
 }
 
 // explain prepares sql as name and returns its generic plan.
@@ -136,14 +243,12 @@ func explain(t *testing.T, conn *pgx.Conn, name, sql string, args ...any) string
 	return strings.Join(lines, "\n")
 }
 
-// fillForPlans stores 3000 jobs with a run each, and moves runs through every state: the
-// planner sees tables the size of a small deployment.
-func fillForPlans(t *testing.T, s *Store, now time.Time) {
+// fillRuns stores batches of 1000 jobs with a run each: queued, scheduled (one in ten),
+// waiting (one in ten), some from cron.
+func fillRuns(t *testing.T, s *Store, now time.Time, batches int) {
 	t.Helper()
 	ctx := context.Background()
-	_, _, err := s.RegisterWorker(ctx, &store.RegisterWorkerParams{ID: "w", Session: "s", Capacity: model.Capacity{Slots: 10000}, Now: now})
-	require.NoError(t, err)
-	for b := range 3 {
+	for b := range batches {
 		var batch []store.NewJob
 		for i := range 1000 {
 			j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace, Name: fmt.Sprintf("job-%d-%04d", b, i),
@@ -166,6 +271,16 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 			require.NoError(t, r.Err)
 		}
 	}
+}
+
+// fillForPlans stores 3000 jobs with a run each, and moves runs through every state: the
+// planner sees tables the size of a small deployment.
+func fillForPlans(t *testing.T, s *Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	_, _, err := s.RegisterWorker(ctx, &store.RegisterWorkerParams{ID: "w", Session: "s", Capacity: model.Capacity{Slots: 10000}, Now: now})
+	require.NoError(t, err)
+	fillRuns(t, s, now, 3)
 	var ls []*model.Lease
 	for w := range 30 {
 		got, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: fmt.Sprintf("w%d", w), Max: 50, LeaseTTL: time.Minute, Now: now})

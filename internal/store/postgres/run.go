@@ -39,6 +39,9 @@ SELECT id FROM new_runs`
 // idempotency key or cron instant is taken (in the store or earlier in the batch) answers
 // with that run, Existing.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
+	if hasLimit(p.Runs) {
+		return s.createRunsTx(ctx, p)
+	}
 	now := utc(p.Now)
 	res := make([]store.CreateRunResult, len(p.Runs))
 	runs := make([]*model.Run, len(p.Runs))
@@ -302,14 +305,19 @@ const cancelActive = `r.status IN ('waiting', 'scheduled', 'queued', 'running') 
 // CancelRuns cancels runs by id, or every active run of a job. A run id that names no run
 // fails the call and changes nothing.
 func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
-	if len(p.RunIDs) == 0 {
-		return cancelRuns(ctx, s.pool, p)
-	}
 	var out []*model.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if out, err = cancelRuns(ctx, tx, p); err != nil {
 			return err
+		}
+		admitted, err := freeSlots(ctx, tx, out, p.Now)
+		if err != nil {
+			return err
+		}
+		out = append(out, admitted...)
+		if len(p.RunIDs) == 0 {
+			return nil
 		}
 		var missing *string
 		if err := tx.QueryRow(ctx, `SELECT min(i.id) FROM unnest($1::text[]) AS i(id)
@@ -361,14 +369,20 @@ func cancelRuns(ctx context.Context, q querier, p *store.CancelRunsParams) ([]*m
 // RetryRun reopens a failed or cancelled run as queued, due now, with one more attempt in
 // its budget. A run whose job was deleted cannot be retried (model.ErrInvalidState).
 func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs r SET
-			status = 'queued', scheduled_for = $2, max_attempts = r.max_attempts + 1,
-			finished_at = NULL, error = '', pending_code = '', pending_reason = '',
-			cancel_requested = false, worker_id = NULL, lease_token = NULL,
-			lease_expires_at = NULL, attempt_started_at = NULL
-		WHERE r.id = $1 AND r.status IN ('failed', 'cancelled')
-		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
-		RETURNING `+runCols, p.ID, utc(p.Now)))
+	var (
+		r   *runRow
+		err error
+	)
+	txErr := s.inTx(ctx, func(tx pgx.Tx) error {
+		r, err = scanRun(tx.QueryRow(ctx, retrySQL, p.ID, utc(p.Now)))
+		if err != nil {
+			return nil // answered below, outside the transaction
+		}
+		return readmit(ctx, tx, &r.Run)
+	})
+	if txErr != nil {
+		return nil, translate(txErr, "retry run %s", p.ID)
+	}
 	if err == nil {
 		return &r.Run, nil
 	}
@@ -389,3 +403,13 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 	}
 	return nil, fmt.Errorf("retry run %s: run is %s: %w", p.ID, status, model.ErrInvalidState)
 }
+
+// retrySQL reopens run $1 at $2 if it is failed or cancelled and its job exists.
+const retrySQL = `UPDATE runs r SET
+			status = 'queued', scheduled_for = $2, max_attempts = r.max_attempts + 1,
+			finished_at = NULL, error = '', pending_code = '', pending_reason = '',
+			cancel_requested = false, worker_id = NULL, lease_token = NULL,
+			lease_expires_at = NULL, attempt_started_at = NULL
+		WHERE r.id = $1 AND r.status IN ('failed', 'cancelled')
+		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+		RETURNING ` + runCols

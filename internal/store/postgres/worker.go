@@ -90,6 +90,7 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			if lost, err = endLost(ctx, tx, locked, "worker restarted", now, p.Backoff); err != nil {
 				return err
 			}
+
 		}
 		w, err = scanWorker(tx.QueryRow(ctx, workerSQL+` WHERE w.id = $1`, p.ID))
 		return translate(err, "read worker")

@@ -204,7 +204,18 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			}
 			spent[c.RunID] = true
 		}
-		return e.flush()
+		if err := e.flush(); err != nil {
+			return err
+		}
+		for i := range out {
+			if out[i].Run != nil && out[i].Run.Status.Final() {
+				var err error
+				if out[i].Admitted, err = t.freeSlots([]*model.Run{out[i].Run}, p.Now); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete attempts: %w", err)
@@ -440,7 +451,12 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 			}
 			out = append(out, r)
 		}
-		return e.flush()
+		if err := e.flush(); err != nil {
+			return err
+		}
+		admitted, err := t.freeSlots(out, p.Now)
+		out = append(out, admitted...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rescue expired leases: %w", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,14 +37,18 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 	out := make([]store.CreateJobResult, len(p.Jobs))
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
-		ok, err := t.createJobsFast(p.Jobs, specs, out)
-		if err != nil {
-			return err
+		ok := false
+		if !slices.ContainsFunc(p.Jobs, func(nj store.NewJob) bool { return nj.Run != nil && nj.Run.Concurrency != nil }) {
+			var err error
+			if ok, err = t.createJobsFast(p.Jobs, specs, out); err != nil {
+				return err
+			}
 		}
 		if !ok {
 			insJob, insRun := t.stmt(t.ws.insertJob), t.stmt(t.ws.insertRun)
 			for i, nj := range p.Jobs {
-				if out[i], err = t.createJob(insJob, insRun, nj, specs[i]); err != nil {
+				var err error
+				if out[i], err = t.createJob(insJob, insRun, nj, specs[i], p.Now); err != nil {
 					return fmt.Errorf("job %q: %w", nj.Job.Name, err)
 				}
 			}
@@ -193,7 +198,7 @@ func storedRun(r *model.Run) *model.Run {
 
 // createJob writes one entry. Entry-level failures go in the result's Err; a returned
 // error aborts the batch.
-func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte) (store.CreateJobResult, error) {
+func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte, now time.Time) (store.CreateJobResult, error) {
 	j := nj.Job
 	res, err := insJob.ExecContext(t.ctx, jobArgs(j, spec)...)
 	if err != nil {
@@ -225,18 +230,24 @@ func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte) 
 	if nj.Run == nil {
 		return out, nil
 	}
-	r, ok, err := t.insertRun(insRun, nj.Run, jobInfo{handler: j.Spec.Handler, req: j.Spec.Requirements})
+	rr, err := t.createRun(insRun, nj.Run, jobInfo{handler: j.Spec.Handler, req: j.Spec.Requirements}, now)
 	if err != nil {
 		return store.CreateJobResult{}, err
 	}
-	if !ok {
-		if _, err := t.stmt(t.ws.deleteJob).ExecContext(t.ctx, j.ID); err != nil {
-			return store.CreateJobResult{}, fmt.Errorf("undo job: %w", err)
-		}
-		return store.CreateJobResult{Err: fmt.Errorf("run %s: id or idempotency key taken: %w", nj.Run.ID, model.ErrConflict)}, nil
+	if rr.Err != nil || rr.Existing {
+		return t.undoJob(j, nj.Run)
 	}
-	out.Run = r
+	out.Run, out.Replaced = rr.Run, rr.Replaced
 	return out, nil
+}
+
+// undoJob deletes a job whose first run could not be created: its id or idempotency key
+// is taken.
+func (t *wtx) undoJob(j *model.Job, r *model.Run) (store.CreateJobResult, error) {
+	if _, err := t.stmt(t.ws.deleteJob).ExecContext(t.ctx, j.ID); err != nil {
+		return store.CreateJobResult{}, fmt.Errorf("undo job: %w", err)
+	}
+	return store.CreateJobResult{Err: fmt.Errorf("run %s: id or idempotency key taken: %w", r.ID, model.ErrConflict)}, nil
 }
 
 // jobInfo is what a run copies from its job.
@@ -427,7 +438,14 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if n, _ := res.RowsAffected(); n == 0 {
 			return model.ErrNotFound
 		}
-		out, err = t.cancelJobRuns(p.ID, "job deleted", p.Now)
+		if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM job_secrets WHERE job_id = ?`, p.ID); err != nil {
+			return fmt.Errorf("delete webhook secret: %w", err)
+		}
+		if out, err = t.cancelJobRuns(p.ID, "job deleted", p.Now); err != nil {
+			return err
+		}
+		admitted, err := t.freeSlots(out, p.Now)
+		out = append(out, admitted...)
 		return err
 	})
 	if err != nil {

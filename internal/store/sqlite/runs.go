@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			}
 		}
 		ok := false
-		if found {
+		if found && !slices.ContainsFunc(p.Runs, func(r *model.Run) bool { return r.Concurrency != nil }) {
 			var err error
 			ok, err = t.allOrNothing(func() (bool, error) {
 				return t.insertAll(runsInsert, len(p.Runs), func(i int) []any {
@@ -64,24 +65,13 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 				out[i].Err = fmt.Errorf("run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
 				continue
 			}
-			stored, ok, err := t.insertRun(ins, r, *ji)
-			if err != nil {
+			var err error
+			if out[i], err = t.createRun(ins, r, *ji, p.Now); err != nil {
 				return err
 			}
-			if ok {
-				out[i].Run = stored
+			if out[i].Err == nil && !out[i].Existing {
 				queues[r.Queue] = true
-				continue
 			}
-			prev, err := t.existingRun(r)
-			if err != nil {
-				return err
-			}
-			if prev == nil {
-				out[i].Err = fmt.Errorf("run %s: id taken: %w", r.ID, model.ErrConflict)
-				continue
-			}
-			out[i] = store.CreateRunResult{Run: prev, Existing: true}
 		}
 		return t.ensureQueues(queues, p.Now)
 	})
@@ -251,24 +241,16 @@ func listRunsSQL(p *store.ListRunsParams, limit int) (q string, args []any, ok b
 func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.write(ctx, func(t *wtx) error {
-		pending, running, exists := t.stmt(t.ws.cancelPending), t.stmt(t.ws.cancelRunning), t.stmt(t.ws.runExists)
-		now := micros(p.Now)
+		out = nil
+		exists := t.stmt(t.ws.runExists)
 		for _, id := range p.RunIDs {
-			rr, err := scanRun(pending.QueryRowContext(t.ctx, now, p.Reason, id))
-			if err == nil {
-				out = append(out, rr.run)
+			r, err := t.cancelRun(id, p.Reason, p.Now)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				out = append(out, r)
 				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("cancel run %s: %w", id, err)
-			}
-			rr, err = scanRun(running.QueryRowContext(t.ctx, p.Reason, id))
-			if err == nil {
-				out = append(out, rr.run)
-				continue
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("cancel run %s: %w", id, err)
 			}
 			var one int
 			if err := exists.QueryRowContext(t.ctx, id).Scan(&one); err != nil {
@@ -282,12 +264,35 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 			}
 			out = append(out, runs...)
 		}
-		return nil
+		admitted, err := t.freeSlots(out, p.Now)
+		out = append(out, admitted...)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancel runs: %w", err)
 	}
 	return out, nil
+}
+
+// cancelRun cancels one run: at once when it is not running, by request when it is. It
+// returns the run after the change, or nil when the run is final, already asked to cancel,
+// or missing.
+func (t *wtx) cancelRun(id, reason string, now time.Time) (*model.Run, error) {
+	rr, err := scanRun(t.stmt(t.ws.cancelPending).QueryRowContext(t.ctx, micros(now), reason, id))
+	if err == nil {
+		return rr.run, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	rr, err = scanRun(t.stmt(t.ws.cancelRunning).QueryRowContext(t.ctx, reason, id))
+	if err == nil {
+		return rr.run, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	return nil, nil
 }
 
 // cancelJobRuns cancels every active run of a job: pending ones at once, running ones by
@@ -315,7 +320,7 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 			RETURNING `+runCols, micros(p.Now), p.ID))
 		if err == nil {
 			out = rr.run
-			return nil
+			return t.readmit(out)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err

@@ -143,6 +143,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	var slots int
+	if err := w.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM run_slots)`).Scan(&slots); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	s.ws.slotsUsed.Store(slots != 0)
 	return s, nil
 }
 

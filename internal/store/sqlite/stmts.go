@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // writeStmts are the writer's prepared statements. The writer has one connection, so each
@@ -36,6 +37,10 @@ type writeStmts struct {
 	savepoint      *sql.Stmt
 	release        *sql.Stmt
 	rollbackTo     *sql.Stmt
+
+	// slotsUsed is set once any run was created under a concurrency limit; until then
+	// ending runs need not look for slots to free.
+	slotsUsed atomic.Bool
 
 	mu     sync.Mutex
 	dyn    map[string]*sql.Stmt // statements prepared on first use: lease filters, batches

@@ -56,7 +56,12 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 				}
 				lost = append(lost, r)
 			}
-			return e.flush()
+			if err := e.flush(); err != nil {
+				return err
+			}
+			admitted, err := t.freeSlots(lost, p.Now)
+			lost = append(lost, admitted...)
+			return err
 		}
 		return nil
 	})

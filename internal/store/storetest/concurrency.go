@@ -28,6 +28,8 @@ func RunConcurrency(t *testing.T, open func(t testing.TB) store.Store) {
 		{"CreateJobsSameName", testRaceCreateJobsSameName},
 		{"CreateJobsSameKey", testRaceCreateJobsSameKey},
 		{"CronSameInstant", testRaceCronSameInstant},
+		{"AdmitSameKey", testRaceAdmitSameKey},
+		{"FireSameJob", testRaceFireSameJob},
 		{"HeartbeatVersusComplete", testRaceHeartbeatVersusComplete},
 	}
 	for _, c := range cases {
@@ -283,6 +285,84 @@ func testRaceCronSameInstant(t *testing.T, open OpenFunc) {
 	}
 	require.Equal(t, 1, fresh)
 	require.Len(t, ids, 1)
+}
+
+// testRaceAdmitSameKey: runs created at once under one limit never get more slots than
+// the limit, and freeing them at once admits each held run once.
+func testRaceAdmitSameKey(t *testing.T, open OpenFunc) {
+	f := setup(t, open)
+	const callers = 8
+	j := f.job("limited")
+	f.createJob(j, nil)
+	runs := make([]*model.Run, callers)
+	for i := range runs {
+		runs[i] = f.limited(j, "k", 2, model.ConcurrencyQueue)
+	}
+	created := make([]*model.Run, callers)
+	require.NoError(t, race(callers, func(i int) error {
+		res, err := f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: []*model.Run{runs[i]}, Now: t0})
+		if err == nil {
+			created[i] = res[0].Run
+		}
+		return err
+	}))
+	count := func() (queued, waiting int) {
+		for _, r := range runs {
+			switch f.getRun(r.ID).Status {
+			case model.RunQueued:
+				queued++
+			case model.RunWaiting:
+				waiting++
+			}
+		}
+		return queued, waiting
+	}
+	queued, waiting := count()
+	require.Equal(t, 2, queued)
+	require.Equal(t, callers-2, waiting)
+
+	// Cancel the holders and the held runs at once, from several callers.
+	require.NoError(t, race(callers, func(i int) error {
+		if i%2 == 0 {
+			return nil
+		}
+		_, err := f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{created[i].ID}, Reason: "x", Now: at(time.Second)})
+		return err
+	}))
+	queued, waiting = count()
+	require.Equal(t, 2, queued, "every freed slot was taken by a held run, and no more")
+	require.Equal(t, callers/2-2, waiting)
+}
+
+// testRaceFireSameJob: servers firing the same due job at once create its run once.
+func testRaceFireSameJob(t *testing.T, open OpenFunc) {
+	f := setup(t, open)
+	const callers = 6
+	next := at(0)
+	j := f.job("tick", func(j *model.Job) { j.Spec.Schedule = &model.Schedule{Cron: "* * * * *"}; j.NextFireAt = &next })
+	f.createJob(j, nil)
+	stale := make([]bool, callers)
+	require.NoError(t, race(callers, func(i int) error {
+		after := at(time.Minute)
+		run := f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(0) })
+		res, err := f.s.FireJobs(f.ctx, &store.FireJobsParams{Now: at(time.Second), Fires: []store.Fire{{
+			JobID: j.ID, Expect: at(0), Next: &after, Runs: []*model.Run{run},
+		}}})
+		if err == nil {
+			stale[i] = res[0].Stale
+		}
+		return err
+	}))
+	applied := 0
+	for _, s := range stale {
+		if !s {
+			applied++
+		}
+	}
+	require.Equal(t, 1, applied, "one fire applies; the others are stale")
+	page, err := f.s.ListRuns(f.ctx, &store.ListRunsParams{JobID: j.ID})
+	require.NoError(t, err)
+	require.Len(t, page.Runs, 1)
 }
 
 // testRaceHeartbeatVersusComplete: heartbeats and completions over the same runs, given in

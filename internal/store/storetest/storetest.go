@@ -32,6 +32,8 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Logs", testLogs},
 		{"Queues", testQueues},
 		{"Workers", testWorkers},
+		{"Cron", testCron},
+		{"Limits", testLimits},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

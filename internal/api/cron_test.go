@@ -1,0 +1,229 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+)
+
+func TestCronJobLifecycle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created := b.createJob(t, `{"name": "nightly", "command": ["true"], "schedule": {"cron": "0 2 * * *", "timezone": "Asia/Kolkata"}}`)
+	require.Nil(t, created.Run, "a cron job gets its runs from the schedule")
+
+	var j apitype.Job
+	r := b.do(t, "GET", "/v1/jobs/nightly", nil)
+	r.decode(t, &j)
+	require.Len(t, j.NextFireTimes, 5)
+	require.Len(t, j.NextFireTimesLocal, 5)
+	for i, at := range j.NextFireTimes {
+		local := j.NextFireTimesLocal[i]
+		require.True(t, at.Equal(local))
+		require.Equal(t, 20, at.Hour(), "02:00 IST is 20:30 UTC")
+		require.Equal(t, 30, at.Minute())
+		require.Equal(t, 2, local.Hour(), "the local form keeps the zone's offset")
+		_, off := local.Zone()
+		require.Equal(t, 5*3600+30*60, off)
+		if i > 0 {
+			require.Equal(t, 24*time.Hour, at.Sub(j.NextFireTimes[i-1]))
+		}
+	}
+
+	// A new rule applies at once.
+	r = b.do(t, "PATCH", "/v1/jobs/nightly", `{"schedule": {"cron": "*/10 * * * *"}}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r.decode(t, &j)
+	require.Equal(t, 0, j.NextFireTimes[0].Minute()%10)
+	require.Less(t, time.Until(j.NextFireTimes[0]), 10*time.Minute+time.Second)
+
+	// Pause: no next fire; resume: fires again from now.
+	r = b.do(t, "POST", "/v1/jobs/nightly/pause", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	j = apitype.Job{} // decode into a fresh value: omitted fields must read as empty
+	r.decode(t, &j)
+	require.True(t, j.Schedule.Paused)
+	require.Empty(t, j.NextFireTimes)
+	r = b.do(t, "POST", "/v1/jobs/nightly/resume", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	j = apitype.Job{}
+	r.decode(t, &j)
+	require.False(t, j.Schedule.Paused)
+	require.Len(t, j.NextFireTimes, 5)
+
+	// Disabled: no next fire either.
+	r = b.do(t, "PATCH", "/v1/jobs/nightly", `{"enabled": false}`)
+	j = apitype.Job{}
+	r.decode(t, &j)
+	require.Empty(t, j.NextFireTimes)
+}
+
+func TestWebhook(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createJob(t, `{"name": "deploy", "command": ["true"], "enabled": false}`)
+
+	r := b.do(t, "POST", "/v1/jobs/deploy/webhook", nil)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var sec apitype.WebhookSecret
+	r.decode(t, &sec)
+	require.NotEmpty(t, sec.Secret)
+	require.Equal(t, "/v1/hooks/deploy", sec.Path)
+
+	body := []byte(`{"ref": "main", "sha": "abc"}`)
+	hook := func(sig, key string, body []byte) *response {
+		h := http.Header{}
+		if sig != "" {
+			h.Set(apitype.WebhookSignatureHeader, sig)
+		}
+		if key != "" {
+			h.Set("Idempotency-Key", key)
+		}
+		return b.doCtx(t, t.Context(), "POST", sec.Path, body, h)
+	}
+	jobs0, runs0 := b.counts(t)
+	require.Equal(t, http.StatusConflict, hook(apitype.WebhookSignature(sec.Secret, body), "", body).status, "a disabled job runs nothing")
+	b.do(t, "PATCH", "/v1/jobs/deploy", `{"enabled": true}`)
+	for _, bad := range []string{"", "sha256=00", apitype.WebhookSignature("wrong", body), apitype.WebhookSignature(sec.Secret, []byte(`{"ref": "evil"}`))} {
+		r = hook(bad, "", body)
+		require.Equal(t, http.StatusUnauthorized, r.status, "signature %q: %s", bad, r.body)
+		r.problem(t)
+	}
+	jobs, runs := b.counts(t)
+	require.Equal(t, [2]int{jobs0, runs0}, [2]int{jobs, runs}, "refused calls leave nothing behind")
+
+	r = hook(apitype.WebhookSignature(sec.Secret, body), "delivery-1", body)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var rr apitype.RunResponse
+	r.decode(t, &rr)
+	require.Equal(t, "event", rr.Run.Trigger)
+	require.JSONEq(t, string(body), string(rr.Run.Args), "the body is the run's args")
+	r = hook(apitype.WebhookSignature(sec.Secret, body), "delivery-1", body)
+	require.Equal(t, http.StatusOK, r.status, "a redelivery answers with the first run")
+
+	// Rotation: the old secret stops working.
+	r = b.do(t, "POST", "/v1/jobs/deploy/webhook", nil)
+	var rotated apitype.WebhookSecret
+	r.decode(t, &rotated)
+	require.NotEqual(t, sec.Secret, rotated.Secret)
+	require.Equal(t, http.StatusUnauthorized, hook(apitype.WebhookSignature(sec.Secret, body), "", body).status)
+	require.Equal(t, http.StatusCreated, hook(apitype.WebhookSignature(rotated.Secret, nil), "", nil).status, "an empty body is a run without args")
+}
+
+func TestBackfill(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createJob(t, `{"name": "hourly", "command": ["true"], "schedule": {"cron": "0 * * * *", "timezone": "Europe/Berlin"}}`)
+	body := `{"from": "2026-03-29T00:00:00Z", "to": "2026-03-29T03:00:00Z", "dry_run": true}`
+	r := b.do(t, "POST", "/v1/jobs/hourly/backfill", body)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var dry apitype.BackfillResponse
+	r.decode(t, &dry)
+	require.True(t, dry.DryRun)
+	require.Equal(t, 0, dry.Created)
+	// 01:00 CET .. 05:00 CEST: Berlin springs forward at 01:00 UTC, so 02:00 local does not
+	// exist and 03:00 CEST is 01:00 UTC.
+	require.Len(t, dry.Instants, 4)
+	_, runs0 := b.counts(t)
+	require.Zero(t, runs0, "a dry run creates nothing")
+
+	r = b.do(t, "POST", "/v1/jobs/hourly/backfill", `{"from": "2026-03-29T00:00:00Z", "to": "2026-03-29T01:00:00Z"}`)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var first apitype.BackfillResponse
+	r.decode(t, &first)
+	require.Equal(t, 2, first.Created)
+
+	r = b.do(t, "POST", "/v1/jobs/hourly/backfill", `{"from": "2026-03-29T00:00:00Z", "to": "2026-03-29T03:00:00Z"}`)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var second apitype.BackfillResponse
+	r.decode(t, &second)
+	require.Equal(t, 2, second.Created, "instants that have runs are left alone")
+	require.True(t, second.Instants[0].Existed)
+	require.True(t, second.Instants[1].Existed)
+	require.False(t, second.Instants[2].Existed)
+	_, runs := b.counts(t)
+	require.Equal(t, 4, runs)
+
+	r = b.do(t, "POST", "/v1/jobs/hourly/backfill", `{"from": "2026-03-29T00:00:00Z", "to": "2026-01-01T00:00:00Z"}`)
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Equal(t, []string{"to"}, r.fields(t))
+	r = b.do(t, "POST", "/v1/jobs/hourly/backfill", `{"from": "2020-01-01T00:00:00Z", "to": "2026-01-01T00:00:00Z"}`)
+	require.Equal(t, http.StatusBadRequest, r.status, "too many instants")
+	require.Equal(t, []string{"to"}, r.fields(t))
+}
+
+func TestConcurrencyKeyIsSharedAcrossJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, name := range []string{"sync", "bill"} {
+		b.createJob(t, `{"name": "`+name+`", "command": ["true"], "enabled": false,
+			"concurrency": {"policy": "queue", "key": "customer-{{.customer_id}}"}}`)
+	}
+	trigger := func(job, args string) *apitype.Run {
+		t.Helper()
+		r := b.do(t, "POST", "/v1/jobs/"+job+"/trigger", `{"args": `+args+`}`)
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		var rr apitype.RunResponse
+		r.decode(t, &rr)
+		return rr.Run
+	}
+	require.Equal(t, "queued", trigger("sync", `{"customer_id": 7}`).Status)
+	held := trigger("bill", `{"customer_id": 7}`)
+	require.Equal(t, "waiting", held.Status, "same customer: waits for the sync run")
+	require.Equal(t, "concurrency_limit", held.PendingCode)
+	require.Contains(t, held.PendingReason, "customer-7")
+	require.Equal(t, "queued", trigger("bill", `{"customer_id": 8}`).Status, "another customer runs at once")
+
+	r := b.do(t, "POST", "/v1/jobs/bill/trigger", `{"args": {"id": 8}}`)
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Equal(t, []string{"args"}, r.fields(t))
+}
+
+func TestApplyJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	apply := func(path, body string) (int, apitype.ApplyResponse) {
+		t.Helper()
+		r := b.do(t, "PUT", path, body)
+		var out apitype.ApplyResponse
+		if r.status < 300 {
+			r.decode(t, &out)
+		}
+		return r.status, out
+	}
+	spec := `{"command": ["report"], "schedule": {"cron": "0 2 * * *", "timezone": "Europe/Berlin"}, "priority": 3}`
+	status, out := apply("/v1/jobs/report?namespace=team", spec)
+	require.Equal(t, http.StatusCreated, status)
+	require.Equal(t, "created", out.Action)
+	require.Equal(t, "team", out.Job.Namespace)
+	require.Nil(t, out.Run, "a cron job gets no run now")
+
+	status, out = apply("/v1/jobs/report?namespace=team", spec)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "unchanged", out.Action)
+	require.Empty(t, out.Changes)
+
+	changed := `{"command": ["report", "--full"], "schedule": {"cron": "0 3 * * *", "timezone": "Europe/Berlin"}, "priority": 3}`
+	status, out = apply("/v1/jobs/report?namespace=team&dry_run=true", changed)
+	require.Equal(t, http.StatusOK, status)
+	require.True(t, out.DryRun)
+	require.Equal(t, []string{"command", "schedule"}, out.Changes)
+	r := b.do(t, "GET", "/v1/jobs/report?namespace=team", nil)
+	var j apitype.Job
+	r.decode(t, &j)
+	require.Equal(t, "0 2 * * *", j.Schedule.Cron, "a dry run changes nothing")
+
+	_, out = apply("/v1/jobs/report?namespace=team", changed)
+	require.Equal(t, "updated", out.Action)
+	require.Equal(t, "0 3 * * *", out.Job.Schedule.Cron)
+	require.Equal(t, 3, out.Job.NextFireTimesLocal[0].Hour(), "the new rule applies at once")
+
+	status, _ = apply("/v1/jobs/report", `{"name": "other", "command": ["x"]}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _ = apply("/v1/jobs/report", `{"command": ["x"], "schedule": {"cron": "bad"}}`)
+	require.Equal(t, http.StatusBadRequest, status)
+}

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// signaturePrefix starts every webhook signature (apitype.WebhookSignature).
+const signaturePrefix = "sha256="
+
+// rotateWebhookSecret serves POST /v1/jobs/{id}/webhook: a new secret replaces any earlier
+// one and is shown this once.
+func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error {
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	secret := id.Token()
+	err = a.store.SetWebhookSecret(r.Context(), &store.SetWebhookSecretParams{JobID: j.ID, Secret: secret, Now: a.clock.Now()})
+	if errors.Is(err, model.ErrNotFound) {
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
+	}
+	if err != nil {
+		return err
+	}
+	path := "/v1/hooks/" + url.PathEscape(j.Name)
+	if j.Namespace != model.DefaultNamespace {
+		path += "?namespace=" + url.QueryEscape(j.Namespace)
+	}
+	writeJSON(w, http.StatusCreated, apitype.WebhookSecret{JobID: j.ID, Secret: secret, Path: path, Header: apitype.WebhookSignatureHeader})
+	return nil
+}
+
+// hook serves POST /v1/hooks/{id}: the body, a JSON object (or nothing), becomes the run's
+// args. A missing or wrong signature is 401 and creates nothing; so is a job with no
+// secret. A disabled job is 409 (a manual trigger still runs it). An Idempotency-Key header
+// dedupes deliveries.
+func (a *API) hook(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	j, err := a.findJob(r)
+	if err != nil {
+		return err
+	}
+	secret, err := a.store.WebhookSecret(r.Context(), j.ID)
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
+		return err
+	}
+	got := r.Header.Get(apitype.WebhookSignatureHeader)
+	if secret == "" || !strings.HasPrefix(got, signaturePrefix) || !hmac.Equal([]byte(got), []byte(apitype.WebhookSignature(secret, body))) {
+		return &httpError{status: http.StatusUnauthorized,
+			detail: fmt.Sprintf("the %s header must be %s and the hex HMAC-SHA256 of the body keyed with the job's webhook secret", apitype.WebhookSignatureHeader, signaturePrefix)}
+	}
+	var args []byte
+	if b := bytes.TrimSpace(body); len(b) > 0 {
+		if b[0] != '{' {
+			return invalidField("body", "must be a JSON object (the run's args) or empty")
+		}
+		var obj map[string]any
+		if err := decodeJSON(b, &obj); err != nil {
+			return err
+		}
+		args = b
+	}
+	if !j.Enabled {
+		return &httpError{status: http.StatusConflict, detail: fmt.Sprintf("job %q is disabled: its webhook runs nothing until it is enabled", j.Name)}
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > maxKeyLen || hasControl(key) {
+		return invalidField("Idempotency-Key", fmt.Sprintf("must be at most %d bytes without control characters", maxKeyLen))
+	}
+	return a.runNow(w, r, j, model.TriggerEvent, args, key)
+}

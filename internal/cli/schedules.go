@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+)
+
+func newJobPauseCmd(cfg *config) *cobra.Command {
+	return objectCmd(cfg, "pause JOB", "Pause a job's schedule (manual triggers still run it)",
+		(*client.Client).PauseJob, showDone[*apitype.Job]("job %s paused"))
+}
+
+func newJobResumeCmd(cfg *config) *cobra.Command {
+	return objectCmd(cfg, "resume JOB", "Resume a job's schedule: it fires again from now on",
+		(*client.Client).ResumeJob, func(w io.Writer, job string, j *apitype.Job) error {
+			next := "-"
+			if len(j.NextFireTimes) > 0 {
+				next = cfg.when(&j.NextFireTimes[0])
+			}
+			_, err := fmt.Fprintf(w, "job %s resumed; next fire %s\n", job, next)
+			return err
+		})
+}
+
+func newJobWebhookCmd(cfg *config) *cobra.Command {
+	cmd := objectCmd(cfg, "webhook JOB", "Create or rotate a job's webhook secret (shown once)",
+		(*client.Client).RotateWebhookSecret, func(w io.Writer, _ string, s *apitype.WebhookSecret) error {
+			t := newTable(w)
+			t.row("Secret:", s.Secret+"   (shown this once; rotate to replace it)")
+			t.row("URL:", cfg.server+s.Path)
+			t.row("Signature:", s.Header+": sha256=<hex HMAC-SHA256 of the body, keyed with the secret>")
+			t.row("Example:", fmt.Sprintf(`body='{"k":"v"}'; curl -X POST %s%s -H "%s: sha256=$(printf %%s "$body" | openssl dgst -sha256 -hmac '%s' -r | cut -d' ' -f1)" -d "$body"`,
+				cfg.server, s.Path, s.Header, s.Secret))
+			return t.flush()
+		})
+	return cmd
+}
+
+func newBackfillCmd(cfg *config) *cobra.Command {
+	var (
+		from, to timeFlag
+		yes      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "backfill JOB --from T1 --to T2 [--yes]",
+		Short: "Create a cron run for each instant of a range that has none (a dry run without --yes)",
+		Args:  args("JOB"),
+	}
+	fl := cmd.Flags()
+	fl.Var(&from, "from", "first instant of the range (RFC 3339)")
+	fl.Var(&to, "to", "last instant of the range (RFC 3339)")
+	fl.BoolVar(&yes, "yes", false, "create the runs (without it, only list the instants)")
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		if from.t == nil || to.t == nil {
+			return Usagef("--from and --to are required")
+		}
+		call := func(c *client.Client, ctx context.Context) (*apitype.BackfillResponse, error) {
+			return c.Backfill(ctx, argv[0], &apitype.BackfillRequest{From: *from.t, To: *to.t, DryRun: !yes})
+		}
+		return callAndPrint(cmd, cfg, *asJSON, call, func(w io.Writer, out *apitype.BackfillResponse) error {
+			t := newTable(w, "INSTANT (UTC)", "LOCAL", "STATE")
+			missing := 0
+			for _, in := range out.Instants {
+				state := "has a run"
+				switch {
+				case in.Existed:
+				case in.RunID != "":
+					state = "created " + in.RunID
+				default:
+					state = "missing"
+					missing++
+				}
+				t.row(in.At.UTC().Format(time.RFC3339), in.AtLocal.Format(time.RFC3339), state)
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if out.DryRun {
+				_, err := fmt.Fprintf(w, "dry run: %d of %d instants have no run; run again with --yes to create them\n", missing, len(out.Instants))
+				return err
+			}
+			_, err := fmt.Fprintf(w, "created %d runs\n", out.Created)
+			return err
+		})
+	}
+	return cmd
+}
+
+// jobFile is what `stint apply -f` reads: the jobs of one namespace.
+type jobFile struct {
+	Namespace string            `json:"namespace,omitempty"`
+	Jobs      []apitype.JobSpec `json:"jobs"`
+}
+
+// readJobFile parses a YAML (or JSON) job file. Unknown fields are errors naming the field;
+// every job needs a name, once.
+func readJobFile(b []byte) (*jobFile, error) {
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var f jobFile
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("bad job file: %w", err)
+	}
+	seen := map[string]int{}
+	for i, j := range f.Jobs {
+		switch {
+		case j.Name == "":
+			return nil, fmt.Errorf("jobs[%d].name: every job of a file needs a name", i)
+		case j.Namespace != "" && j.Namespace != f.Namespace:
+			return nil, fmt.Errorf("jobs[%d].namespace: set the file's namespace instead (jobs of a file share it)", i)
+		}
+		if k, dup := seen[j.Name]; dup {
+			return nil, fmt.Errorf("jobs[%d].name: %q is also jobs[%d]", i, j.Name, k)
+		}
+		seen[j.Name] = i
+	}
+	return &f, nil
+}
+
+func newApplyCmd(cfg *config) *cobra.Command {
+	var (
+		file          string
+		prune, dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE [--prune] [--dry-run]",
+		Short: "Create or update the jobs of a file by name, and print what changed",
+		Long: `Make the server's jobs match a file (YAML or JSON):
+
+    namespace: reports        # optional; default "default"
+    jobs:
+      - name: nightly
+        command: [python3, report.py]
+        schedule: {cron: "0 2 * * *", timezone: Europe/Berlin}
+
+Each job is created when missing and updated when it differs; the output says which
+fields changed. --prune deletes the jobs of the namespace that the file no longer has.`,
+		Args: args(),
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the job file (- for standard input)")
+	cmd.Flags().BoolVar(&prune, "prune", false, "delete the namespace's jobs that the file does not list")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if file == "" {
+			return Usagef("-f FILE is required")
+		}
+		var b []byte
+		var err error
+		if file == "-" {
+			b, err = io.ReadAll(cmd.InOrStdin())
+		} else {
+			b, err = os.ReadFile(file)
+		}
+		if err != nil {
+			return Usagef("-f: %w", err)
+		}
+		f, err := readJobFile(b)
+		if err != nil {
+			return Usagef("%s: %w", file, err)
+		}
+		c, err := cfg.client(cmd)
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		suffix := ""
+		if dryRun {
+			suffix = " (dry run)"
+		}
+		var failed error
+		for i := range f.Jobs {
+			res, err := c.ApplyJob(cmd.Context(), f.Namespace, &f.Jobs[i], dryRun)
+			if err != nil {
+				fmt.Fprintf(w, "job/%s failed: %v\n", f.Jobs[i].Name, err)
+				failed = errors.Join(failed, err)
+				continue
+			}
+			line := fmt.Sprintf("job/%s %s", f.Jobs[i].Name, res.Action)
+			if len(res.Changes) > 0 {
+				line += fmt.Sprintf(" (%s)", strings.Join(res.Changes, ", "))
+			}
+			fmt.Fprintln(w, line+suffix)
+		}
+		if prune && failed == nil {
+			if err := pruneJobs(cmd, c, f, dryRun, suffix); err != nil {
+				return err
+			}
+		}
+		if failed != nil {
+			return &exitError{code: 1}
+		}
+		return nil
+	}
+	return cmd
+}
+
+// pruneJobs deletes the jobs of the file's namespace that the file does not list.
+func pruneJobs(cmd *cobra.Command, c *client.Client, f *jobFile, dryRun bool, suffix string) error {
+	ns := f.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	keep := map[string]bool{}
+	for _, j := range f.Jobs {
+		keep[j.Name] = true
+	}
+	var gone []*apitype.Job
+	opts := client.ListJobsOptions{Namespace: ns, Limit: 1000}
+	for {
+		page, err := c.ListJobs(cmd.Context(), opts)
+		if err != nil {
+			return err
+		}
+		for _, j := range page.Items {
+			if !keep[j.Name] {
+				gone = append(gone, j)
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		opts.Cursor = page.NextCursor
+	}
+	slices.SortFunc(gone, func(a, b *apitype.Job) int { return strings.Compare(a.Name, b.Name) })
+	for _, j := range gone {
+		if !dryRun {
+			if _, err := c.DeleteJob(cmd.Context(), j.ID); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "job/%s deleted (pruned)%s\n", j.Name, suffix)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stint-dev/stint/internal/cron"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// Cron defaults.
+const (
+	// DefaultMisfireGrace is how late an instant may fire and still count as on time.
+	DefaultMisfireGrace = time.Minute
+	// DefaultMisfireLimit caps the runs misfire policy run_all creates for one recovery.
+	DefaultMisfireLimit = 100
+	// fireBatch caps the jobs one fire transaction takes.
+	fireBatch = 500
+)
+
+// schedules parses job schedules once per distinct (expression, zone).
+type schedules struct {
+	mu sync.Mutex
+	m  map[[2]string]*cron.Schedule
+}
+
+// get returns the parsed schedule s; expressions were validated on the way in, so an
+// error here means the zone database changed under the server.
+func (c *schedules) get(s *model.Schedule) (*cron.Schedule, error) {
+	k := [2]string{s.Cron, s.Timezone}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sc, ok := c.m[k]; ok {
+		return sc, nil
+	}
+	sc, err := cron.Parse(s.Cron, s.Timezone)
+	if err != nil {
+		return nil, err
+	}
+	if c.m == nil || len(c.m) >= 10000 {
+		c.m = make(map[[2]string]*cron.Schedule) // a crude bound: start over
+	}
+	c.m[k] = sc
+	return sc, nil
+}
+
+// NextFireAt is where a job's schedule stands when it is created or changed at now: the
+// first instant after now, or nil when the job does not fire (no schedule, disabled,
+// paused, an expression with no further instant, or one that does not parse).
+func NextFireAt(j *model.Job, now time.Time) *time.Time {
+	s := j.Spec.Schedule
+	if s == nil || s.Paused || !j.Enabled {
+		return nil
+	}
+	sc, err := cron.Parse(s.Cron, s.Timezone)
+	if err != nil {
+		return nil
+	}
+	next := sc.Next(now)
+	if next.IsZero() {
+		return nil
+	}
+	return &next
+}
+
+// NextFireTimes returns a job's next n fire instants, from its stored next fire on, in the
+// schedule's time zone (none when it does not fire).
+func NextFireTimes(j *model.Job, n int) []time.Time {
+	if j.NextFireAt == nil || j.Spec.Schedule == nil {
+		return nil
+	}
+	sc, err := cron.Parse(j.Spec.Schedule.Cron, j.Spec.Schedule.Timezone)
+	if err != nil {
+		return nil
+	}
+	t := *j.NextFireAt
+	out := []time.Time{t.In(sc.Location())}
+	for len(out) < n {
+		if t = sc.NextAfter(t, t); t.IsZero() {
+			break
+		}
+		out = append(out, t.In(sc.Location()))
+	}
+	return out
+}
+
+// cronLoop fires cron jobs. It sleeps until the earliest next fire across all jobs, or
+// until a schedule changes; each due job's runs and its next fire are written in one
+// transaction that the store refuses to apply twice (invariant 4).
+func (e *Engine) cronLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		wake := e.schedChanged.Wait()
+		next, ok, err := e.store.NextFire(ctx)
+		if err != nil {
+			e.retryLater(ctx, "next cron fire", err)
+			continue
+		}
+		now := e.clock.Now()
+		if ok && !next.After(now) {
+			if err := e.fireDue(ctx, now); err != nil {
+				e.retryLater(ctx, "fire cron jobs", err)
+			}
+			continue
+		}
+		wait := e.cfg.MaxLeaseWait * 10 // no schedule: sleep until one changes
+		if ok {
+			wait = next.Sub(now)
+		}
+		if !e.sleepUntil(ctx, wake, wait) {
+			return
+		}
+	}
+}
+
+// fireDue fires one batch of due jobs.
+func (e *Engine) fireDue(ctx context.Context, now time.Time) error {
+	jobs, err := e.store.DueJobs(ctx, &store.DueJobsParams{Now: now, Limit: fireBatch})
+	if err != nil {
+		return err
+	}
+	fires := make([]store.Fire, 0, len(jobs))
+	for _, j := range jobs {
+		fires = append(fires, e.planFire(j, now))
+	}
+	res, err := e.store.FireJobs(ctx, &store.FireJobsParams{Fires: fires, Now: now})
+	if err != nil {
+		return err
+	}
+	var created, replaced []*model.Run
+	for _, fr := range res {
+		for _, rr := range fr.Runs {
+			if rr.Err != nil {
+				e.log.Error("cron run not created", "err", rr.Err)
+				continue
+			}
+			if !rr.Existing {
+				created = append(created, rr.Run)
+			}
+			replaced = append(replaced, rr.Replaced...)
+		}
+	}
+	e.wakeFor(created)
+	e.pushCancels(replaced)
+	return nil
+}
+
+// planFire decides what a due job fires at now: the runs for its due instants under its
+// misfire policy, and its next fire.
+func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
+	due := *j.NextFireAt
+	f := store.Fire{JobID: j.ID, Expect: due}
+	s := j.Spec.Schedule
+	sc, err := e.sched.get(s)
+	if err != nil {
+		// Stop the schedule rather than retry it forever; the job's page shows no next fire.
+		e.log.Error("cron schedule no longer parses; it stops firing", "job", j.ID, "cron", s.Cron, "timezone", s.Timezone, "err", err)
+		return f
+	}
+	limit := s.MisfireLimit
+	if limit <= 0 {
+		limit = DefaultMisfireLimit
+	}
+	missed, more := sc.Missed(due, now, limit)
+	instants := append([]time.Time{due}, missed...)
+	last := instants[len(instants)-1]
+	if n := sc.NextAfter(last, now); !n.IsZero() {
+		f.Next = &n
+	}
+	grace := e.cfg.MisfireGrace
+	var fire []time.Time
+	switch {
+	case len(instants) == 1 && now.Sub(due) <= grace:
+		fire = instants // on time
+	case s.Misfire == model.MisfireSkip:
+		if !more && now.Sub(last) <= grace {
+			fire = []time.Time{last} // the newest instant is on time; the others are dropped
+		}
+	case s.Misfire == model.MisfireRunAll:
+		fire = instants[:min(len(instants), limit)]
+	default: // run_once
+		fire = []time.Time{due}
+	}
+	if len(instants) > 1 || now.Sub(due) > grace {
+		count := fmt.Sprint(len(instants))
+		if more {
+			count += "+"
+		}
+		e.log.Warn("cron misfire: instants missed while no server fired them",
+			"job", j.ID, "name", j.Name, "policy", misfirePolicy(s), "missed", count,
+			"first", due.UTC(), "runs", len(fire), "limit", limit)
+	}
+	for _, at := range fire {
+		r := NewRun(j, model.TriggerCron, nil, now, now)
+		r.ScheduledFor = at // the instant it fires for: one run per (job, instant)
+		f.Runs = append(f.Runs, r)
+	}
+	return f
+}
+
+func misfirePolicy(s *model.Schedule) string {
+	if s.Misfire == "" {
+		return model.MisfireRunOnce
+	}
+	return s.Misfire
+}

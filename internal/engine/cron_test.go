@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// cronJob creates an enabled noop job on schedule s whose next fire is next (nil: computed
+// from the clock, as the API does).
+func cronJob(t *testing.T, e *Engine, b *testBundle, s model.Schedule, c model.Concurrency, next *time.Time) *model.Job {
+	t.Helper()
+	now := b.clk.Now()
+	jobID := id.New(now)
+	job := &model.Job{
+		ID: jobID, Namespace: model.DefaultNamespace, Name: "cron-" + jobID, Enabled: true,
+		Spec: model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: model.RetryPolicy{MaxAttempts: 1},
+			Schedule: &s, Concurrency: c},
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if next == nil {
+		next = NextFireAt(job, now)
+	}
+	job.NextFireAt = next
+	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	return res[0].Job
+}
+
+// runsOf lists a job's runs, oldest first.
+func runsOf(t *testing.T, b *testBundle, jobID string) []*model.Run {
+	t.Helper()
+	page, err := b.store.ListRuns(context.Background(), &store.ListRunsParams{JobID: jobID, Limit: 1000})
+	require.NoError(t, err)
+	out := page.Runs
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+func nextFireOf(t *testing.T, b *testBundle, jobID string) *time.Time {
+	t.Helper()
+	j, err := b.store.GetJob(context.Background(), &store.GetJobParams{IDOrName: jobID})
+	require.NoError(t, err)
+	return j.NextFireAt
+}
+
+func TestCronFiresEachInstantOnce(t *testing.T) {
+	e, b := setup(t) // t0 = 2026-03-01 12:00 UTC
+	j := cronJob(t, e, b, model.Schedule{Cron: "*/5 * * * *", Timezone: "Europe/Berlin"}, model.Concurrency{}, nil)
+	first := t0.Add(5 * time.Minute)
+	require.Equal(t, first, *j.NextFireAt)
+	require.Empty(t, runsOf(t, b, j.ID), "nothing fires before the instant")
+
+	for i, at := range []time.Time{first, first.Add(5 * time.Minute), first.Add(10 * time.Minute)} {
+		waitTimer(t, b, at) // the loop sleeps until exactly the next fire
+		b.clk.Set(at)
+		awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, "a run per instant")
+		r := runsOf(t, b, j.ID)[i]
+		require.Equal(t, model.TriggerCron, r.Trigger)
+		require.Equal(t, at, r.ScheduledFor, "the run is for its instant")
+		require.Equal(t, model.RunQueued, r.Status)
+		awaitCond(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(at.Add(5*time.Minute)) }, "the next fire moved on")
+	}
+}
+
+func TestCronMisfirePolicies(t *testing.T) {
+	// The server was down from 11:00 to 12:02: the instants 11:00, 11:05, ..., 12:00 (13 of
+	// them) were missed.
+	down := t0.Add(-time.Hour)
+	cases := []struct {
+		name  string
+		sched model.Schedule
+		want  []time.Time
+	}{
+		{"skip", model.Schedule{Cron: "*/5 * * * *", Misfire: model.MisfireSkip}, nil},
+		{"run_once", model.Schedule{Cron: "*/5 * * * *"}, []time.Time{down}},
+		{"run_all capped", model.Schedule{Cron: "*/5 * * * *", Misfire: model.MisfireRunAll, MisfireLimit: 3},
+			[]time.Time{down, down.Add(5 * time.Minute), down.Add(10 * time.Minute)}},
+		{"run_all", model.Schedule{Cron: "*/30 * * * *", Misfire: model.MisfireRunAll},
+			[]time.Time{down, down.Add(30 * time.Minute), t0}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, b := setup(t)
+			b.clk.Set(t0.Add(2 * time.Minute))
+			j := cronJob(t, e, b, tc.sched, model.Concurrency{}, &down)
+			next := nextAfter(t, tc.sched, t0.Add(2*time.Minute))
+			awaitCond(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(next) }, "recovered in one step")
+			var got []time.Time
+			for _, r := range runsOf(t, b, j.ID) {
+				got = append(got, r.ScheduledFor)
+			}
+			slices.SortFunc(got, time.Time.Compare) // runs of one fire share a creation instant
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func nextAfter(t *testing.T, s model.Schedule, now time.Time) time.Time {
+	t.Helper()
+	var sc schedules
+	p, err := sc.get(&s)
+	require.NoError(t, err)
+	return p.Next(now)
+}
+
+func TestCronMissedForAYearRecoversAtOnce(t *testing.T) {
+	e, b := setup(t)
+	yearAgo := t0.AddDate(-1, 0, 0)
+	j := cronJob(t, e, b, model.Schedule{Cron: "* * * * * *", Misfire: model.MisfireRunAll}, model.Concurrency{}, &yearAgo)
+	awaitCond(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(t0.Add(time.Second)) }, "next fire is the next second")
+	require.Len(t, runsOf(t, b, j.ID), DefaultMisfireLimit, "run_all stops at its cap")
+}
+
+func TestCronConcurrencyPolicies(t *testing.T) {
+	cases := []struct {
+		policy string
+		max    int
+		want   []model.RunStatus // the runs after three ticks, no worker running them
+	}{
+		{"allow", 2, []model.RunStatus{model.RunQueued, model.RunQueued, model.RunWaiting}},
+		{"queue", 0, []model.RunStatus{model.RunQueued, model.RunWaiting, model.RunWaiting}},
+		{"forbid", 0, []model.RunStatus{model.RunQueued, model.RunSkipped, model.RunSkipped}},
+		{"replace", 0, []model.RunStatus{model.RunCancelled, model.RunCancelled, model.RunQueued}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.policy, func(t *testing.T) {
+			e, b := setup(t)
+			j := cronJob(t, e, b, model.Schedule{Cron: "* * * * *"}, model.Concurrency{Policy: tc.policy, Max: tc.max}, nil)
+			for i := 1; i <= 3; i++ {
+				at := t0.Add(time.Duration(i) * time.Minute)
+				waitTimer(t, b, at)
+				b.clk.Set(at)
+				awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == i }, "one run per tick")
+			}
+			var got []model.RunStatus
+			for _, r := range runsOf(t, b, j.ID) {
+				got = append(got, r.Status)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestCronQueuedRunStartsWhenTheActiveOneEnds(t *testing.T) {
+	e, b := setup(t)
+	register(t, e, "w1")
+	// Every 5 s: the second tick comes while the first run's lease (10 s) is alive.
+	j := cronJob(t, e, b, model.Schedule{Cron: "*/5 * * * * *"}, model.Concurrency{Policy: "queue"}, nil)
+	at := t0.Add(5 * time.Second)
+	waitTimer(t, b, at)
+	b.clk.Set(at)
+	awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == 1 }, "first tick")
+	l := lease(t, e, "w1", 5, 0)
+	require.Len(t, l.Leases, 1)
+
+	at = at.Add(5 * time.Second)
+	waitTimer(t, b, at)
+	b.clk.Set(at)
+	awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == 2 }, "second tick")
+	held := runsOf(t, b, j.ID)[1]
+	require.Equal(t, model.RunWaiting, held.Status)
+	require.Equal(t, model.PendingConcurrencyLimit, held.PendingCode)
+	require.Empty(t, lease(t, e, "w1", 5, 0).Leases, "the held run is not leased")
+
+	complete(t, e, l.Leases[0], "succeeded")
+	require.Equal(t, model.RunQueued, getRun(t, b, held.ID).Status, "admitted by the first run's end")
+	again := lease(t, e, "w1", 5, 0)
+	require.Len(t, again.Leases, 1)
+	require.Equal(t, held.ID, again.Leases[0].RunID)
+}
+
+// complete reports the end of lease l with status and requires it accepted.
+func complete(t *testing.T, e *Engine, l apitype.Lease, status string) {
+	t.Helper()
+	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
+		{RunID: l.RunID, Token: l.Token, Status: status},
+	}})
+	require.NoError(t, err)
+	require.True(t, resp.Results[0].Accepted)
+}
+
+// awaitCond checks cond until it holds.
+func awaitCond(t *testing.T, cond func() bool, msg string) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, time.Millisecond, msg)
+}

@@ -1,0 +1,176 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
+func (s *Store) NextFire(ctx context.Context) (time.Time, bool, error) {
+	return s.minTime(ctx, `SELECT min(next_fire_at) FROM jobs WHERE next_fire_at IS NOT NULL AND enabled`, "next fire")
+}
+
+// DueJobs returns the enabled jobs whose next fire is due, earliest first.
+func (s *Store) DueJobs(ctx context.Context, p *store.DueJobsParams) ([]*model.Job, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs
+		WHERE next_fire_at IS NOT NULL AND enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2`, utc(p.Now), limit)
+	if err != nil {
+		return nil, translate(err, "due jobs")
+	}
+	defer rows.Close()
+	var out []*model.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, translate(err, "due jobs")
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "due jobs")
+	}
+	return out, nil
+}
+
+// FireJobs records cron fires in one transaction: per fire, a compare-and-set of the job's
+// next fire (which also locks the job row against a concurrent fire), then its runs.
+func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.FireResult, error) {
+	out := make([]store.FireResult, len(p.Fires))
+	now := utc(p.Now)
+	// Jobs are locked in id order so that two servers firing the same jobs cannot deadlock.
+	order := make([]int, len(p.Fires))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(p.Fires[a].JobID, p.Fires[b].JobID) })
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		clear(out)
+		for _, i := range order {
+			f := p.Fires[i]
+			tag, err := tx.Exec(ctx, `UPDATE jobs SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
+				utcPtr(f.Next), f.JobID, utc(f.Expect))
+			if err != nil {
+				return fmt.Errorf("advance job %s: %w", f.JobID, err)
+			}
+			if tag.RowsAffected() == 0 {
+				out[i].Stale = true
+				continue
+			}
+			out[i].Runs = make([]store.CreateRunResult, len(f.Runs))
+			for k, r := range f.Runs {
+				if out[i].Runs[k], err = createRunTx(ctx, tx, r, now); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "fire jobs")
+	}
+	return out, nil
+}
+
+// createRunTx inserts one run of an existing job inside tx, admitting it under its
+// concurrency limit. A run that duplicates an idempotency key or a cron instant is
+// answered with the existing one.
+func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (store.CreateRunResult, error) {
+	r = normalizeRun(r)
+	prev, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r
+		WHERE ($1 <> '' AND r.idempotency_key = $1)
+		   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.scheduled_for = $4)
+		LIMIT 1`, r.IdempotencyKey, r.Trigger == model.TriggerCron, r.JobID, r.ScheduledFor))
+	switch {
+	case err == nil:
+		return store.CreateRunResult{Run: &prev.Run, Existing: true}, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return store.CreateRunResult{}, fmt.Errorf("run %s: find existing: %w", r.ID, err)
+	}
+	var replaced []*model.Run
+	if r.Concurrency != nil {
+		if replaced, err = admit(ctx, tx, r, now); err != nil {
+			return store.CreateRunResult{}, err
+		}
+	}
+	var in runInput
+	in.add(r, "", model.Requirements{})
+	rows, err := tx.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
+	if err != nil {
+		return store.CreateRunResult{}, fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return store.CreateRunResult{}, fmt.Errorf("insert run %s: %w", r.ID, err)
+	}
+	if len(ids) == 0 {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`, r.JobID).Scan(&exists); err != nil {
+			return store.CreateRunResult{}, fmt.Errorf("run %s: job: %w", r.ID, err)
+		}
+		if !exists {
+			return store.CreateRunResult{Err: fmt.Errorf("create run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)}, nil
+		}
+		return store.CreateRunResult{Err: fmt.Errorf("create run %s: id taken: %w", r.ID, model.ErrConflict)}, nil
+	}
+	if r.Concurrency != nil {
+		if err := insertSlot(ctx, tx, r); err != nil {
+			return store.CreateRunResult{}, err
+		}
+	}
+	return store.CreateRunResult{Run: r, Replaced: replaced}, nil
+}
+
+// SetWebhookSecret creates or replaces a job's webhook secret.
+func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretParams) error {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO job_secrets (job_id, secret, created_at)
+		SELECT id, $2, $3 FROM jobs WHERE id = $1
+		ON CONFLICT (job_id) DO UPDATE SET secret = $2, created_at = $3`, p.JobID, p.Secret, utc(p.Now))
+	if err != nil {
+		return translate(err, "set webhook secret of job %s", p.JobID)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set webhook secret of job %s: %w", p.JobID, model.ErrNotFound)
+	}
+	return nil
+}
+
+// WebhookSecret returns a job's webhook secret.
+func (s *Store) WebhookSecret(ctx context.Context, jobID string) (string, error) {
+	var secret string
+	if err := s.pool.QueryRow(ctx, `SELECT secret FROM job_secrets WHERE job_id = $1`, jobID).Scan(&secret); err != nil {
+		return "", translate(err, "webhook secret of job %s", jobID)
+	}
+	return secret, nil
+}
+
+// FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
+func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT scheduled_for FROM runs
+		WHERE job_id = $1 AND scheduled_for BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY scheduled_for`,
+		p.JobID, utc(p.From), utc(p.To))
+	if err != nil {
+		return nil, translate(err, "fired instants of job %s", p.JobID)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (time.Time, error) {
+		var t time.Time
+		err := row.Scan(&t)
+		return t.UTC(), err
+	})
+	if err != nil {
+		return nil, translate(err, "fired instants of job %s", p.JobID)
+	}
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
+func (s *Store) NextFire(ctx context.Context) (time.Time, bool, error) {
+	return s.earliest(ctx, "next fire", `SELECT min(next_fire_at) FROM jobs WHERE next_fire_at IS NOT NULL AND enabled = 1`)
+}
+
+// DueJobs returns the enabled jobs whose next fire is due, earliest first.
+func (s *Store) DueJobs(ctx context.Context, p *store.DueJobsParams) ([]*model.Job, error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs INDEXED BY jobs_next_fire
+		WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`,
+		micros(p.Now), limit)
+	if err != nil {
+		return nil, fmt.Errorf("due jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []*model.Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, fmt.Errorf("due jobs: %w", err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("due jobs: %w", err)
+	}
+	return out, nil
+}
+
+// advanceJobSQL moves a job's next fire on if it still is where the caller read it, and
+// returns what its runs copy from it.
+const advanceJobSQL = `UPDATE jobs SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?
+	RETURNING handler, req_cpu, req_memory_mb, req_gpu`
+
+// FireJobs records cron fires: per fire, a compare-and-set of the job's next fire, then its
+// runs, all in one transaction.
+func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.FireResult, error) {
+	out := make([]store.FireResult, len(p.Fires))
+	err := s.write(ctx, func(t *wtx) error {
+		clear(out)
+		ins := t.stmt(t.ws.insertRun)
+		adv, err := t.batch("advanceJob", 1, func(int) string { return advanceJobSQL })
+		if err != nil {
+			return err
+		}
+		queues := map[string]bool{}
+		for i, f := range p.Fires {
+			var ji jobInfo
+			err := adv.QueryRowContext(t.ctx, nullMicros(f.Next), f.JobID, micros(f.Expect)).
+				Scan(&ji.handler, &ji.req.CPU, &ji.req.MemoryMB, &ji.req.GPU)
+			if errors.Is(err, sql.ErrNoRows) {
+				out[i].Stale = true
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("advance job %s: %w", f.JobID, err)
+			}
+			out[i].Runs = make([]store.CreateRunResult, len(f.Runs))
+			for k, r := range f.Runs {
+				if out[i].Runs[k], err = t.createRun(ins, r, ji, p.Now); err != nil {
+					return err
+				}
+				if out[i].Runs[k].Err == nil && !out[i].Runs[k].Existing {
+					queues[r.Queue] = true
+				}
+			}
+		}
+		return t.ensureQueues(queues, p.Now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fire jobs: %w", err)
+	}
+	return out, nil
+}
+
+// createRun inserts one run of a known job, admitting it under its concurrency limit. A
+// run that duplicates an idempotency key or a cron instant is answered with the existing
+// one.
+func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) (store.CreateRunResult, error) {
+	if r.Concurrency == nil {
+		// The common case: insert, and look for what it clashed with only if it did.
+		stored, ok, err := t.insertRun(ins, r, ji)
+		switch {
+		case err != nil:
+			return store.CreateRunResult{}, err
+		case ok:
+			return store.CreateRunResult{Run: stored}, nil
+		}
+		prev, err := t.existingRun(r)
+		switch {
+		case err != nil:
+			return store.CreateRunResult{}, err
+		case prev != nil:
+			return store.CreateRunResult{Run: prev, Existing: true}, nil
+		}
+		return store.CreateRunResult{Err: fmt.Errorf("run %s: id taken: %w", r.ID, model.ErrConflict)}, nil
+	}
+	// Under a limit, duplicates are found first: a run that is not created must not have
+	// cancelled anything (policy replace).
+	if prev, err := t.existingRun(r); err != nil {
+		return store.CreateRunResult{}, err
+	} else if prev != nil {
+		return store.CreateRunResult{Run: prev, Existing: true}, nil
+	}
+	var replaced []*model.Run
+	if r.Concurrency != nil {
+		var err error
+		if replaced, err = t.admit(r, now); err != nil {
+			return store.CreateRunResult{}, err
+		}
+	}
+	stored, ok, err := t.insertRun(ins, r, ji)
+	if err != nil {
+		return store.CreateRunResult{}, err
+	}
+	if !ok {
+		return store.CreateRunResult{Err: fmt.Errorf("run %s: id taken: %w", r.ID, model.ErrConflict)}, nil
+	}
+	if r.Concurrency != nil {
+		if err := t.insertSlot(r); err != nil {
+			return store.CreateRunResult{}, err
+		}
+	}
+	return store.CreateRunResult{Run: stored, Replaced: replaced}, nil
+}
+
+// SetWebhookSecret creates or replaces a job's webhook secret.
+func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretParams) error {
+	err := s.write(ctx, func(t *wtx) error {
+		var one int
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM jobs WHERE id = ?`, p.JobID).Scan(&one); err != nil {
+			return mapErr(err)
+		}
+		_, err := t.tx.ExecContext(t.ctx, `INSERT INTO job_secrets (job_id, secret, created_at) VALUES (?1, ?2, ?3)
+			ON CONFLICT (job_id) DO UPDATE SET secret = ?2, created_at = ?3`, p.JobID, p.Secret, micros(p.Now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set webhook secret of job %s: %w", p.JobID, err)
+	}
+	return nil
+}
+
+// WebhookSecret returns a job's webhook secret.
+func (s *Store) WebhookSecret(ctx context.Context, jobID string) (string, error) {
+	var secret string
+	if err := s.r.QueryRowContext(ctx, `SELECT secret FROM job_secrets WHERE job_id = ?`, jobID).Scan(&secret); err != nil {
+		return "", fmt.Errorf("webhook secret of job %s: %w", jobID, mapErr(err))
+	}
+	return secret, nil
+}
+
+// FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
+func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT scheduled_for FROM runs INDEXED BY runs_cron_instant
+		WHERE job_id = ? AND scheduled_for BETWEEN ? AND ? AND trigger_kind = 'cron' ORDER BY scheduled_for`,
+		p.JobID, micros(p.From), micros(p.To))
+	if err != nil {
+		return nil, fmt.Errorf("fired instants of job %s: %w", p.JobID, err)
+	}
+	defer rows.Close()
+	var out []time.Time
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("fired instants of job %s: %w", p.JobID, err)
+		}
+		out = append(out, fromMicros(v))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("fired instants of job %s: %w", p.JobID, err)
+	}
+	return out, nil
+}

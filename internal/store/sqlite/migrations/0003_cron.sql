@@ -1,0 +1,20 @@
+-- Concurrency limits (store package doc, "Concurrency limits"): one row per run created
+-- under a limit. state is held (the run waits for a slot), active (it holds one) or done
+-- (it ended). Counting a key's holders walks (key, 'active').
+CREATE TABLE run_slots (
+    run_id TEXT    NOT NULL PRIMARY KEY,
+    key    TEXT    NOT NULL,
+    max    INTEGER NOT NULL,
+    policy TEXT    NOT NULL,
+    state  TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX run_slots_key ON run_slots (key, state, run_id);
+-- Keys with held runs, for the repair pass at start (Store.AdmitHeld).
+CREATE INDEX run_slots_held ON run_slots (key) WHERE state = 'held';
+
+-- Webhook secrets: the key that signs a job's webhook calls (HMAC-SHA256 of the body).
+CREATE TABLE job_secrets (
+    job_id     TEXT    NOT NULL PRIMARY KEY,
+    secret     TEXT    NOT NULL,
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
