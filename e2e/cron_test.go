@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+)
+
+// TestCronFiresEachSecondOnceAcrossAKill runs a real server with a job that fires every
+// second, kills the server with SIGKILL, restarts it on the same store and checks, in real
+// time: every run is a cron run of a whole-second instant, no instant has two runs
+// (invariant 4), the instants missed while the server was down got one run (misfire
+// run_once), and firing goes on after the restart.
+func TestCronFiresEachSecondOnceAcrossAKill(t *testing.T) {
+	for _, sc := range storeCases() {
+		t.Run(sc.name, func(t *testing.T) {
+			args := sc.args(t)
+			srv := startServer(t, "dev", args...)
+			c := srv.client(t)
+			ctx := context.Background()
+			_, _, err := c.CreateJob(ctx, &apitype.JobSpec{Name: "tick", Handler: "noop", Schedule: &apitype.Schedule{Cron: "* * * * * *"}})
+			require.NoError(t, err)
+
+			waitFor(t, 30*time.Second, "three ticks", func() bool { return len(cronRuns(t, c)) >= 3 })
+			before := cronRuns(t, c)
+			for _, r := range before {
+				require.Zero(t, r.ScheduledFor.Nanosecond(), "a tick is a whole second: %s", r.ScheduledFor)
+				require.Equal(t, "cron", r.Trigger)
+			}
+			srv.kill()
+			down := time.Now()
+			// The server stays down across several instants: no condition can stand in for
+			// real time passing here.
+			waitFor(t, 10*time.Second, "three seconds of downtime", func() bool { return time.Since(down) > 3*time.Second })
+
+			srv2 := startServer(t, "dev", args...)
+			c2 := srv2.client(t)
+			up := time.Now()
+			waitFor(t, 30*time.Second, "ticks after the restart", func() bool {
+				n := 0
+				for _, r := range cronRuns(t, c2) {
+					if r.ScheduledFor.After(up) {
+						n++
+					}
+				}
+				return n >= 2
+			})
+			runs := cronRuns(t, c2)
+			seen := map[time.Time]string{}
+			var late []*apitype.Run // runs the restarted server made for instants it had missed
+			for _, r := range runs {
+				at := r.ScheduledFor.UTC()
+				require.Empty(t, seen[at], "instant %s fired twice: runs %s and %s", at, seen[at], r.ID)
+				seen[at] = r.ID
+				if r.CreatedAt.After(down) && r.CreatedAt.Sub(at) > time.Second {
+					late = append(late, r)
+				}
+			}
+			require.Len(t, late, 1, "misfire run_once: one run for the instants missed while down")
+			require.True(t, late[0].ScheduledFor.Before(up), "it is for a missed instant: %+v", late[0])
+			for _, r := range runs {
+				if r.ScheduledFor.After(up) {
+					final := waitRun(t, c2, r.ID, 30*time.Second)
+					require.Equal(t, "succeeded", final.Status)
+					require.Less(t, final.StartedAt.Sub(final.ScheduledFor), 2*time.Second, "started on time: %+v", final)
+				}
+			}
+		})
+	}
+}
+
+// cronRuns lists the runs of job tick.
+func cronRuns(t testing.TB, c *client.Client) []*apitype.Run {
+	t.Helper()
+	page, err := c.ListRuns(context.Background(), client.ListRunsOptions{Job: "tick", Limit: 1000})
+	require.NoError(t, err)
+	return page.Items
+}
