@@ -15,7 +15,9 @@ import (
 // submitFlags are the flags of stint submit.
 type submitFlags struct {
 	shell, handler, name, queue, dir, idempotencyKey string
-	cron, timezone                                   string
+	cron, timezone, misfire                          string
+	concurrency, concurrencyKey                      string
+	maxConcurrent                                    int
 	priority, retries, gpu                           int
 	timeout, backoff, delay                          time.Duration
 	cpu                                              float64
@@ -62,6 +64,10 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.DurationVar(&f.delay, "delay", 0, "run after this delay, e.g. 5m")
 	fl.StringVar(&f.cron, "cron", "", "cron schedule; the job then runs on it instead of once")
 	fl.StringVar(&f.timezone, "timezone", "", "IANA time zone of --cron (default UTC)")
+	fl.StringVar(&f.misfire, "misfire", "", "what --cron does with instants missed while no server ran: run_once (default), skip, run_all")
+	fl.StringVar(&f.concurrency, "concurrency", "", "what a run does when --max-concurrent runs are active: allow, forbid, queue, replace")
+	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "runs of the job (or of its --concurrency-key) active at once (0: unlimited for allow, 1 otherwise)")
+	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", `limit per key, a template over the args, e.g. "customer-{{.customer_id}}"`)
 	fl.Var(&f.args, "arg", "argument KEY=VALUE of the run, repeatable (the args object; commands get STINT_ARGS)")
 	fl.Var(&f.env, "env", "environment variable KEY=VALUE, repeatable")
 	fl.StringVar(&f.dir, "dir", "", "working directory on the worker")
@@ -213,8 +219,11 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec,
 	if changed("cpu") || changed("memory") || changed("gpu") || changed("label") {
 		spec.Requirements = &apitype.Requirements{CPU: f.cpu, MemoryMB: f.memory.mb, GPU: f.gpu, Labels: f.labels.m}
 	}
-	if f.cron != "" || f.timezone != "" {
-		spec.Schedule = &apitype.Schedule{Cron: f.cron, Timezone: f.timezone}
+	if f.cron != "" || f.timezone != "" || f.misfire != "" {
+		spec.Schedule = &apitype.Schedule{Cron: f.cron, Timezone: f.timezone, Misfire: f.misfire}
+	}
+	if f.concurrency != "" || f.maxConcurrent != 0 || f.concurrencyKey != "" {
+		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrent, Key: f.concurrencyKey}
 	}
 	return spec, nil
 }

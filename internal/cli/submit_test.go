@@ -56,6 +56,16 @@ func TestSubmit(t *testing.T) {
 			stdout: "job j2 nightly\nnext 2030-01-03 02:00:00 (in 14h)\n",
 		},
 		{
+			name: "cron job with policies",
+			args: []string{"submit", "--name", "sync", "--cron", "@hourly", "--misfire", "skip", "--concurrency", "forbid",
+				"--max-concurrent", "2", "--concurrency-key", "c-{{.id}}", "--arg", "id=7", "--", "./sync"},
+			exchanges: []exchange{{method: "POST", path: "/v1/jobs",
+				body: `{"name":"sync","command":["./sync"],"args":{"id":"7"},"schedule":{"cron":"@hourly","misfire":"skip"},` +
+					`"concurrency":{"policy":"forbid","max":2,"key":"c-{{.id}}"}}`,
+				status: http.StatusCreated, answer: `{"job":{"id":"j4","name":"sync"},"run":null}`}},
+			stdoutHas: []string{"job j4 sync"},
+		},
+		{
 			name: "unnamed job: its name is its id",
 			args: []string{"submit", "--shell", "x"},
 			exchanges: []exchange{{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`,
