@@ -68,9 +68,16 @@ type Schedule struct {
 
 // Concurrency limits the active runs of a job.
 type Concurrency struct {
-	Policy string `json:"policy,omitempty"`
-	Max    int    `json:"max,omitempty"`
-	Key    string `json:"key,omitempty"`
+	Policy string     `json:"policy,omitempty"`
+	Max    int        `json:"max,omitempty"`
+	Key    string     `json:"key,omitempty"`
+	Rate   *RateLimit `json:"rate,omitempty"`
+}
+
+// RateLimit allows at most Rate runs to be admitted in any window of length Per.
+type RateLimit struct {
+	Rate int      `json:"rate"`
+	Per  Duration `json:"per"`
 }
 
 // Dependency is an edge to an upstream run.

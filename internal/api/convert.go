@@ -27,12 +27,15 @@ func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
 			CPU: s.Requirements.CPU, MemoryMB: s.Requirements.MemoryMB, GPU: s.Requirements.GPU, Labels: s.Requirements.Labels,
 		},
 		Retry:          *retryToAPI(s.Retry),
-		Concurrency:    apitype.Concurrency{Policy: s.Concurrency.Policy, Max: s.Concurrency.Max, Key: s.Concurrency.Key},
+		Concurrency:    apitype.Concurrency{Policy: s.Concurrency.Policy},
 		Tags:           s.Tags,
 		Enabled:        j.Enabled,
 		IdempotencyKey: j.IdempotencyKey,
 		CreatedAt:      j.CreatedAt.UTC(),
 		UpdatedAt:      j.UpdatedAt.UTC(),
+	}
+	if c := concurrencyToAPI(s.Concurrency); c != nil {
+		out.Concurrency = *c
 	}
 	if out.Concurrency.Policy == "" {
 		out.Concurrency.Policy = "allow"
@@ -164,4 +167,16 @@ func scheduleToAPI(s *model.Schedule) *apitype.Schedule {
 		return nil
 	}
 	return &apitype.Schedule{Cron: s.Cron, Timezone: s.Timezone, Misfire: s.Misfire, MisfireLimit: s.MisfireLimit, Paused: s.Paused}
+}
+
+// concurrencyToAPI is a job's concurrency policy on the wire; nil when it sets none.
+func concurrencyToAPI(c model.Concurrency) *apitype.Concurrency {
+	if c.Policy == "" && c.Max == 0 && c.Key == "" && c.Rate == nil {
+		return nil
+	}
+	out := &apitype.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
+	if c.Rate != nil {
+		out.Rate = &apitype.RateLimit{Rate: c.Rate.Rate, Per: apitype.Duration(c.Rate.Per)}
+	}
+	return out
 }

@@ -227,3 +227,20 @@ func TestApplyJob(t *testing.T) {
 	status, _ = apply("/v1/jobs/report", `{"command": ["x"], "schedule": {"cron": "bad"}}`)
 	require.Equal(t, http.StatusBadRequest, status)
 }
+
+func TestRateLimitedTriggers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createJob(t, `{"name": "mail", "command": ["true"], "enabled": false, "concurrency": {"rate": {"rate": 2, "per": "1h"}}}`)
+	var statuses, codes []string
+	for range 3 {
+		r := b.do(t, "POST", "/v1/jobs/mail/trigger", nil)
+		require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+		var rr apitype.RunResponse
+		r.decode(t, &rr)
+		statuses = append(statuses, rr.Run.Status)
+		codes = append(codes, rr.Run.PendingCode)
+	}
+	require.Equal(t, []string{"queued", "queued", "waiting"}, statuses, "two an hour: the third waits for its turn")
+	require.Equal(t, "rate_limited", codes[2])
+}

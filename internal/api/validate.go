@@ -263,6 +263,8 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 const (
 	maxMisfireLimit = 10000
 	maxConcurrency  = 100000
+	maxRate         = 1000000
+	maxRatePer      = 7 * 24 * time.Hour
 )
 
 // scheduleToModel checks a schedule: the expression and zone parse (the cron package says
@@ -310,7 +312,17 @@ func concurrencyToModel(c *apitype.Concurrency, fe *fieldErrors) model.Concurren
 			fe.add("concurrency.key", "%s", err.Error())
 		}
 	}
-	return model.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
+	out := model.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
+	if r := c.Rate; r != nil {
+		out.Rate = &model.RateLimit{Rate: r.Rate, Per: r.Per.Std()}
+		if r.Rate < 1 || r.Rate > maxRate {
+			fe.add("concurrency.rate.rate", "must be between 1 and %d", maxRate)
+		}
+		if r.Per.Std() <= 0 || r.Per.Std() > maxRatePer {
+			fe.add("concurrency.rate.per", "must be a duration above 0 and at most %s", maxRatePer)
+		}
+	}
+	return out
 }
 
 // retryToModel checks a retry policy and applies its defaults.
@@ -397,9 +409,7 @@ func specFromJob(j *model.Job) *apitype.JobSpec {
 		spec.Timeout = &d
 	}
 	spec.Schedule = scheduleToAPI(s.Schedule)
-	if c := s.Concurrency; c != (model.Concurrency{}) {
-		spec.Concurrency = &apitype.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
-	}
+	spec.Concurrency = concurrencyToAPI(s.Concurrency)
 	return spec
 }
 

@@ -158,6 +158,12 @@ func TestBuildJob(t *testing.T) {
 			require.Equal(t, &model.RunConcurrency{Key: "key:default:c-7", Max: 2, Policy: model.ConcurrencyAllow}, vj.Run.Concurrency)
 		}},
 		{name: "concurrency key the args lack", body: `{"command": ["a"], "args": {"n": 7}, "concurrency": {"key": "c-{{.id}}"}}`, want: []string{"concurrency.key"}},
+		{name: "rate limit", body: `{"command": ["a"], "concurrency": {"rate": {"rate": 100, "per": "1m"}}}`, check: func(t *testing.T, vj *validJob) {
+			require.Equal(t, &model.RunConcurrency{Key: "job:" + vj.Job.ID, Policy: model.ConcurrencyAllow,
+				Rate: &model.RateLimit{Rate: 100, Per: time.Minute}}, vj.Run.Concurrency)
+		}},
+		{name: "bad rate limit", body: `{"command": ["a"], "concurrency": {"rate": {"rate": 0, "per": "-1s"}}}`,
+			want: []string{"concurrency.rate.rate", "concurrency.rate.per"}},
 		{name: "concurrency key that does not parse", body: `{"command": ["a"], "concurrency": {"key": "c-{{.id"}}`, want: []string{"concurrency.key"}},
 		{name: "default concurrency is fine", body: `{"command": ["a"], "concurrency": {"policy": "allow"}}`},
 		{name: "long idempotency key", body: `{"command": ["a"], "idempotency_key": "` + string(slices.Repeat([]byte("k"), 256)) + `"}`, want: []string{"idempotency_key"}},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +18,7 @@ import (
 type submitFlags struct {
 	shell, handler, name, queue, dir, idempotencyKey string
 	cron, timezone, misfire                          string
-	concurrency, concurrencyKey                      string
+	concurrency, concurrencyKey, rate                string
 	maxConcurrent                                    int
 	priority, retries, gpu                           int
 	timeout, backoff, delay                          time.Duration
@@ -67,6 +69,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&f.misfire, "misfire", "", "what --cron does with instants missed while no server ran: run_once (default), skip, run_all")
 	fl.StringVar(&f.concurrency, "concurrency", "", "what a run does when --max-concurrent runs are active: allow, forbid, queue, replace")
 	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "runs of the job (or of its --concurrency-key) active at once (0: unlimited for allow, 1 otherwise)")
+	fl.StringVar(&f.rate, "rate", "", `rate limit of the job (or of its --concurrency-key): "N/DURATION", e.g. 100/1m`)
 	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", `limit per key, a template over the args, e.g. "customer-{{.customer_id}}"`)
 	fl.Var(&f.args, "arg", "argument KEY=VALUE of the run, repeatable (the args object; commands get STINT_ARGS)")
 	fl.Var(&f.env, "env", "environment variable KEY=VALUE, repeatable")
@@ -222,8 +225,17 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec,
 	if f.cron != "" || f.timezone != "" || f.misfire != "" {
 		spec.Schedule = &apitype.Schedule{Cron: f.cron, Timezone: f.timezone, Misfire: f.misfire}
 	}
-	if f.concurrency != "" || f.maxConcurrent != 0 || f.concurrencyKey != "" {
+	if f.concurrency != "" || f.maxConcurrent != 0 || f.concurrencyKey != "" || f.rate != "" {
 		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrent, Key: f.concurrencyKey}
+		if f.rate != "" {
+			n, per, ok := strings.Cut(f.rate, "/")
+			count, err1 := strconv.Atoi(n)
+			d, err2 := time.ParseDuration(per)
+			if !ok || err1 != nil || err2 != nil {
+				return nil, Usagef("--rate: want N/DURATION such as 100/1m, got %q", f.rate)
+			}
+			spec.Concurrency.Rate = &apitype.RateLimit{Rate: count, Per: apitype.Duration(d)}
+		}
 	}
 	return spec, nil
 }

@@ -66,6 +66,14 @@ func TestSubmit(t *testing.T) {
 			stdoutHas: []string{"job j4 sync"},
 		},
 		{
+			name: "rate limit",
+			args: []string{"submit", "--rate", "100/1m", "--handler", "mail"},
+			exchanges: []exchange{{method: "POST", path: "/v1/jobs", body: `{"handler":"mail","concurrency":{"rate":{"rate":100,"per":"1m0s"}}}`,
+				status: http.StatusCreated, answer: `{"job":{"id":"j5","name":"j5"},"run":{"id":"r5","status":"queued"}}`}},
+			stdoutHas: []string{"r5"},
+		},
+		{name: "bad rate", args: []string{"submit", "--rate", "fast", "--handler", "mail"}, code: 2, stderr: "--rate: want N/DURATION"},
+		{
 			name: "unnamed job: its name is its id",
 			args: []string{"submit", "--shell", "x"},
 			exchanges: []exchange{{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`,

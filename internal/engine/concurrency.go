@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,21 +56,21 @@ func RenderKey(job *model.Job, args json.RawMessage) (string, error) {
 }
 
 // runConcurrency is the limit a new run of job with args counts against: Max runs at once
-// per key (1 when the policy is set without a max); nil when the job allows any number. A
-// key template that does not render (the API refuses such args before) falls back to the
-// job's own key, so the limit still holds.
+// per key (for allow, 0 means no limit; the other policies default to 1) and the job's rate
+// limit; nil when the job sets neither. A key template that does not render (the API
+// refuses such args before) falls back to the job's own key, so the limit still holds.
 func runConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency {
 	c := job.Spec.Concurrency
 	policy := model.ConcurrencyPolicy(c.Policy)
 	if policy == "" {
 		policy = model.ConcurrencyAllow
 	}
-	if policy == model.ConcurrencyAllow && c.Max == 0 && c.Key == "" {
-		return nil
-	}
 	limit := c.Max
-	if limit <= 0 {
+	if policy != model.ConcurrencyAllow && limit <= 0 {
 		limit = 1
+	}
+	if limit == 0 && c.Rate == nil {
+		return nil
 	}
 	key := "job:" + job.ID
 	if c.Key != "" {
@@ -77,5 +78,35 @@ func runConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency 
 			key = "key:" + job.Namespace + ":" + k
 		}
 	}
-	return &model.RunConcurrency{Key: key, Max: limit, Policy: policy}
+	return &model.RunConcurrency{Key: key, Max: limit, Policy: policy, Rate: c.Rate}
+}
+
+// releaseLoop admits runs held by a rate limit when their turn comes. It sleeps until the
+// earliest turn, or until a new held run may have an earlier one.
+func (e *Engine) releaseLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		wake := e.timers.Wait()
+		next, ok, err := e.store.NextRelease(ctx)
+		if err != nil {
+			e.retryLater(ctx, "next rate-limit release", err)
+			continue
+		}
+		now := e.clock.Now()
+		if ok && !next.After(now) {
+			runs, err := e.store.ReleaseDue(ctx, now)
+			if err != nil {
+				e.retryLater(ctx, "release rate-limited runs", err)
+				continue
+			}
+			e.wakeFor(runs)
+			continue
+		}
+		wait := e.cfg.MaxLeaseWait * 10 // nothing held: sleep until woken
+		if ok {
+			wait = next.Sub(now)
+		}
+		if !e.sleepUntil(ctx, wake, wait) {
+			return
+		}
+	}
 }

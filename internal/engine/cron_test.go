@@ -65,12 +65,12 @@ func TestCronFiresEachInstantOnce(t *testing.T) {
 	for i, at := range []time.Time{first, first.Add(5 * time.Minute), first.Add(10 * time.Minute)} {
 		waitTimer(t, b, at) // the loop sleeps until exactly the next fire
 		b.clk.Set(at)
-		awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, "a run per instant")
+		waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, "a run per instant")
 		r := runsOf(t, b, j.ID)[i]
 		require.Equal(t, model.TriggerCron, r.Trigger)
 		require.Equal(t, at, r.ScheduledFor, "the run is for its instant")
 		require.Equal(t, model.RunQueued, r.Status)
-		awaitCond(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(at.Add(5*time.Minute)) }, "the next fire moved on")
+		waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(at.Add(5*time.Minute)) }, "the next fire moved on")
 	}
 }
 
@@ -96,7 +96,7 @@ func TestCronMisfirePolicies(t *testing.T) {
 			b.clk.Set(t0.Add(2 * time.Minute))
 			j := cronJob(t, e, b, tc.sched, model.Concurrency{}, &down)
 			next := nextAfter(t, tc.sched, t0.Add(2*time.Minute))
-			awaitCond(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(next) }, "recovered in one step")
+			waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(next) }, "recovered in one step")
 			var got []time.Time
 			for _, r := range runsOf(t, b, j.ID) {
 				got = append(got, r.ScheduledFor)
@@ -119,7 +119,7 @@ func TestCronMissedForAYearRecoversAtOnce(t *testing.T) {
 	e, b := setup(t)
 	yearAgo := t0.AddDate(-1, 0, 0)
 	j := cronJob(t, e, b, model.Schedule{Cron: "* * * * * *", Misfire: model.MisfireRunAll}, model.Concurrency{}, &yearAgo)
-	awaitCond(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(t0.Add(time.Second)) }, "next fire is the next second")
+	waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(t0.Add(time.Second)) }, "next fire is the next second")
 	require.Len(t, runsOf(t, b, j.ID), DefaultMisfireLimit, "run_all stops at its cap")
 }
 
@@ -142,7 +142,7 @@ func TestCronConcurrencyPolicies(t *testing.T) {
 				at := t0.Add(time.Duration(i) * time.Minute)
 				waitTimer(t, b, at)
 				b.clk.Set(at)
-				awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == i }, "one run per tick")
+				waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i }, "one run per tick")
 			}
 			var got []model.RunStatus
 			for _, r := range runsOf(t, b, j.ID) {
@@ -161,14 +161,14 @@ func TestCronQueuedRunStartsWhenTheActiveOneEnds(t *testing.T) {
 	at := t0.Add(5 * time.Second)
 	waitTimer(t, b, at)
 	b.clk.Set(at)
-	awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == 1 }, "first tick")
+	waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == 1 }, "first tick")
 	l := lease(t, e, "w1", 5, 0)
 	require.Len(t, l.Leases, 1)
 
 	at = at.Add(5 * time.Second)
 	waitTimer(t, b, at)
 	b.clk.Set(at)
-	awaitCond(t, func() bool { return len(runsOf(t, b, j.ID)) == 2 }, "second tick")
+	waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == 2 }, "second tick")
 	held := runsOf(t, b, j.ID)[1]
 	require.Equal(t, model.RunWaiting, held.Status)
 	require.Equal(t, model.PendingConcurrencyLimit, held.PendingCode)
@@ -189,10 +189,4 @@ func complete(t *testing.T, e *Engine, l apitype.Lease, status string) {
 	}})
 	require.NoError(t, err)
 	require.True(t, resp.Results[0].Accepted)
-}
-
-// awaitCond checks cond until it holds.
-func awaitCond(t *testing.T, cond func() bool, msg string) {
-	t.Helper()
-	require.Eventually(t, cond, 10*time.Second, time.Millisecond, msg)
 }

@@ -153,6 +153,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.goLoop(ctx, e.promoteLoop)
 	e.goLoop(ctx, e.rescueLoop)
 	e.goLoop(ctx, e.cronLoop)
+	e.goLoop(ctx, e.releaseLoop)
 	return nil
 }
 
@@ -254,6 +255,8 @@ func (e *Engine) wakeFor(runs []*model.Run) {
 			queued = true
 		case model.RunScheduled:
 			scheduled = true
+		case model.RunWaiting:
+			scheduled = scheduled || r.PendingCode == model.PendingRateLimited
 		}
 	}
 	if queued {

@@ -90,11 +90,19 @@ const (
 	MisfireRunAll  = "run_all"  // one run per missed instant, up to MisfireLimit
 )
 
-// Concurrency limits how many runs of a job are active at once.
+// Concurrency limits how many runs of a job (or of a key) are active at once, and how
+// often they may start.
 type Concurrency struct {
-	Policy string `json:"policy,omitempty"` // allow | forbid | queue | replace
-	Max    int    `json:"max,omitempty"`
-	Key    string `json:"key,omitempty"`
+	Policy string     `json:"policy,omitempty"` // allow | forbid | queue | replace
+	Max    int        `json:"max,omitempty"`
+	Key    string     `json:"key,omitempty"`
+	Rate   *RateLimit `json:"rate,omitempty"`
+}
+
+// RateLimit allows at most Rate admissions in any window of length Per.
+type RateLimit struct {
+	Rate int           `json:"rate"`
+	Per  time.Duration `json:"per"`
 }
 
 // Dependency is an edge: this run waits for run RunID to reach Condition.

@@ -52,8 +52,11 @@ type Run struct {
 // what a new run does when none is free.
 type RunConcurrency struct {
 	Key    string
-	Max    int
+	Max    int // 0: no limit on active runs (a rate limit alone)
 	Policy ConcurrencyPolicy
+	// Rate, when set, also spaces the key's admissions: at most Rate.Rate in any window of
+	// Rate.Per; a run over it waits (PendingCode rate_limited) until its turn.
+	Rate *RateLimit
 }
 
 // ConcurrencyPolicy says what a new run does when its concurrency limit is reached.

@@ -27,7 +27,7 @@ const (
 
 // Admit decides a new run's admission given how many runs of its key hold a slot.
 func Admit(c *model.RunConcurrency, holding int) Admission {
-	if holding < c.Max {
+	if c.Max == 0 || holding < c.Max {
 		return AdmitRun
 	}
 	switch c.Policy {
@@ -70,4 +70,28 @@ func Release(r *model.Run, now time.Time) {
 // ReplacedReason is the Error of a run that policy replace cancelled.
 func ReplacedReason(by string) string {
 	return "cancelled: replaced by run " + by + " (concurrency policy replace)"
+}
+
+// Reserve is the generic cell rate algorithm: a key whose theoretical arrival time is tat
+// admits, at most Rate.Rate in any window of Rate.Per (a burst of Rate.Rate, then one every
+// Per/Rate). It returns when a run asking at now may start, and the key's next tat.
+func Reserve(tat, now time.Time, r *model.RateLimit) (at, next time.Time) {
+	interval := r.Per / time.Duration(r.Rate)
+	if tat.Before(now) {
+		tat = now
+	}
+	at = tat.Add(interval - r.Per) // the burst tolerance is Per - interval
+	if at.Before(now) {
+		at = now
+	}
+	return at, tat.Add(interval)
+}
+
+// RateHold marks r as waiting for its turn under its key's rate limit, until at.
+func RateHold(r *model.Run, at time.Time) {
+	c := r.Concurrency
+	r.Status = model.RunWaiting
+	r.PendingCode = model.PendingRateLimited
+	r.PendingReason = fmt.Sprintf("rate limit: %d per %s on %q; starts at %s", c.Rate.Rate, c.Rate.Per, c.Key,
+		at.UTC().Format(time.RFC3339Nano))
 }

@@ -24,5 +24,12 @@
 // restart, job deletion) frees its slot and, in the same transaction, admits the oldest held
 // runs of that key that now fit (Release); those runs are reported with the change. A
 // manual retry of a run takes a slot again, or waits for one. PostgreSQL serializes the
-// transactions of one key with an advisory lock.
+// transactions of one key with an advisory lock; it frees a completed run's slot in the
+// statement that ends the run and admits in the next transaction (AdmitHeld, at start,
+// repairs a crash in between).
+//
+// A key may also carry a rate limit (RunConcurrency.Rate): a run that gets a slot takes its
+// turn under the limit (Reserve, the generic cell rate algorithm over the key's row in
+// rate_limits); a turn still ahead holds the run (waiting, PendingCode rate_limited) until
+// ReleaseDue, which the engine calls at NextRelease.
 package store

@@ -97,6 +97,11 @@ type Store interface {
 	// a free slot and returns them as they are after. The engine calls it at start, to
 	// repair an admission that a crash interrupted.
 	AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error)
+	// ReleaseDue admits the held runs whose turn under a rate limit has come (and those held
+	// behind them that now fit), returning them as they are after.
+	ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error)
+	// NextRelease returns the earliest turn a run held by a rate limit waits for.
+	NextRelease(ctx context.Context) (t time.Time, ok bool, err error)
 
 	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
 	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)

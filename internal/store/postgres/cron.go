@@ -99,9 +99,12 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 	case !errors.Is(err, pgx.ErrNoRows):
 		return store.CreateRunResult{}, fmt.Errorf("run %s: find existing: %w", r.ID, err)
 	}
-	var replaced []*model.Run
+	var (
+		replaced []*model.Run
+		release  time.Time
+	)
 	if r.Concurrency != nil {
-		if replaced, err = admit(ctx, tx, r, now); err != nil {
+		if replaced, release, err = admit(ctx, tx, r, now); err != nil {
 			return store.CreateRunResult{}, err
 		}
 	}
@@ -126,7 +129,7 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 		return store.CreateRunResult{Err: fmt.Errorf("create run %s: id taken: %w", r.ID, model.ErrConflict)}, nil
 	}
 	if r.Concurrency != nil {
-		if err := insertSlot(ctx, tx, r); err != nil {
+		if err := insertSlot(ctx, tx, r, release); err != nil {
 			return store.CreateRunResult{}, err
 		}
 	}

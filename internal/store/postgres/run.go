@@ -370,21 +370,24 @@ func cancelRuns(ctx context.Context, q querier, p *store.CancelRunsParams) ([]*m
 // its budget. A run whose job was deleted cannot be retried (model.ErrInvalidState).
 func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
 	var (
-		r   *runRow
+		out *model.Run
 		err error
 	)
 	txErr := s.inTx(ctx, func(tx pgx.Tx) error {
+		var r *runRow
 		r, err = scanRun(tx.QueryRow(ctx, retrySQL, p.ID, utc(p.Now)))
 		if err != nil {
 			return nil // answered below, outside the transaction
 		}
-		return readmit(ctx, tx, &r.Run)
+		var rerr error
+		out, rerr = readmit(ctx, tx, &r.Run, utc(p.Now))
+		return rerr
 	})
 	if txErr != nil {
 		return nil, translate(txErr, "retry run %s", p.ID)
 	}
 	if err == nil {
-		return &r.Run, nil
+		return out, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, translate(err, "retry run %s", p.ID)

@@ -33,52 +33,93 @@ func holders(ctx context.Context, tx pgx.Tx, key string) (int, error) {
 	return n, nil
 }
 
+// reserve takes the next turn of key under rate limit r and returns when it starts. The
+// caller holds the key's lock.
+func reserve(ctx context.Context, tx pgx.Tx, key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+	var tat time.Time
+	err := tx.QueryRow(ctx, `SELECT tat FROM rate_limits WHERE key = $1`, key).Scan(&tat)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
+	}
+	at, next := store.Reserve(tat, now, r)
+	if _, err := tx.Exec(ctx, `INSERT INTO rate_limits (key, tat) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET tat = $2`, key, utc(next)); err != nil {
+		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
+	}
+	return utc(at), nil
+}
+
 // admit decides a new run's admission and prepares r for insertion accordingly; under
-// policy replace it cancels the oldest holders first and returns them.
-func admit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) ([]*model.Run, error) {
+// policy replace it cancels the oldest holders first and returns them. It returns when a
+// run held by the rate limit starts (zero otherwise).
+func admit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (replaced []*model.Run, release time.Time, err error) {
 	c := r.Concurrency
 	if err := lockKey(ctx, tx, c.Key); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	holding, err := holders(ctx, tx, c.Key)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	switch store.Admit(c, holding) {
 	case store.AdmitRun:
-		return nil, nil
 	case store.SkipRun:
 		store.Skip(r, holding, now)
-		return nil, nil
+		return nil, time.Time{}, nil
 	case store.HoldRun:
 		store.Hold(r, holding)
-		return nil, nil
+		return nil, time.Time{}, nil
+	case store.ReplaceRuns:
+		if replaced, holding, err = replace(ctx, tx, r, holding, now); err != nil {
+			return nil, time.Time{}, err
+		}
+		if holding >= c.Max {
+			store.Hold(r, holding)
+			return replaced, time.Time{}, nil
+		}
 	}
+	if c.Rate != nil {
+		at, err := reserve(ctx, tx, c.Key, c.Rate, now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if at.After(now) {
+			store.RateHold(r, at)
+			return replaced, at, nil
+		}
+	}
+	return replaced, time.Time{}, nil
+}
+
+// replace cancels the oldest holders of r's key so that r fits, and returns them and how
+// many holders are left.
+func replace(ctx context.Context, tx pgx.Tx, r *model.Run, holding int, now time.Time) ([]*model.Run, int, error) {
+	c := r.Concurrency
 	rows, err := tx.Query(ctx, `SELECT run_id FROM run_slots WHERE key = $1 AND state = 'active' ORDER BY run_id LIMIT $2`,
 		c.Key, holding-c.Max+1)
 	if err != nil {
-		return nil, fmt.Errorf("slots of %q: %w", c.Key, err)
+		return nil, 0, fmt.Errorf("slots of %q: %w", c.Key, err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("slots of %q: %w", c.Key, err)
+		return nil, 0, fmt.Errorf("slots of %q: %w", c.Key, err)
 	}
 	replaced, err := cancelRuns(ctx, tx, &store.CancelRunsParams{RunIDs: ids, Reason: store.ReplacedReason(r.ID), Now: now})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ended := slices.DeleteFunc(slices.Clone(replaced), func(v *model.Run) bool { return !v.Status.Final() })
+	// The slots of runs that ended here are free: r takes one before any held run of the
+	// key (it replaces, it does not queue).
 	if _, err := doneKeys(ctx, tx, ended); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if holding -= len(ended); holding >= c.Max {
-		store.Hold(r, holding)
-	}
-	return replaced, nil
+	return replaced, holding - len(ended), nil
 }
 
-// insertSlot records r's place under its limit, as admit left r.
-func insertSlot(ctx context.Context, tx pgx.Tx, r *model.Run) error {
+// insertSlot records r's place under its limit, as admit left r (release: when a run held
+// by the rate limit starts).
+func insertSlot(ctx context.Context, tx pgx.Tx, r *model.Run, release time.Time) error {
 	state := "active"
 	switch {
 	case r.Status == model.RunWaiting:
@@ -87,8 +128,17 @@ func insertSlot(ctx context.Context, tx pgx.Tx, r *model.Run) error {
 		state = "done"
 	}
 	c := r.Concurrency
-	if _, err := tx.Exec(ctx, `INSERT INTO run_slots (run_id, key, max, policy, state) VALUES ($1, $2, $3, $4, $5)`,
-		r.ID, c.Key, c.Max, string(c.Policy), state); err != nil {
+	var rate int
+	var per int64
+	if c.Rate != nil {
+		rate, per = c.Rate.Rate, c.Rate.Per.Microseconds()
+	}
+	var rel *time.Time
+	if !release.IsZero() {
+		rel = &release
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO run_slots (run_id, key, max, policy, state, rate, per_us, release_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, r.ID, c.Key, c.Max, string(c.Policy), state, rate, per, rel); err != nil {
 		return fmt.Errorf("slot of run %s: %w", r.ID, err)
 	}
 	return nil
@@ -128,8 +178,14 @@ func freeSlots(ctx context.Context, tx pgx.Tx, runs []*model.Run, now time.Time)
 	if err != nil {
 		return nil, err
 	}
+	return admitKeysTx(ctx, tx, keys, now)
+}
+
+// admitKeysTx runs admitHeld for each key, in sorted order (as keys are locked).
+func admitKeysTx(ctx context.Context, tx pgx.Tx, keys []string, now time.Time) ([]*model.Run, error) {
+	keys = slices.Sorted(slices.Values(keys))
 	var admitted []*model.Run
-	for _, key := range keys {
+	for _, key := range slices.Compact(keys) {
 		rs, err := admitHeld(ctx, tx, key, now)
 		if err != nil {
 			return nil, err
@@ -139,8 +195,43 @@ func freeSlots(ctx context.Context, tx pgx.Tx, runs []*model.Run, now time.Time)
 	return admitted, nil
 }
 
+// heldSlot is a held row of run_slots.
+type heldSlot struct {
+	runID    string
+	max      int
+	rate     *model.RateLimit
+	reserved bool // it has its turn under the rate limit (release_at <= now)
+}
+
+// nextHeld returns the oldest held run of key that may start now (not waiting for a
+// reserved turn still ahead), or nil.
+func nextHeld(ctx context.Context, tx pgx.Tx, key string, now time.Time) (*heldSlot, error) {
+	var (
+		h    heldSlot
+		rate int
+		per  int64
+		rel  *time.Time
+	)
+	err := tx.QueryRow(ctx, `SELECT run_id, max, rate, per_us, release_at FROM run_slots
+		WHERE key = $1 AND state = 'held' AND (release_at IS NULL OR release_at <= $2) ORDER BY run_id LIMIT 1`,
+		key, now).Scan(&h.runID, &h.max, &rate, &per, &rel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("held runs of %q: %w", key, err)
+	}
+	if rate > 0 {
+		h.rate = &model.RateLimit{Rate: rate, Per: time.Duration(per) * time.Microsecond}
+	}
+	h.reserved = rel != nil
+	return &h, nil
+}
+
 // admitHeld gives free slots of key to its held runs, oldest first, stopping at the first
-// that does not fit (its limit is its own max).
+// that does not fit (its limit is its own max). A run admitted under a rate limit takes its
+// turn; when that is ahead it waits for it (rate_limited) and the next held run is tried.
+// A run whose reserved turn came while no slot was free goes back to waiting for a slot.
 func admitHeld(ctx context.Context, tx pgx.Tx, key string, now time.Time) ([]*model.Run, error) {
 	if err := lockKey(ctx, tx, key); err != nil {
 		return nil, err
@@ -151,73 +242,104 @@ func admitHeld(ctx context.Context, tx pgx.Tx, key string, now time.Time) ([]*mo
 	}
 	var out []*model.Run
 	for {
-		var (
-			id  string
-			max int
-		)
-		err := tx.QueryRow(ctx, `SELECT run_id, max FROM run_slots WHERE key = $1 AND state = 'held' ORDER BY run_id LIMIT 1`,
-			key).Scan(&id, &max)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && holding >= max {
-			return out, nil
+		h, err := nextHeld(ctx, tx, key, now)
+		if err != nil || h == nil {
+			return out, err
 		}
+		rr, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = $1 FOR UPDATE`, h.runID))
 		if err != nil {
-			return nil, fmt.Errorf("held runs of %q: %w", key, err)
-		}
-		rr, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = $1 FOR UPDATE`, id))
-		if err != nil {
-			return nil, fmt.Errorf("held run %s: %w", id, err)
+			return nil, fmt.Errorf("held run %s: %w", h.runID, err)
 		}
 		r := &rr.Run
-		state := "done" // ended while held (cancelled): it takes no slot
-		if r.Status == model.RunWaiting && r.PendingCode == model.PendingConcurrencyLimit {
-			store.Release(r, now)
-			if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, pending_code = $2, pending_reason = $3 WHERE id = $4`,
-				string(r.Status), string(r.PendingCode), r.PendingReason, id); err != nil {
-				return nil, fmt.Errorf("admit run %s: %w", id, err)
+		if r.Status != model.RunWaiting {
+			// Ended while held (cancelled): it takes no slot.
+			if err := setSlot(ctx, tx, h.runID, "done", nil); err != nil {
+				return nil, err
 			}
-			out = append(out, r)
+			continue
 		}
-		if !r.Status.Final() {
-			state = "active"
-			holding++
+		r.Concurrency = &model.RunConcurrency{Key: key, Max: h.max, Rate: h.rate}
+		if h.max > 0 && holding >= h.max {
+			if h.reserved { // its turn came, but no slot: it waits for a slot again
+				store.Hold(r, holding)
+				if err := setRun(ctx, tx, r); err != nil {
+					return nil, err
+				}
+				if err := setSlot(ctx, tx, h.runID, "held", nil); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE run_slots SET state = $1 WHERE run_id = $2`, state, id); err != nil {
-			return nil, fmt.Errorf("admit run %s: %w", id, err)
+		if h.rate != nil && !h.reserved {
+			at, err := reserve(ctx, tx, key, h.rate, now)
+			if err != nil {
+				return nil, err
+			}
+			if at.After(now) {
+				store.RateHold(r, at)
+				if err := setRun(ctx, tx, r); err != nil {
+					return nil, err
+				}
+				if err := setSlot(ctx, tx, h.runID, "held", &at); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
+		store.Release(r, now)
+		if err := setRun(ctx, tx, r); err != nil {
+			return nil, err
+		}
+		if err := setSlot(ctx, tx, h.runID, "active", nil); err != nil {
+			return nil, err
+		}
+		holding++
+		out = append(out, r)
 	}
 }
 
-// readmit gives a reopened run (manual retry) its slot back, or holds it until one frees.
-func readmit(ctx context.Context, tx pgx.Tx, r *model.Run) error {
-	var c model.RunConcurrency
-	err := tx.QueryRow(ctx, `SELECT key, max, policy FROM run_slots WHERE run_id = $1`, r.ID).Scan(&c.Key, &c.Max, &c.Policy)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("slot of run %s: %w", r.ID, err)
-	}
-	if err := lockKey(ctx, tx, c.Key); err != nil {
-		return err
-	}
-	holding, err := holders(ctx, tx, c.Key)
-	if err != nil {
-		return err
-	}
-	state := "active"
-	if holding >= c.Max {
-		state = "held"
-		r.Concurrency = &c
-		store.Hold(r, holding)
-		if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, pending_code = $2, pending_reason = $3 WHERE id = $4`,
-			string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
-			return fmt.Errorf("hold run %s: %w", r.ID, err)
-		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE run_slots SET state = $1 WHERE run_id = $2`, state, r.ID); err != nil {
-		return fmt.Errorf("slot of run %s: %w", r.ID, err)
+// setRun writes a run's status and pending reason.
+func setRun(ctx context.Context, tx pgx.Tx, r *model.Run) error {
+	if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, pending_code = $2, pending_reason = $3 WHERE id = $4`,
+		string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// setSlot writes a slot's state and release time.
+func setSlot(ctx context.Context, tx pgx.Tx, runID, state string, release *time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE run_slots SET state = $1, release_at = $2 WHERE run_id = $3`, state, release, runID); err != nil {
+		return fmt.Errorf("slot of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// readmit gives a reopened run (manual retry) back to its limit: it waits as a held run,
+// and takes a slot now if one is free.
+func readmit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (*model.Run, error) {
+	var key string
+	err := tx.QueryRow(ctx, `UPDATE run_slots SET state = 'held', release_at = NULL WHERE run_id = $1 RETURNING key`, r.ID).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slot of run %s: %w", r.ID, err)
+	}
+	r.Concurrency = &model.RunConcurrency{Key: key}
+	store.Hold(r, 0)
+	if err := setRun(ctx, tx, r); err != nil {
+		return nil, err
+	}
+	if _, err := admitHeld(ctx, tx, key, now); err != nil {
+		return nil, err
+	}
+	rr, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = $1`, r.ID))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	return &rr.Run, nil
 }
 
 // hasLimit reports whether any of runs is created under a concurrency limit: such batches
@@ -328,19 +450,35 @@ func createJobTx(ctx context.Context, tx pgx.Tx, e store.NewJob, now time.Time) 
 	return out, nil
 }
 
+// admitWhere admits, in one transaction, the held runs of the keys that query lists.
+func (s *Store) admitWhere(ctx context.Context, what, query string, now time.Time, args ...any) ([]*model.Run, error) {
+	now = utc(now)
+	var out []*model.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		out, err = admitKeysTx(ctx, tx, keys, now)
+		return err
+	})
+	if err != nil {
+		return nil, translate(err, "%s", what)
+	}
+	return out, nil
+}
+
 // admitKeys admits the held runs of keys, in one transaction.
 func (s *Store) admitKeys(ctx context.Context, keys []string, now time.Time) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		out = nil
-		for _, key := range keys {
-			rs, err := admitHeld(ctx, tx, key, utc(now))
-			if err != nil {
-				return err
-			}
-			out = append(out, rs...)
-		}
-		return nil
+		var err error
+		out, err = admitKeysTx(ctx, tx, keys, utc(now))
+		return err
 	})
 	if err != nil {
 		return nil, translate(err, "admit held runs")
@@ -350,14 +488,16 @@ func (s *Store) admitKeys(ctx context.Context, keys []string, now time.Time) ([]
 
 // AdmitHeld admits the held runs of every key that has a free slot.
 func (s *Store) AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`)
-	if err != nil {
-		return nil, translate(err, "keys with held runs")
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, translate(err, "keys with held runs")
-	}
-	slices.Sort(keys)
-	return s.admitKeys(ctx, keys, now)
+	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, now)
+}
+
+// ReleaseDue admits the held runs whose turn under a rate limit has come.
+func (s *Store) ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error) {
+	return s.admitWhere(ctx, "release rate-limited runs", `SELECT DISTINCT key FROM run_slots
+		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= $1`, now, utc(now))
+}
+
+// NextRelease returns the earliest turn a rate-limited held run waits for.
+func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
+	return s.minTime(ctx, `SELECT min(release_at) FROM run_slots WHERE state = 'held' AND release_at IS NOT NULL`, "next release")
 }

@@ -118,12 +118,9 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 	} else if prev != nil {
 		return store.CreateRunResult{Run: prev, Existing: true}, nil
 	}
-	var replaced []*model.Run
-	if r.Concurrency != nil {
-		var err error
-		if replaced, err = t.admit(r, now); err != nil {
-			return store.CreateRunResult{}, err
-		}
+	replaced, release, err := t.admit(r, now)
+	if err != nil {
+		return store.CreateRunResult{}, err
 	}
 	stored, ok, err := t.insertRun(ins, r, ji)
 	if err != nil {
@@ -132,10 +129,8 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 	if !ok {
 		return store.CreateRunResult{Err: fmt.Errorf("run %s: id taken: %w", r.ID, model.ErrConflict)}, nil
 	}
-	if r.Concurrency != nil {
-		if err := t.insertSlot(r); err != nil {
-			return store.CreateRunResult{}, err
-		}
+	if err := t.insertSlot(r, release); err != nil {
+		return store.CreateRunResult{}, err
 	}
 	return store.CreateRunResult{Run: stored, Replaced: replaced}, nil
 }

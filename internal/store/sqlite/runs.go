@@ -319,8 +319,8 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 			WHERE id = ? AND status IN ('failed', 'cancelled') AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
 			RETURNING `+runCols, micros(p.Now), p.ID))
 		if err == nil {
-			out = rr.run
-			return t.readmit(out)
+			out, err = t.readmit(rr.run, p.Now)
+			return err
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err

@@ -12,7 +12,8 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// Concurrency slots (the store package doc, "Concurrency limits"), kept in run_slots.
+// Concurrency slots and rate limits (the store package doc, "Concurrency limits"), kept in
+// run_slots and rate_limits.
 
 // holders counts the runs of key that hold a slot.
 func (t *wtx) holders(key string) (int, error) {
@@ -23,66 +24,104 @@ func (t *wtx) holders(key string) (int, error) {
 	return n, nil
 }
 
+// reserve takes the next turn of key under rate limit r and returns when it starts.
+func (t *wtx) reserve(key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+	var tat int64
+	err := t.tx.QueryRowContext(t.ctx, `SELECT tat FROM rate_limits WHERE key = ?`, key).Scan(&tat)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
+	}
+	at, next := store.Reserve(fromMicros(tat), now, r)
+	if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO rate_limits (key, tat) VALUES (?1, ?2)
+		ON CONFLICT (key) DO UPDATE SET tat = ?2`, key, micros(next)); err != nil {
+		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
+	}
+	return norm(at), nil
+}
+
 // admit decides a new run's admission and prepares r for insertion accordingly; under
-// policy replace it cancels the oldest holders first and returns them.
-func (t *wtx) admit(r *model.Run, now time.Time) ([]*model.Run, error) {
+// policy replace it cancels the oldest holders first and returns them. It returns when a
+// run held by the rate limit starts (zero otherwise).
+func (t *wtx) admit(r *model.Run, now time.Time) (replaced []*model.Run, release time.Time, err error) {
 	c := r.Concurrency
 	holding, err := t.holders(c.Key)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	var replaced []*model.Run
 	switch store.Admit(c, holding) {
 	case store.AdmitRun:
 	case store.SkipRun:
 		store.Skip(r, holding, now)
+		return nil, time.Time{}, nil
 	case store.HoldRun:
 		store.Hold(r, holding)
+		return nil, time.Time{}, nil
 	case store.ReplaceRuns:
-		rows, err := t.tx.QueryContext(t.ctx, `SELECT run_id FROM run_slots WHERE key = ? AND state = 'active' ORDER BY run_id LIMIT ?`,
-			c.Key, holding-c.Max+1)
-		if err != nil {
-			return nil, fmt.Errorf("slots of %q: %w", c.Key, err)
+		if replaced, holding, err = t.replace(r, holding, now); err != nil {
+			return nil, time.Time{}, err
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("slots of %q: %w", c.Key, err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		var ended []*model.Run
-		for _, id := range ids {
-			v, err := t.cancelRun(id, store.ReplacedReason(r.ID), now)
-			if err != nil {
-				return nil, err
-			}
-			if v == nil {
-				continue
-			}
-			replaced = append(replaced, v)
-			if v.Status.Final() {
-				ended = append(ended, v)
-			}
-		}
-		// Slots of runs that ended here are free; held runs of the key stay behind r only
-		// if they are younger, so r is admitted first (it replaces, it does not queue).
-		if _, err := t.doneKeys(ended); err != nil {
-			return nil, err
-		}
-		holding -= len(ended)
 		if holding >= c.Max {
 			store.Hold(r, holding)
+			return replaced, time.Time{}, nil
 		}
 	}
-	return replaced, nil
+	if c.Rate != nil {
+		at, err := t.reserve(c.Key, c.Rate, now)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if at.After(now) {
+			store.RateHold(r, at)
+			return replaced, at, nil
+		}
+	}
+	return replaced, time.Time{}, nil
 }
 
-// insertSlot records r's place under its limit, as admit left r.
-func (t *wtx) insertSlot(r *model.Run) error {
+// replace cancels the oldest holders of r's key so that r fits, and returns them and how
+// many holders are left.
+func (t *wtx) replace(r *model.Run, holding int, now time.Time) ([]*model.Run, int, error) {
+	c := r.Concurrency
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT run_id FROM run_slots WHERE key = ? AND state = 'active' ORDER BY run_id LIMIT ?`,
+		c.Key, holding-c.Max+1)
+	if err != nil {
+		return nil, 0, fmt.Errorf("slots of %q: %w", c.Key, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("slots of %q: %w", c.Key, err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	var replaced, ended []*model.Run
+	for _, id := range ids {
+		v, err := t.cancelRun(id, store.ReplacedReason(r.ID), now)
+		if err != nil {
+			return nil, 0, err
+		}
+		if v == nil {
+			continue
+		}
+		replaced = append(replaced, v)
+		if v.Status.Final() {
+			ended = append(ended, v)
+		}
+	}
+	// The slots of runs that ended here are free: r takes one before any held run of the
+	// key (it replaces, it does not queue).
+	if _, err := t.doneKeys(ended); err != nil {
+		return nil, 0, err
+	}
+	return replaced, holding - len(ended), nil
+}
+
+// insertSlot records r's place under its limit, as admit left r (release: when a run held
+// by the rate limit starts).
+func (t *wtx) insertSlot(r *model.Run, release time.Time) error {
 	state := "active"
 	switch {
 	case r.Status == model.RunWaiting:
@@ -91,8 +130,17 @@ func (t *wtx) insertSlot(r *model.Run) error {
 		state = "done"
 	}
 	c := r.Concurrency
-	if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_slots (run_id, key, max, policy, state) VALUES (?, ?, ?, ?, ?)`,
-		r.ID, c.Key, c.Max, string(c.Policy), state); err != nil {
+	var rate int
+	var per int64
+	if c.Rate != nil {
+		rate, per = c.Rate.Rate, c.Rate.Per.Microseconds()
+	}
+	var rel any
+	if !release.IsZero() {
+		rel = micros(release)
+	}
+	if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_slots (run_id, key, max, policy, state, rate, per_us, release_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, c.Key, c.Max, string(c.Policy), state, rate, per, rel); err != nil {
 		return fmt.Errorf("slot of run %s: %w", r.ID, err)
 	}
 	t.ws.slotsUsed.Store(true)
@@ -136,6 +184,11 @@ func (t *wtx) freeSlots(runs []*model.Run, now time.Time) ([]*model.Run, error) 
 	if err != nil {
 		return nil, err
 	}
+	return t.admitKeys(keys, now)
+}
+
+// admitKeys runs admitHeld for each key.
+func (t *wtx) admitKeys(keys []string, now time.Time) ([]*model.Run, error) {
 	var admitted []*model.Run
 	for _, key := range keys {
 		rs, err := t.admitHeld(key, now)
@@ -147,8 +200,43 @@ func (t *wtx) freeSlots(runs []*model.Run, now time.Time) ([]*model.Run, error) 
 	return admitted, nil
 }
 
+// heldSlot is a held row of run_slots.
+type heldSlot struct {
+	runID    string
+	max      int
+	rate     *model.RateLimit
+	reserved bool // it has its turn under the rate limit (release_at <= now)
+}
+
+// nextHeld returns the oldest held run of key that may start now (not waiting for a
+// reserved turn still ahead), or nil.
+func (t *wtx) nextHeld(key string, now time.Time) (*heldSlot, error) {
+	var (
+		h    heldSlot
+		rate int
+		per  int64
+		rel  sql.NullInt64
+	)
+	err := t.tx.QueryRowContext(t.ctx, `SELECT run_id, max, rate, per_us, release_at FROM run_slots
+		WHERE key = ? AND state = 'held' AND (release_at IS NULL OR release_at <= ?) ORDER BY run_id LIMIT 1`,
+		key, micros(now)).Scan(&h.runID, &h.max, &rate, &per, &rel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("held runs of %q: %w", key, err)
+	}
+	if rate > 0 {
+		h.rate = &model.RateLimit{Rate: rate, Per: time.Duration(per) * time.Microsecond}
+	}
+	h.reserved = rel.Valid
+	return &h, nil
+}
+
 // admitHeld gives free slots of key to its held runs, oldest first, stopping at the first
-// that does not fit (its limit is its own Max).
+// that does not fit (its limit is its own max). A run admitted under a rate limit takes its
+// turn; when that is ahead it waits for it (rate_limited) and the next held run is tried.
+// A run whose reserved turn came while no slot was free goes back to waiting for a slot.
 func (t *wtx) admitHeld(key string, now time.Time) ([]*model.Run, error) {
 	holding, err := t.holders(key)
 	if err != nil {
@@ -156,83 +244,133 @@ func (t *wtx) admitHeld(key string, now time.Time) ([]*model.Run, error) {
 	}
 	var out []*model.Run
 	for {
-		var (
-			id  string
-			max int
-		)
-		err := t.tx.QueryRowContext(t.ctx, `SELECT run_id, max FROM run_slots WHERE key = ? AND state = 'held' ORDER BY run_id LIMIT 1`,
-			key).Scan(&id, &max)
-		if errors.Is(err, sql.ErrNoRows) {
-			return out, nil
+		h, err := t.nextHeld(key, now)
+		if err != nil || h == nil {
+			return out, err
 		}
+		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, h.runID))
 		if err != nil {
-			return nil, fmt.Errorf("held runs of %q: %w", key, err)
-		}
-		if holding >= max {
-			return out, nil
-		}
-		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
-		if err != nil {
-			return nil, fmt.Errorf("held run %s: %w", id, mapErr(err))
+			return nil, fmt.Errorf("held run %s: %w", h.runID, mapErr(err))
 		}
 		r := rr.run
-		if r.Status == model.RunWaiting && r.PendingCode == model.PendingConcurrencyLimit {
-			store.Release(r, now)
-			if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
-				string(r.Status), string(r.PendingCode), r.PendingReason, id); err != nil {
-				return nil, fmt.Errorf("admit run %s: %w", id, err)
+		if r.Status != model.RunWaiting {
+			// Ended while held (cancelled): it takes no slot.
+			if err := t.setSlot(h.runID, "done", nil); err != nil {
+				return nil, err
 			}
-			out = append(out, r)
+			continue
 		}
-		state := "active"
-		if r.Status.Final() {
-			state = "done" // ended while held (cancelled): it takes no slot
-		} else {
-			holding++
+		r.Concurrency = &model.RunConcurrency{Key: key, Max: h.max, Rate: h.rate}
+		if h.max > 0 && holding >= h.max {
+			if h.reserved { // its turn came, but no slot: it waits for a slot again
+				store.Hold(r, holding)
+				if err := t.setRun(r); err != nil {
+					return nil, err
+				}
+				if err := t.setSlot(h.runID, "held", nil); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
 		}
-		if _, err := t.tx.ExecContext(t.ctx, `UPDATE run_slots SET state = ? WHERE run_id = ?`, state, id); err != nil {
-			return nil, fmt.Errorf("admit run %s: %w", id, err)
+		if h.rate != nil && !h.reserved {
+			at, err := t.reserve(key, h.rate, now)
+			if err != nil {
+				return nil, err
+			}
+			if at.After(now) {
+				store.RateHold(r, at)
+				if err := t.setRun(r); err != nil {
+					return nil, err
+				}
+				if err := t.setSlot(h.runID, "held", &at); err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
+		store.Release(r, now)
+		if err := t.setRun(r); err != nil {
+			return nil, err
+		}
+		if err := t.setSlot(h.runID, "active", nil); err != nil {
+			return nil, err
+		}
+		holding++
+		out = append(out, r)
 	}
 }
 
-// readmit gives a reopened run (manual retry) its slot back, or holds it until one frees.
-func (t *wtx) readmit(r *model.Run) error {
-	var c model.RunConcurrency
-	err := t.tx.QueryRowContext(t.ctx, `SELECT key, max, policy FROM run_slots WHERE run_id = ?`, r.ID).Scan(&c.Key, &c.Max, &c.Policy)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("slot of run %s: %w", r.ID, err)
-	}
-	holding, err := t.holders(c.Key)
-	if err != nil {
-		return err
-	}
-	state := "active"
-	if holding >= c.Max {
-		state = "held"
-		r.Concurrency = &c
-		store.Hold(r, holding)
-		if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
-			string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
-			return fmt.Errorf("hold run %s: %w", r.ID, err)
-		}
-	}
-	if _, err := t.tx.ExecContext(t.ctx, `UPDATE run_slots SET state = ? WHERE run_id = ?`, state, r.ID); err != nil {
-		return fmt.Errorf("slot of run %s: %w", r.ID, err)
+// setRun writes a run's status and pending reason.
+func (t *wtx) setRun(r *model.Run) error {
+	if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
+		string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// setSlot writes a slot's state and release time.
+func (t *wtx) setSlot(runID, state string, release *time.Time) error {
+	var rel any
+	if release != nil {
+		rel = micros(*release)
+	}
+	if _, err := t.tx.ExecContext(t.ctx, `UPDATE run_slots SET state = ?, release_at = ? WHERE run_id = ?`, state, rel, runID); err != nil {
+		return fmt.Errorf("slot of run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// readmit gives a reopened run (manual retry) back to its limit: it waits as a held run,
+// and takes a slot now if one is free.
+func (t *wtx) readmit(r *model.Run, now time.Time) (*model.Run, error) {
+	var key string
+	err := t.tx.QueryRowContext(t.ctx, `UPDATE run_slots SET state = 'held', release_at = NULL WHERE run_id = ? RETURNING key`,
+		r.ID).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slot of run %s: %w", r.ID, err)
+	}
+	r.Concurrency = &model.RunConcurrency{Key: key}
+	store.Hold(r, 0)
+	if err := t.setRun(r); err != nil {
+		return nil, err
+	}
+	if _, err := t.admitHeld(key, now); err != nil {
+		return nil, err
+	}
+	rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, r.ID))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	return rr.run, nil
 }
 
 // AdmitHeld admits the held runs of every key that has a free slot. Every end of a run
 // admits in its own transaction here, so this finds work only if that rule was broken.
 func (s *Store) AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error) {
+	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, now)
+}
+
+// ReleaseDue admits the held runs whose turn under a rate limit has come.
+func (s *Store) ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error) {
+	return s.admitWhere(ctx, "release rate-limited runs", `SELECT DISTINCT key FROM run_slots INDEXED BY run_slots_release
+		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= ?`, now, micros(now))
+}
+
+// NextRelease returns the earliest turn a rate-limited held run waits for.
+func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
+	return s.earliest(ctx, "next release", `SELECT min(release_at) FROM run_slots WHERE state = 'held' AND release_at IS NOT NULL`)
+}
+
+// admitWhere runs admitHeld, in one transaction, for the keys that query lists.
+func (s *Store) admitWhere(ctx context.Context, what, query string, now time.Time, args ...any) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.write(ctx, func(t *wtx) error {
-		out = nil
-		rows, err := t.tx.QueryContext(t.ctx, `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`)
+		rows, err := t.tx.QueryContext(t.ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -246,17 +384,14 @@ func (s *Store) AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, err
 			keys = append(keys, k)
 		}
 		rows.Close()
-		for _, key := range keys {
-			rs, err := t.admitHeld(key, now)
-			if err != nil {
-				return err
-			}
-			out = append(out, rs...)
+		if err := rows.Err(); err != nil {
+			return err
 		}
-		return nil
+		out, err = t.admitKeys(keys, now)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("admit held runs: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

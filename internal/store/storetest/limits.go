@@ -171,4 +171,68 @@ func testLimits(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Empty(t, admitted, "nothing was left to repair")
 	})
+
+	t.Run("RateLimitSpacesAdmissions", func(t *testing.T) {
+		f := setup(t, open)
+		j := f.job("rated")
+		f.createJob(j, nil)
+		rated := func() *model.Run {
+			return f.limited(j, "key:default:api", 0, model.ConcurrencyAllow, func(r *model.Run) {
+				r.Concurrency.Rate = &model.RateLimit{Rate: 2, Per: time.Minute}
+			})
+		}
+		var runs []*model.Run
+		for range 4 {
+			runs = append(runs, f.createOne(rated()).Run)
+		}
+		require.Equal(t, model.RunQueued, runs[0].Status)
+		require.Equal(t, model.RunQueued, runs[1].Status, "a burst of Rate")
+		require.Equal(t, model.RunWaiting, runs[2].Status)
+		require.Equal(t, model.PendingRateLimited, runs[2].PendingCode)
+		require.Contains(t, runs[2].PendingReason, at(30*time.Second).Format(time.RFC3339))
+
+		next, ok, err := f.s.NextRelease(f.ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(30*time.Second), next, "then one every Per/Rate")
+
+		got, err := f.s.ReleaseDue(f.ctx, at(29*time.Second))
+		require.NoError(t, err)
+		require.Empty(t, got, "not before its turn")
+		got, err = f.s.ReleaseDue(f.ctx, at(30*time.Second))
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, runs[2].ID, got[0].ID)
+		require.Equal(t, model.RunQueued, f.getRun(runs[2].ID).Status)
+		next, _, err = f.s.NextRelease(f.ctx)
+		require.NoError(t, err)
+		require.Equal(t, at(time.Minute), next)
+	})
+
+	t.Run("RateLimitAndMaxTogether", func(t *testing.T) {
+		f := setup(t, open)
+		j := f.job("both")
+		f.createJob(j, nil)
+		both := func() *model.Run {
+			return f.limited(j, "job:both", 1, model.ConcurrencyQueue, func(r *model.Run) {
+				r.Concurrency.Rate = &model.RateLimit{Rate: 1, Per: time.Minute}
+			})
+		}
+		a := f.createOne(both()).Run
+		b := f.createOne(both()).Run
+		require.Equal(t, model.RunQueued, a.Status)
+		require.Equal(t, model.PendingConcurrencyLimit, b.PendingCode, "no slot: it waits for one first")
+
+		l := f.leaseOne("w", at(time.Second))
+		res := f.complete(store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptSucceeded}, at(10*time.Second), nil)
+		require.NoError(t, res.Err)
+		require.Empty(t, res.Admitted, "a slot is free, but the rate allows the next start only at one minute")
+		held := f.getRun(b.ID)
+		require.Equal(t, model.PendingRateLimited, held.PendingCode)
+
+		got, err := f.s.ReleaseDue(f.ctx, at(time.Minute))
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, model.RunQueued, f.getRun(b.ID).Status)
+	})
 }

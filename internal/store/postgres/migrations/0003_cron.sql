@@ -7,7 +7,12 @@ CREATE TABLE run_slots (
     key    text    COLLATE "C" NOT NULL,
     max    integer NOT NULL,
     policy text    NOT NULL,
-    state  text    NOT NULL
+    state  text    NOT NULL,
+    -- rate (admissions per per_us microseconds) when the key is rate limited, else 0
+    rate   integer NOT NULL DEFAULT 0,
+    per_us bigint  NOT NULL DEFAULT 0,
+    -- a held run that has its turn under the rate limit reserved: not admitted before it
+    release_at timestamptz
 );
 CREATE INDEX run_slots_key ON run_slots (key, state, run_id);
 -- Keys with held runs, for the repair pass at start (Store.AdmitHeld).
@@ -18,4 +23,13 @@ CREATE TABLE job_secrets (
     job_id     text        COLLATE "C" NOT NULL PRIMARY KEY,
     secret     text        NOT NULL,
     created_at timestamptz NOT NULL
+);
+-- Held runs waiting for their turn under a rate limit, for the release timer.
+CREATE INDEX run_slots_release ON run_slots (release_at) WHERE state = 'held' AND release_at IS NOT NULL;
+
+-- Rate limits: each limited key's theoretical arrival time (the generic cell rate
+-- algorithm, store.Reserve).
+CREATE TABLE rate_limits (
+    key text        COLLATE "C" NOT NULL PRIMARY KEY,
+    tat timestamptz NOT NULL
 );

@@ -6,7 +6,12 @@ CREATE TABLE run_slots (
     key    TEXT    NOT NULL,
     max    INTEGER NOT NULL,
     policy TEXT    NOT NULL,
-    state  TEXT    NOT NULL
+    state  TEXT    NOT NULL,
+    -- rate (admissions per per_us microseconds) when the key is rate limited, else 0
+    rate   INTEGER NOT NULL DEFAULT 0,
+    per_us INTEGER NOT NULL DEFAULT 0,
+    -- a held run that has its turn under the rate limit reserved: not admitted before it
+    release_at INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX run_slots_key ON run_slots (key, state, run_id);
 -- Keys with held runs, for the repair pass at start (Store.AdmitHeld).
@@ -17,4 +22,13 @@ CREATE TABLE job_secrets (
     job_id     TEXT    NOT NULL PRIMARY KEY,
     secret     TEXT    NOT NULL,
     created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+-- Held runs waiting for their turn under a rate limit, for the release timer.
+CREATE INDEX run_slots_release ON run_slots (release_at) WHERE state = 'held' AND release_at IS NOT NULL;
+
+-- Rate limits: each limited key's theoretical arrival time (the generic cell rate
+-- algorithm, store.Reserve).
+CREATE TABLE rate_limits (
+    key TEXT    NOT NULL PRIMARY KEY,
+    tat INTEGER NOT NULL
 ) WITHOUT ROWID;

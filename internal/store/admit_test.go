@@ -1,0 +1,40 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+func TestReserveAllowsABurstThenSpaces(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &model.RateLimit{Rate: 3, Per: time.Minute}
+	var tat time.Time
+	var got []time.Duration
+	for range 6 {
+		var at time.Time
+		at, tat = Reserve(tat, now, r)
+		got = append(got, at.Sub(now))
+	}
+	require.Equal(t, []time.Duration{0, 0, 0, 20 * time.Second, 40 * time.Second, time.Minute}, got,
+		"three at once, then one every 20s: never more than 3 in any minute")
+
+	// Idle for a while: the burst is available again.
+	later := now.Add(10 * time.Minute)
+	at, _ := Reserve(tat, later, r)
+	require.Equal(t, later, at)
+}
+
+func TestAdmit(t *testing.T) {
+	c := &model.RunConcurrency{Max: 2, Policy: model.ConcurrencyForbid}
+	require.Equal(t, AdmitRun, Admit(c, 1))
+	require.Equal(t, SkipRun, Admit(c, 2))
+	c.Policy = model.ConcurrencyReplace
+	require.Equal(t, ReplaceRuns, Admit(c, 2))
+	c.Policy = model.ConcurrencyQueue
+	require.Equal(t, HoldRun, Admit(c, 3))
+	require.Equal(t, AdmitRun, Admit(&model.RunConcurrency{Max: 0}, 100), "no max: a rate limit alone")
+}
