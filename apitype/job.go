@@ -110,14 +110,14 @@ type Job struct {
 	Tags         []string     `json:"tags,omitempty"`
 	Enabled      bool         `json:"enabled"`
 
-	IdempotencyKey string      `json:"idempotency_key,omitempty"`
-	CreatedAt      time.Time   `json:"created_at"`
-	UpdatedAt      time.Time   `json:"updated_at"`
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 	// NextFireTimes are the next instants the schedule fires, in UTC; NextFireTimesLocal are
 	// the same instants in the schedule's time zone.
 	NextFireTimes      []time.Time `json:"next_fire_times,omitempty"`
 	NextFireTimesLocal []time.Time `json:"next_fire_times_local,omitempty"`
-	LastRun        *Run        `json:"last_run,omitempty"`
+	LastRun            *Run        `json:"last_run,omitempty"`
 }
 
 // JobPatch is the body of PATCH /v1/jobs/{id}: fields that are present replace the job's.

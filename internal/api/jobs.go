@@ -376,7 +376,9 @@ func (a *API) pauseJob(w http.ResponseWriter, r *http.Request) error { return a.
 
 // resumeJob serves POST /v1/jobs/{id}/resume: the schedule fires again from now on (the
 // instants passed while paused are not misfires: they were switched off).
-func (a *API) resumeJob(w http.ResponseWriter, r *http.Request) error { return a.setPaused(w, r, false) }
+func (a *API) resumeJob(w http.ResponseWriter, r *http.Request) error {
+	return a.setPaused(w, r, false)
+}
 
 func (a *API) setPaused(w http.ResponseWriter, r *http.Request, paused bool) error {
 	j, err := a.findJob(r)

@@ -118,7 +118,7 @@ func New(cfg Config) *Engine {
 		workers: make(map[string]*workerConn),
 
 		schedChanged: newBroadcast(),
-		stop:    make(chan struct{}),
+		stop:         make(chan struct{}),
 	}
 	e.submits = newCommitter(cfg.MaxBatch, e.flushSubmits)
 	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
@@ -215,7 +215,6 @@ func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, no
 	store.Release(r, now)
 	return r
 }
-
 
 // SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
 func (e *Engine) SubmitJobs(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {
