@@ -204,14 +204,12 @@ type BackfillResponse struct {
 }
 
 // ApplyResponse answers PUT /v1/jobs/{name}: Action is created, updated or unchanged,
-// Changes names the fields that differed (updated), DryRun says nothing was written. Run is
-// the first run of a created job, if it got one.
+// Changes names the fields that differed (updated), DryRun says nothing was written.
 type ApplyResponse struct {
 	Action  string   `json:"action"`
 	Changes []string `json:"changes,omitempty"`
 	DryRun  bool     `json:"dry_run,omitempty"`
 	Job     *Job     `json:"job"`
-	Run     *Run     `json:"run,omitempty"`
 }
 
 // RunResponse wraps one run.

@@ -65,11 +65,15 @@ func (c *Client) ApplyJob(ctx context.Context, namespace string, spec *apitype.J
 	return &out, nil
 }
 
-// SendWebhook calls a job's webhook (POST /v1/hooks/{name}) with body (a JSON object, the
-// run's args, or nil) signed with secret, as an outside system would. A non-empty
-// deliveryKey is sent as Idempotency-Key.
-func (c *Client) SendWebhook(ctx context.Context, name, secret string, body []byte, deliveryKey string) (*apitype.Run, error) {
-	path := "/v1/hooks/" + url.PathEscape(name)
+// SendWebhook calls a job's webhook as an outside system would: it posts body (a JSON
+// object, the run's args, or nil) to path (the Path of the job's apitype.WebhookSecret,
+// e.g. /v1/hooks/deploy) signed with secret. A non-empty deliveryKey is sent as
+// Idempotency-Key.
+func (c *Client) SendWebhook(ctx context.Context, path, secret string, body []byte, deliveryKey string) (*apitype.Run, error) {
+	u, err := url.Parse(path)
+	if err != nil {
+		return nil, fmt.Errorf("webhook path %q: %w", path, err)
+	}
 	h := http.Header{}
 	h.Set(apitype.WebhookSignatureHeader, apitype.WebhookSignature(secret, body))
 	if len(body) > 0 {
@@ -78,14 +82,14 @@ func (c *Client) SendWebhook(ctx context.Context, name, secret string, body []by
 	if deliveryKey != "" {
 		h.Set("Idempotency-Key", deliveryKey)
 	}
-	resp, err := c.sendBody(ctx, nil, http.MethodPost, path, nil, body, h)
+	resp, err := c.sendBody(ctx, nil, http.MethodPost, u.Path, u.Query(), body, h)
 	if err != nil {
 		return nil, err
 	}
 	defer closeBody(resp.Body)
 	var out apitype.RunResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("POST %s: decode answer: %w", path, err)
+		return nil, fmt.Errorf("POST %s: decode answer: %w", u.Path, err)
 	}
 	return out.Run, nil
 }

@@ -17,9 +17,10 @@ import (
 
 // applyJob serves PUT /v1/jobs/{id}: create the job named {id} from the spec, or make the
 // job of that name match it (what `stint apply` sends for each job of a file). The answer
-// says what happened and which fields changed; ?dry_run=true says it without doing it. A
-// created job gets its first run as with POST /v1/jobs; a changed schedule (or enabled
-// flag) fires by its new rule from now on.
+// says what happened and which fields changed; ?dry_run=true says it without doing it. It
+// manages definitions: a job without a schedule gets no run here (it runs when triggered),
+// unlike POST /v1/jobs; a changed schedule (or enabled flag) fires by its new rule from now
+// on.
 func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 	var spec apitype.JobSpec
 	if err := decodeBody(r, &spec, false); err != nil {
@@ -46,7 +47,7 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	now := a.clock.Now()
-	vj, errs := buildJob(&spec, "", now)
+	vj, errs := buildDefinition(&spec, "", now)
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}
@@ -98,7 +99,7 @@ func (a *API) applyCreate(w http.ResponseWriter, r *http.Request, vj *validJob, 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, apitype.ApplyResponse{Action: "created", Job: item.Job, Run: item.Run})
+	writeJSON(w, http.StatusCreated, apitype.ApplyResponse{Action: "created", Job: item.Job})
 	return nil
 }
 

@@ -200,7 +200,11 @@ func TestApplyJob(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status)
 	require.Equal(t, "created", out.Action)
 	require.Equal(t, "team", out.Job.Namespace)
-	require.Nil(t, out.Run, "a cron job gets no run now")
+
+	status, out = apply("/v1/jobs/on-demand", `{"shell": "echo"}`)
+	require.Equal(t, http.StatusCreated, status)
+	_, runs := b.counts(t)
+	require.Zero(t, runs, "applied definitions run on their schedule or when triggered, not at once")
 
 	status, out = apply("/v1/jobs/report?namespace=team", spec)
 	require.Equal(t, http.StatusOK, status)

@@ -54,10 +54,34 @@ type validJob struct {
 }
 
 // buildJob validates spec and turns it into a job with id, defaults and request hash filled,
-// plus its first run (via engine.NewRun) unless the job is disabled. now is the submission
-// time. prefix names the spec within the request ("" for POST /v1/jobs, "jobs[3]." in a
-// batch). It returns every bad field at once; with any, the job is nil.
+// plus its first run (via engine.NewRun) unless the job is disabled or scheduled. now is the
+// submission time. prefix names the spec within the request ("" for POST /v1/jobs,
+// "jobs[3]." in a batch). It returns every bad field at once; with any, the job is nil.
 func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, []apitype.FieldError) {
+	vj, errs := buildDefinition(spec, prefix, now)
+	if len(errs) > 0 || vj.Job.Spec.Schedule != nil || !vj.Job.Enabled {
+		return vj, errs
+	}
+	job := vj.Job
+	if job.Spec.Concurrency.Key != "" { // the first run has the job's own args
+		if _, err := engine.RenderKey(job, nil); err != nil {
+			return nil, []apitype.FieldError{{Field: prefix + "concurrency.key", Message: err.Error() + " (over the job's args)"}}
+		}
+	}
+	var due time.Time
+	switch {
+	case spec.RunAt != nil:
+		due = *spec.RunAt
+	case spec.Delay != nil:
+		due = now.Add(spec.Delay.Std())
+	}
+	vj.Run = engine.NewRun(job, model.TriggerSubmit, nil, due, now)
+	return vj, nil
+}
+
+// buildDefinition is buildJob without the first run: the job alone, with its next fire
+// when it has a schedule (PUT /v1/jobs/{name} manages definitions).
+func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, []apitype.FieldError) {
 	fe := &fieldErrors{prefix: prefix}
 	ms := specToModel(spec, fe)
 
@@ -103,28 +127,16 @@ func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, [
 	if job.Name == "" {
 		job.Name = job.ID
 	}
-	// Runs made from the job's own args (its first run, cron fires) must render the key.
-	if ms.Concurrency.Key != "" && (ms.Schedule != nil || enabled) {
+	// Cron fires run with the job's own args: they must render the key.
+	if ms.Concurrency.Key != "" && ms.Schedule != nil {
 		if _, err := engine.RenderKey(job, nil); err != nil {
 			return nil, []apitype.FieldError{{Field: prefix + "concurrency.key", Message: err.Error() + " (over the job's args)"}}
 		}
 	}
-	out := &validJob{Job: job}
 	if ms.Schedule != nil {
 		job.NextFireAt = engine.NextFireAt(job, now)
-		return out, nil // no run now: the schedule makes them
 	}
-	if enabled {
-		var due time.Time
-		switch {
-		case spec.RunAt != nil:
-			due = *spec.RunAt
-		case spec.Delay != nil:
-			due = now.Add(spec.Delay.Std())
-		}
-		out.Run = engine.NewRun(job, model.TriggerSubmit, nil, due, now)
-	}
-	return out, nil
+	return &validJob{Job: job}, nil
 }
 
 // specToModel checks the parts of a spec that make up model.JobSpec (what to run, where,
