@@ -76,7 +76,8 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 	if reschedule || vj.Job.Spec.Schedule == nil {
 		next = engine.NextFireAt(vj.Job, now)
 	}
-	updated, err := a.eng.UpdateJob(r.Context(), &store.UpdateJobParams{ID: cur.ID, Spec: vj.Job.Spec, Enabled: vj.Job.Enabled, NextFireAt: next})
+	updated, err := a.eng.UpdateJob(r.Context(), &store.UpdateJobParams{ID: cur.ID, Spec: vj.Job.Spec, Enabled: vj.Job.Enabled,
+		NextFireAt: next, Reschedule: reschedule})
 	if err != nil {
 		return fmt.Errorf("apply job %s: %w", name, err)
 	}

@@ -356,6 +356,7 @@ func (a *API) updateJob(w http.ResponseWriter, r *http.Request, j *model.Job, sp
 		Spec:       spec,
 		Enabled:    enabled,
 		NextFireAt: next,
+		Reschedule: reschedule,
 	})
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}

@@ -87,27 +87,38 @@ func NextFireTimes(j *model.Job, n int) []time.Time {
 	return out
 }
 
-// cronLoop fires cron jobs. It sleeps until the earliest next fire across all jobs, or
-// until a schedule changes; each due job's runs and its next fire are written in one
-// transaction that the store refuses to apply twice (invariant 4).
+// cronLoop fires cron jobs. It sleeps until the earliest next fire across all jobs (less
+// CronLead), or until a schedule changes; each due job's runs and its next fire are written
+// in one transaction that the store refuses to apply twice (invariant 4).
+//
+// With CronLead, a job without a concurrency limit fires that long before its instant: its
+// run is created scheduled for the instant, so that at the instant only the run's promotion
+// is left. A job under a limit fires at the instant itself, since its admission depends on
+// the runs active then.
 func (e *Engine) cronLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		wake := e.schedChanged.Wait()
-		next, ok, err := e.store.NextFire(ctx)
+		now := e.clock.Now()
+		horizon := now.Add(e.cfg.CronLead)
+		fired, held, err := e.fireDue(ctx, now, horizon)
+		if err != nil {
+			e.retryLater(ctx, "fire cron jobs", err)
+			continue
+		}
+		if fired {
+			continue // more may be due
+		}
+		next, ok, err := e.store.NextFire(ctx, horizon)
 		if err != nil {
 			e.retryLater(ctx, "next cron fire", err)
 			continue
 		}
-		now := e.clock.Now()
-		if ok && !next.After(now) {
-			if err := e.fireDue(ctx, now); err != nil {
-				e.retryLater(ctx, "fire cron jobs", err)
-			}
-			continue
-		}
 		wait := e.cfg.MaxLeaseWait * 10 // no schedule: sleep until one changes
 		if ok {
-			wait = next.Sub(now)
+			wait = next.Add(-e.cfg.CronLead).Sub(now)
+		}
+		if !held.IsZero() && held.Sub(now) < wait {
+			wait = held.Sub(now) // a limited job's instant inside the lead
 		}
 		if !e.sleepUntil(ctx, wake, wait) {
 			return
@@ -115,19 +126,31 @@ func (e *Engine) cronLoop(ctx context.Context) {
 	}
 }
 
-// fireDue fires one batch of due jobs.
-func (e *Engine) fireDue(ctx context.Context, now time.Time) error {
-	jobs, err := e.store.DueJobs(ctx, &store.DueJobsParams{Now: now, Limit: fireBatch})
+// fireDue fires one batch of the jobs due by horizon: those due by now, and those without
+// a concurrency limit due by horizon (ahead of their instant). It reports whether it fired
+// any, and the earliest instant of a limited job it left for later (zero: none).
+func (e *Engine) fireDue(ctx context.Context, now, horizon time.Time) (bool, time.Time, error) {
+	jobs, err := e.store.DueJobs(ctx, &store.DueJobsParams{Now: horizon, Limit: fireBatch})
 	if err != nil {
-		return err
+		return false, time.Time{}, err
 	}
+	var held time.Time
 	fires := make([]store.Fire, 0, len(jobs))
 	for _, j := range jobs {
+		if j.NextFireAt.After(now) && runConcurrency(j, nil) != nil {
+			if held.IsZero() || j.NextFireAt.Before(held) {
+				held = *j.NextFireAt
+			}
+			continue
+		}
 		fires = append(fires, e.planFire(j, now))
+	}
+	if len(fires) == 0 {
+		return false, held, nil
 	}
 	res, err := e.store.FireJobs(ctx, &store.FireJobsParams{Fires: fires, Now: now})
 	if err != nil {
-		return err
+		return false, time.Time{}, err
 	}
 	var created, replaced []*model.Run
 	for _, fr := range res {
@@ -144,7 +167,7 @@ func (e *Engine) fireDue(ctx context.Context, now time.Time) error {
 	}
 	e.wakeFor(created)
 	e.pushCancels(replaced)
-	return nil
+	return true, held, nil
 }
 
 // planFire decides what a due job fires at now: the runs for its due instants under its
@@ -193,8 +216,8 @@ func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
 			"first", due.UTC(), "runs", len(fire), "limit", limit)
 	}
 	for _, at := range fire {
-		r := NewRun(j, model.TriggerCron, nil, now, now)
-		r.ScheduledFor = at // the instant it fires for: one run per (job, instant)
+		r := NewRun(j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
+		r.ScheduledFor = at                             // the instant it fires for: one run per (job, instant)
 		f.Runs = append(f.Runs, r)
 	}
 	return f

@@ -57,12 +57,14 @@ func nextFireOf(t *testing.T, b *testBundle, jobID string) *time.Time {
 
 func TestCronFiresEachInstantOnce(t *testing.T) {
 	e, b := setup(t) // t0 = 2026-03-01 12:00 UTC
-	j := cronJob(t, e, b, model.Schedule{Cron: "*/5 * * * *", Timezone: "Europe/Berlin"}, model.Concurrency{}, nil)
-	first := t0.Add(5 * time.Minute)
+	// Every 7 minutes: no instant coincides with an idle loop's timer (MaxLeaseWait*10 = 5m),
+	// so a timer due at an instant is the cron loop sleeping until it.
+	j := cronJob(t, e, b, model.Schedule{Cron: "*/7 * * * *", Timezone: "Europe/Berlin"}, model.Concurrency{}, nil)
+	first := t0.Add(7 * time.Minute)
 	require.Equal(t, first, *j.NextFireAt)
 	require.Empty(t, runsOf(t, b, j.ID), "nothing fires before the instant")
 
-	for i, at := range []time.Time{first, first.Add(5 * time.Minute), first.Add(10 * time.Minute)} {
+	for i, at := range []time.Time{first, first.Add(7 * time.Minute), first.Add(14 * time.Minute)} {
 		waitTimer(t, b, at) // the loop sleeps until exactly the next fire
 		b.clk.Set(at)
 		waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, "a run per instant")
@@ -70,7 +72,7 @@ func TestCronFiresEachInstantOnce(t *testing.T) {
 		require.Equal(t, model.TriggerCron, r.Trigger)
 		require.Equal(t, at, r.ScheduledFor, "the run is for its instant")
 		require.Equal(t, model.RunQueued, r.Status)
-		waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(at.Add(5*time.Minute)) }, "the next fire moved on")
+		waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(at.Add(7*time.Minute)) }, "the next fire moved on")
 	}
 }
 
@@ -189,4 +191,55 @@ func complete(t *testing.T, e *Engine, l apitype.Lease, status string) {
 	}})
 	require.NoError(t, err)
 	require.True(t, resp.Results[0].Accepted)
+}
+
+func TestCronLeadCreatesRunsAheadOfTheirInstant(t *testing.T) {
+	const lead = 2 * time.Second
+	e, b := setup(t, func(c *Config) { c.CronLead = lead })
+	free := cronJob(t, e, b, model.Schedule{Cron: "*/7 * * * *"}, model.Concurrency{}, nil)
+	limited := cronJob(t, e, b, model.Schedule{Cron: "*/7 * * * *"}, model.Concurrency{Policy: "forbid"}, nil)
+	instant := t0.Add(7 * time.Minute)
+
+	waitTimer(t, b, instant.Add(-lead))
+	b.clk.Set(instant.Add(-lead))
+	waitFor(t, func() bool { return len(runsOf(t, b, free.ID)) == 1 }, "the free job fires ahead")
+	ahead := runsOf(t, b, free.ID)[0]
+	require.Equal(t, model.RunScheduled, ahead.Status, "created ahead, due at its instant")
+	require.Equal(t, instant, ahead.ScheduledFor)
+	require.Empty(t, runsOf(t, b, limited.ID), "a limited job fires at its instant, when its admission is decided")
+
+	// Both the cron loop (for the limited job) and the promoter sleep until the instant.
+	waitFor(t, func() bool {
+		n := 0
+		for _, at := range b.clk.Pending() {
+			if at.Equal(instant) {
+				n++
+			}
+		}
+		return n >= 2
+	}, "two loops asleep until the instant")
+	b.clk.Set(instant)
+	waitFor(t, func() bool { return getRun(t, b, ahead.ID).Status == model.RunQueued }, "promoted at its instant")
+	waitFor(t, func() bool { return len(runsOf(t, b, limited.ID)) == 1 }, "the limited job fired at its instant")
+	require.Equal(t, instant, runsOf(t, b, limited.ID)[0].ScheduledFor)
+}
+
+func TestRescheduleDropsRunsCreatedAhead(t *testing.T) {
+	const lead = 2 * time.Second
+	e, b := setup(t, func(c *Config) { c.CronLead = lead })
+	j := cronJob(t, e, b, model.Schedule{Cron: "*/7 * * * *"}, model.Concurrency{}, nil)
+	instant := t0.Add(7 * time.Minute)
+	waitTimer(t, b, instant.Add(-lead))
+	b.clk.Set(instant.Add(-lead))
+	waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == 1 }, "fired ahead")
+
+	// The schedule changes before the instant: the run made for the old rule goes.
+	spec := j.Spec
+	spec.Schedule = &model.Schedule{Cron: "*/11 * * * *"}
+	now := b.clk.Now()
+	next := NextFireAt(&model.Job{Spec: spec, Enabled: true}, now)
+	_, err := e.UpdateJob(context.Background(), &store.UpdateJobParams{ID: j.ID, Spec: spec, Enabled: true, NextFireAt: next, Reschedule: true})
+	require.NoError(t, err)
+	require.Empty(t, runsOf(t, b, j.ID), "the run created ahead for the old rule is dropped")
+	require.Equal(t, t0.Add(11*time.Minute), *nextFireOf(t, b, j.ID))
 }

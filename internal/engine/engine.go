@@ -45,6 +45,10 @@ type Config struct {
 	CompleteLinger time.Duration
 	// Rand returns uniform numbers in [0, 1) for retry jitter. Default math/rand/v2.
 	Rand func() float64
+	// CronLead is how far ahead of its instant a cron job without a concurrency limit
+	// fires: its run is created then, scheduled for the instant, so that the instant itself
+	// only promotes it. Zero: every job fires at its instant.
+	CronLead time.Duration
 	// MisfireGrace is how late a cron instant may fire and still count as on time; an
 	// instant later than that was missed and its job's misfire policy applies. Default
 	// DefaultMisfireGrace.

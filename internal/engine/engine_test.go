@@ -25,21 +25,26 @@ type testBundle struct {
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// setup starts an engine with a fake clock on a fresh SQLite store. The lease TTL is 10s.
-func setup(t *testing.T) (*Engine, *testBundle) {
+// setup starts an engine with a fake clock on a fresh SQLite store. The lease TTL is 10s;
+// mods change the rest of the config.
+func setup(t *testing.T, mods ...func(*Config)) (*Engine, *testBundle) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	clk := clock.NewFake(t0)
-	e := New(Config{
+	cfg := Config{
 		Store:    st,
 		Clock:    clk,
 		Logger:   slog.New(slog.DiscardHandler),
 		LeaseTTL: 10 * time.Second,
 		Rand:     func() float64 { return 0.5 },
-	})
+	}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	e := New(cfg)
 	require.NoError(t, e.Start(ctx))
 	t.Cleanup(e.Stop)
 	return e, &testBundle{clk: clk, store: st}

@@ -61,6 +61,8 @@ type UpdateJobParams struct {
 	Spec       model.JobSpec
 	Enabled    bool
 	NextFireAt *time.Time
+	// Reschedule: the schedule (or enabled flag) changed; see Store.UpdateJob.
+	Reschedule bool
 	Now        time.Time
 }
 

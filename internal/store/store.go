@@ -36,7 +36,9 @@ type Store interface {
 	ListJobs(ctx context.Context, p *ListJobsParams) (*JobPage, error)
 	// UpdateJob replaces a job's spec and enabled flag (and NextFireAt), sets UpdatedAt =
 	// Now and returns it. Existing runs keep their queue and priority; leases always carry
-	// the spec as it is at lease time.
+	// the spec as it is at lease time. With Reschedule, the job's cron runs created ahead of
+	// their instant (never attempted, still scheduled with PendingCode not_due, ScheduledFor
+	// after Now) are deleted in the same transaction: the new NextFireAt decides again.
 	UpdateJob(ctx context.Context, p *UpdateJobParams) (*model.Job, error)
 	// DeleteJob deletes a job and cancels its active runs (running ones get
 	// CancelRequested), in one transaction; it returns the runs it cancelled (those
@@ -80,9 +82,9 @@ type Store interface {
 
 	// Cron
 
-	// NextFire returns the earliest NextFireAt among enabled jobs; ok is false when none
-	// has one.
-	NextFire(ctx context.Context) (t time.Time, ok bool, err error)
+	// NextFire returns the earliest NextFireAt after After (zero: any) among enabled jobs;
+	// ok is false when none has one.
+	NextFire(ctx context.Context, after time.Time) (t time.Time, ok bool, err error)
 	// DueJobs returns the enabled jobs whose NextFireAt <= Now, earliest first, at most
 	// Limit (<= 0: 100).
 	DueJobs(ctx context.Context, p *DueJobsParams) ([]*model.Job, error)

@@ -15,8 +15,26 @@ import (
 )
 
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
-func (s *Store) NextFire(ctx context.Context) (time.Time, bool, error) {
-	return s.minTime(ctx, `SELECT min(next_fire_at) FROM jobs WHERE next_fire_at IS NOT NULL AND enabled`, "next fire")
+func (s *Store) NextFire(ctx context.Context, after time.Time) (time.Time, bool, error) {
+	var t *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT min(next_fire_at) FROM jobs
+		WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)`,
+		afterTime(after)).Scan(&t); err != nil {
+		return time.Time{}, false, translate(err, "next fire")
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return t.UTC(), true, nil
+}
+
+// afterTime is the lower bound of a "later than after" query: nil (none) for a zero time.
+func afterTime(after time.Time) *time.Time {
+	if after.IsZero() {
+		return nil
+	}
+	a := utc(after)
+	return &a
 }
 
 // DueJobs returns the enabled jobs whose next fire is due, earliest first.

@@ -599,6 +599,11 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 				return translate(err, "update job %s: runs", p.ID)
 			}
 		}
+		if p.Reschedule {
+			if _, err := tx.Exec(ctx, dropAheadSQL, p.ID, utc(p.Now)); err != nil {
+				return translate(err, "update job %s: runs created ahead", p.ID)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -606,6 +611,11 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 	}
 	return j, nil
 }
+
+// dropAheadSQL deletes job $1's cron runs created ahead of their instant (after $2) that
+// never ran (index runs_cron_instant).
+const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND scheduled_for > $2
+	AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`
 
 // DeleteJob deletes a job and cancels its active runs in one transaction.
 func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*model.Run, error) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
@@ -12,8 +13,25 @@ import (
 )
 
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
-func (s *Store) NextFire(ctx context.Context) (time.Time, bool, error) {
-	return s.earliest(ctx, "next fire", `SELECT min(next_fire_at) FROM jobs WHERE next_fire_at IS NOT NULL AND enabled = 1`)
+func (s *Store) NextFire(ctx context.Context, after time.Time) (time.Time, bool, error) {
+	var v sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT min(next_fire_at) FROM jobs INDEXED BY jobs_next_fire
+		WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at > ?`, afterMicros(after)).Scan(&v)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next fire: %w", err)
+	}
+	if !v.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMicros(v.Int64), true, nil
+}
+
+// afterMicros is the lower bound of a "later than after" query: no bound for a zero time.
+func afterMicros(after time.Time) int64 {
+	if after.IsZero() {
+		return math.MinInt64
+	}
+	return micros(after)
 }
 
 // DueJobs returns the enabled jobs whose next fire is due, earliest first.

@@ -419,6 +419,13 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 				return fmt.Errorf("update runs' kind: %w", err)
 			}
 		}
+		if p.Reschedule {
+			if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM runs INDEXED BY runs_cron_instant
+				WHERE job_id = ? AND trigger_kind = 'cron' AND scheduled_for > ?
+				AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`, p.ID, micros(p.Now)); err != nil {
+				return fmt.Errorf("drop runs created ahead: %w", err)
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ func testCron(t *testing.T, open OpenFunc) {
 
 	t.Run("NextFireAndDueJobs", func(t *testing.T) {
 		f := setup(t, open)
-		_, ok, err := f.s.NextFire(f.ctx)
+		_, ok, err := f.s.NextFire(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.False(t, ok, "no job has a next fire")
 
@@ -38,10 +38,14 @@ func testCron(t *testing.T, open OpenFunc) {
 		cronJob(f, "off", at(time.Second), func(j *model.Job) { j.Enabled = false })
 		f.submit("plain")
 
-		next, ok, err := f.s.NextFire(f.ctx)
+		next, ok, err := f.s.NextFire(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(10*time.Second), next, "the earliest enabled job's; a disabled one does not count")
+		next, ok, err = f.s.NextFire(f.ctx, at(10*time.Second))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(time.Minute), next, "strictly after the bound")
 
 		due, err := f.s.DueJobs(f.ctx, &store.DueJobsParams{Now: at(30 * time.Second)})
 		require.NoError(t, err)
@@ -128,7 +132,7 @@ func testCron(t *testing.T, open OpenFunc) {
 			{JobID: j.ID, Expect: at(0), Runs: []*model.Run{cronRun(f, j, at(0))}},
 		}})
 		require.NoError(t, err)
-		_, ok, err := f.s.NextFire(f.ctx)
+		_, ok, err := f.s.NextFire(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
