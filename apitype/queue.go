@@ -6,7 +6,9 @@ type Queue struct {
 	Priority       int            `json:"priority"`
 	MaxConcurrency int            `json:"max_concurrency"`
 	Paused         bool           `json:"paused"`
-	Depth          map[string]int `json:"depth"`
+	// RateLimit caps how often the queue's runs start (absent: no cap).
+	RateLimit *RateLimit     `json:"rate_limit,omitempty"`
+	Depth     map[string]int `json:"depth"`
 }
 
 // QueuePatch is the body of PATCH /v1/queues/{name}: fields that are present replace the
@@ -16,6 +18,8 @@ type QueuePatch struct {
 	MaxConcurrency *int    `json:"max_concurrency,omitempty"`
 	Priority       *int    `json:"priority,omitempty"`
 	State          *string `json:"state,omitempty"`
+	// RateLimit sets the queue's rate limit; {"rate": 0} removes it.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 }
 
 // QueueList lists queues.

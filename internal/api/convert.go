@@ -137,6 +137,9 @@ func queueToAPI(q *model.Queue) *apitype.Queue {
 		Paused:         q.Paused,
 		Depth:          make(map[string]int, len(model.RunStatuses)),
 	}
+	if r := q.RateLimit; r != nil {
+		out.RateLimit = &apitype.RateLimit{Rate: r.Rate, Per: apitype.Duration(r.Per)}
+	}
 	for _, s := range model.RunStatuses {
 		if !s.Final() {
 			out.Depth[string(s)] = 0

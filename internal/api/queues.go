@@ -77,11 +77,18 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		paused = &p
 	}
+	var rate *model.RateLimit
+	if rl := patch.RateLimit; rl != nil {
+		rate = &model.RateLimit{Rate: rl.Rate, Per: rl.Per.Std()}
+		if rl.Rate != 0 { // 0 removes the limit
+			checkRate(rl, "rate_limit", fe)
+		}
+	}
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)
 	}
 	q, err := a.eng.UpdateQueue(r.Context(), &store.UpdateQueueParams{
-		Name: name, Priority: patch.Priority, MaxConcurrency: patch.MaxConcurrency, Paused: paused,
+		Name: name, Priority: patch.Priority, MaxConcurrency: patch.MaxConcurrency, Paused: paused, RateLimit: rate,
 	})
 	if err != nil {
 		return err

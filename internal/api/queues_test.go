@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -85,4 +86,30 @@ func TestQueues(t *testing.T) {
 	r = b.do(t, "PATCH", "/v1/queues/-bad", `{"paused": true}`)
 	require.Equal(t, http.StatusBadRequest, r.status)
 	require.Equal(t, []string{"name"}, r.fields(t))
+}
+
+func TestQueueRateLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "PATCH", "/v1/queues/mail", `{"rate_limit": {"rate": 100, "per": "1m"}}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var q apitype.Queue
+	r.decode(t, &q)
+	require.Equal(t, &apitype.RateLimit{Rate: 100, Per: apitype.Duration(time.Minute)}, q.RateLimit)
+
+	created := b.createJob(t, `{"command": ["true"], "queue": "mail"}`)
+	r = b.do(t, "GET", "/v1/runs/"+created.Run.ID, nil)
+	var run apitype.Run
+	r.decode(t, &run)
+	require.Equal(t, "rate_limited", run.PendingCode, "a queued run of a rate-limited queue says so")
+
+	r = b.do(t, "PATCH", "/v1/queues/mail", `{"rate_limit": {"rate": 0}}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	q = apitype.Queue{}
+	r.decode(t, &q)
+	require.Nil(t, q.RateLimit, "rate 0 removes the limit")
+
+	r = b.do(t, "PATCH", "/v1/queues/mail", `{"rate_limit": {"rate": 5, "per": "0s"}}`)
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Equal(t, []string{"rate_limit.per"}, r.fields(t))
 }

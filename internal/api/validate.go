@@ -327,14 +327,19 @@ func concurrencyToModel(c *apitype.Concurrency, fe *fieldErrors) model.Concurren
 	out := model.Concurrency{Policy: c.Policy, Max: c.Max, Key: c.Key}
 	if r := c.Rate; r != nil {
 		out.Rate = &model.RateLimit{Rate: r.Rate, Per: r.Per.Std()}
-		if r.Rate < 1 || r.Rate > maxRate {
-			fe.add("concurrency.rate.rate", "must be between 1 and %d", maxRate)
-		}
-		if r.Per.Std() <= 0 || r.Per.Std() > maxRatePer {
-			fe.add("concurrency.rate.per", "must be a duration above 0 and at most %s", maxRatePer)
-		}
+		checkRate(r, "concurrency.rate", fe)
 	}
 	return out
+}
+
+// checkRate checks a rate limit; field names it ("concurrency.rate", "rate_limit").
+func checkRate(r *apitype.RateLimit, field string, fe *fieldErrors) {
+	if r.Rate < 1 || r.Rate > maxRate {
+		fe.add(field+".rate", "must be between 1 and %d", maxRate)
+	}
+	if r.Per.Std() <= 0 || r.Per.Std() > maxRatePer {
+		fe.add(field+".per", "must be a duration above 0 and at most %s", maxRatePer)
+	}
 }
 
 // retryToModel checks a retry policy and applies its defaults.

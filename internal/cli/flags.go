@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stint-dev/stint/apitype"
 )
 
 // kvFlag is a repeatable KEY=VALUE flag collected into a map; a later key wins.
@@ -97,3 +99,17 @@ func (f *memoryFlag) Set(s string) error {
 }
 
 func (f *memoryFlag) Type() string { return "size" }
+
+// parseRate reads --rate: "N/DURATION" such as 100/1m, or "0" (no limit: rate 0).
+func parseRate(s string) (*apitype.RateLimit, error) {
+	if s == "0" {
+		return &apitype.RateLimit{}, nil
+	}
+	n, per, ok := strings.Cut(s, "/")
+	count, err1 := strconv.Atoi(n)
+	d, err2 := time.ParseDuration(per)
+	if !ok || err1 != nil || err2 != nil || count < 1 || d <= 0 {
+		return nil, Usagef("--rate: want N/DURATION such as 100/1m, got %q", s)
+	}
+	return &apitype.RateLimit{Rate: count, Per: apitype.Duration(d)}, nil
+}

@@ -57,15 +57,19 @@ func newQueuePauseCmd(cfg *config, use string, pause bool) *cobra.Command {
 }
 
 func newQueueSetCmd(cfg *config) *cobra.Command {
-	var maxConcurrency, priority int
+	var (
+		maxConcurrency, priority int
+		rate                     string
+	)
 	cmd := &cobra.Command{
 		Use:     "set QUEUE",
-		Short:   "Change a queue's max concurrency or priority",
-		Example: "  stint queues set reports --max-concurrency 4 --priority 10",
+		Short:   "Change a queue's max concurrency, priority or rate limit",
+		Example: "  stint queues set reports --max-concurrency 4 --priority 10\n  stint queues set mail --rate 100/1m",
 		Args:    args("QUEUE"),
 	}
 	cmd.Flags().IntVar(&maxConcurrency, "max-concurrency", 0, "max runs of the queue at once (0: no limit)")
 	cmd.Flags().IntVar(&priority, "priority", 0, "queue priority; higher queues are served first")
+	cmd.Flags().StringVar(&rate, "rate", "", `at most N runs start per DURATION: "N/DURATION" such as 100/1m ("0" removes the limit)`)
 	asJSON := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		var patch apitype.QueuePatch
@@ -78,8 +82,15 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 		if cmd.Flags().Changed("priority") {
 			patch.Priority = &priority
 		}
-		if patch.MaxConcurrency == nil && patch.Priority == nil {
-			return Usagef("nothing to set: give --max-concurrency or --priority")
+		if rate != "" {
+			r, err := parseRate(rate)
+			if err != nil {
+				return err
+			}
+			patch.RateLimit = r
+		}
+		if patch.MaxConcurrency == nil && patch.Priority == nil && patch.RateLimit == nil {
+			return Usagef("nothing to set: give --max-concurrency, --priority or --rate")
 		}
 		update := func(c *client.Client, ctx context.Context) (*apitype.Queue, error) {
 			return c.UpdateQueue(ctx, argv[0], &patch)

@@ -65,5 +65,18 @@ gpu   yes     10        2                0        0          0       2
 			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/gpu", body: `{"priority":7}`, answer: `{"name":"gpu","priority":7}`}},
 			stdoutHas: []string{"\"priority\": 7"},
 		},
+		{
+			name:      "set a rate limit",
+			args:      []string{"queues", "set", "mail", "--rate", "100/1m"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/mail", body: `{"rate_limit":{"rate":100,"per":"1m0s"}}`, answer: `{"name":"mail"}`}},
+			stdout:    "queue mail updated\n",
+		},
+		{
+			name:      "remove a rate limit",
+			args:      []string{"queues", "set", "mail", "--rate", "0"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/mail", body: `{"rate_limit":{"rate":0,"per":"0s"}}`, answer: `{"name":"mail"}`}},
+			stdout:    "queue mail updated\n",
+		},
+		{name: "bad rate", args: []string{"queues", "set", "mail", "--rate", "lots"}, code: 2, stderr: "--rate: want N/DURATION"},
 	})
 }

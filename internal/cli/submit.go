@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -228,13 +226,11 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec,
 	if f.concurrency != "" || f.maxConcurrent != 0 || f.concurrencyKey != "" || f.rate != "" {
 		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrent, Key: f.concurrencyKey}
 		if f.rate != "" {
-			n, per, ok := strings.Cut(f.rate, "/")
-			count, err1 := strconv.Atoi(n)
-			d, err2 := time.ParseDuration(per)
-			if !ok || err1 != nil || err2 != nil {
-				return nil, Usagef("--rate: want N/DURATION such as 100/1m, got %q", f.rate)
+			r, err := parseRate(f.rate)
+			if err != nil {
+				return nil, err
 			}
-			spec.Concurrency.Rate = &apitype.RateLimit{Rate: count, Per: apitype.Duration(d)}
+			spec.Concurrency.Rate = r
 		}
 	}
 	return spec, nil

@@ -243,3 +243,22 @@ func TestRescheduleDropsRunsCreatedAhead(t *testing.T) {
 	require.Empty(t, runsOf(t, b, j.ID), "the run created ahead for the old rule is dropped")
 	require.Equal(t, t0.Add(11*time.Minute), *nextFireOf(t, b, j.ID))
 }
+
+func TestRateLimitedQueueWakesWorkersAtItsNextTurn(t *testing.T) {
+	e, b := setup(t)
+	register(t, e, "w1")
+	_, err := e.UpdateQueue(context.Background(), &store.UpdateQueueParams{Name: model.DefaultQueue,
+		RateLimit: &model.RateLimit{Rate: 1, Per: 10 * time.Second}})
+	require.NoError(t, err)
+	submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 1})
+	second := submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 1})
+
+	require.Len(t, lease(t, e, "w1", 5, 0).Leases, 1, "one turn now")
+	got := make(chan int, 1)
+	go func() { got <- len(lease(t, e, "w1", 5, 30*time.Second).Leases) }()
+	waitTimer(t, b, t0.Add(30*time.Second)) // the worker's long poll waits
+	waitTimer(t, b, t0.Add(10*time.Second)) // and the release loop sleeps until the queue's next turn
+	b.clk.Set(t0.Add(10 * time.Second))
+	require.Equal(t, 1, <-got, "the waiting worker is woken at the turn and leases the second run")
+	require.Equal(t, model.RunRunning, getRun(t, b, second.ID).Status)
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stint-dev/stint/internal/clock"
@@ -72,6 +73,7 @@ type Engine struct {
 
 	schedChanged *broadcast // a job's next fire may have moved earlier
 	sched        schedules
+	rateQueues   atomic.Bool // some queue has a rate limit (leases then watch for turns)
 
 	mu      sync.Mutex
 	workers map[string]*workerConn
@@ -152,6 +154,16 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err != nil {
 		cancel()
 		return fmt.Errorf("start engine: %w", err)
+	}
+	queues, err := e.store.ListQueues(ctx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("start engine: %w", err)
+	}
+	for _, q := range queues {
+		if q.RateLimit != nil {
+			e.rateQueues.Store(true)
+		}
 	}
 	e.wakeFor(admitted)
 	e.goLoop(ctx, e.promoteLoop)
@@ -364,6 +376,10 @@ func (e *Engine) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*
 	q, err := e.store.UpdateQueue(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("update queue: %w", err)
+	}
+	if q.RateLimit != nil {
+		e.rateQueues.Store(true)
+		e.timers.Notify()
 	}
 	e.work.Notify()
 	return q, nil

@@ -35,6 +35,11 @@ func (e *Engine) ExplainPending(ctx context.Context, runs []*model.Run) error {
 			r.PendingCode = model.PendingConcurrencyLimit
 			r.PendingReason = fmt.Sprintf("queue %q is at its max concurrency (%d running)", q.Name, q.MaxConcurrency)
 			continue
+		case q.RateLimit != nil:
+			r.PendingCode = model.PendingRateLimited
+			r.PendingReason = fmt.Sprintf("queue %q starts at most %d runs per %s: waiting for a turn (or a free worker)",
+				q.Name, q.RateLimit.Rate, q.RateLimit.Per)
+			continue
 		}
 		if !workersLoaded {
 			ws, err := e.Workers(ctx)

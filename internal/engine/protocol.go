@@ -127,6 +127,9 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 			if err != nil {
 				return nil, fmt.Errorf("lease for %s: %w", workerID, err)
 			}
+			if len(leases) < req.Max && e.rateQueues.Load() {
+				e.timers.Notify() // a rate-limited queue may have run out of turns: see releaseLoop
+			}
 			for _, l := range leases {
 				resp.Leases = append(resp.Leases, LeaseToAPI(l))
 			}

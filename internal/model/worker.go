@@ -31,6 +31,8 @@ type Queue struct {
 	Priority       int
 	MaxConcurrency int // 0: unlimited
 	Paused         bool
+	// RateLimit caps how often runs of the queue start (nil: no cap).
+	RateLimit *RateLimit
 	// Depth counts the queue's runs by status (filled by reads).
 	Depth     map[RunStatus]int
 	CreatedAt time.Time

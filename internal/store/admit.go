@@ -95,3 +95,43 @@ func RateHold(r *model.Run, at time.Time) {
 	r.PendingReason = fmt.Sprintf("rate limit: %d per %s on %q; starts at %s", c.Rate.Rate, c.Rate.Per, c.Key,
 		at.UTC().Format(time.RFC3339Nano))
 }
+
+// TakeTurns takes up to n turns that rate limit r allows at now, from a key whose
+// theoretical arrival time is tat, and returns how many it took and the key's next tat.
+func TakeTurns(tat, now time.Time, r *model.RateLimit, n int) (int, time.Time) {
+	taken := 0
+	for taken < n {
+		at, next := Reserve(tat, now, r)
+		if at.After(now) {
+			break
+		}
+		tat = next
+		taken++
+	}
+	return taken, tat
+}
+
+// NextTurn is when a key whose theoretical arrival time is tat gets its next turn.
+func NextTurn(tat, now time.Time, r *model.RateLimit) time.Time {
+	at, _ := Reserve(tat, now, r)
+	return at
+}
+
+// QueueRateKey is the rate_limits key of a queue's rate limit.
+func QueueRateKey(queue string) string { return "queue:" + queue }
+
+// RateColumns are the (rate, per in microseconds) columns of an optional rate limit.
+func RateColumns(r *model.RateLimit) (int, int64) {
+	if r == nil {
+		return 0, 0
+	}
+	return r.Rate, r.Per.Microseconds()
+}
+
+// RateFromColumns is the rate limit that RateColumns wrote (nil: none).
+func RateFromColumns(rate int, perMicros int64) *model.RateLimit {
+	if rate <= 0 {
+		return nil
+	}
+	return &model.RateLimit{Rate: rate, Per: time.Duration(perMicros) * time.Microsecond}
+}

@@ -218,7 +218,9 @@ type UpdateQueueParams struct {
 	Priority       *int
 	MaxConcurrency *int
 	Paused         *bool
-	Now            time.Time
+	// RateLimit sets the queue's rate limit; one with Rate 0 removes it.
+	RateLimit *model.RateLimit
+	Now       time.Time
 }
 
 // RegisterWorkerParams describe a worker at start.

@@ -104,6 +104,10 @@ type Store interface {
 	ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error)
 	// NextRelease returns the earliest turn a run held by a rate limit waits for.
 	NextRelease(ctx context.Context) (t time.Time, ok bool, err error)
+	// NextQueueTurn returns the earliest instant after now at which a rate-limited queue
+	// that has queued runs gets its next turn (LeaseRuns takes no more runs of such a queue
+	// than its limit allows at the time of the lease).
+	NextQueueTurn(ctx context.Context, now time.Time) (t time.Time, ok bool, err error)
 
 	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
 	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)
@@ -123,8 +127,8 @@ type Store interface {
 	// is none.
 	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
 	// LeaseRuns hands up to Max queued runs to a worker. It takes queues in order of queue
-	// priority (highest first), skipping paused queues and queues at their
-	// MaxConcurrency, and within a queue runs by run priority (highest first), then
+	// priority (highest first), skipping paused queues, queues at their MaxConcurrency and
+	// rate-limited queues with no turn left at Now (a lease takes a turn per run), and within a queue runs by run priority (highest first), then
 	// ScheduledFor, then id. Each leased run becomes running with Attempt+1, WorkerID, a new
 	// random LeaseToken, LeaseExpiresAt = Now+LeaseTTL, StartedAt set if it was nil, and
 	// PendingCode cleared. Two concurrent callers never lease the same run.

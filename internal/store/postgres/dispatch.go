@@ -73,7 +73,7 @@ func (s *Store) minTime(ctx context.Context, sql, what string) (time.Time, bool,
 // the queue's index backward, from its newest runs: leasing consumes it from the front,
 // where the index entries of runs already leased wait for vacuum, and a forward probe would
 // wade through them on every call.
-const leaseQueuesSQL = `SELECT q.name, q.max_concurrency FROM queues q
+const leaseQueuesSQL = `SELECT q.name, q.max_concurrency, q.rate, q.rate_per_us FROM queues q
 	WHERE NOT q.paused AND (
 		SELECT r.id FROM runs r WHERE r.status = 'queued' AND r.queue = q.name%s
 		ORDER BY r.priority, r.scheduled_for DESC, r.id DESC LIMIT 1) IS NOT NULL
@@ -86,6 +86,7 @@ const countRunningSQL = `SELECT count(*) FROM runs WHERE status = 'running' AND 
 type leaseQueue struct {
 	name           string
 	maxConcurrency int
+	rate           *model.RateLimit
 }
 
 // handlerFilter is the condition on runs (alias r) that restricts leasing to the worker's
@@ -113,8 +114,13 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 		return nil, translate(err, "lease runs: list queues")
 	}
 	queues, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (leaseQueue, error) {
-		var q leaseQueue
-		err := row.Scan(&q.name, &q.maxConcurrency)
+		var (
+			q    leaseQueue
+			rate int
+			per  int64
+		)
+		err := row.Scan(&q.name, &q.maxConcurrency, &rate, &per)
+		q.rate = store.RateFromColumns(rate, per)
 		return q, err
 	})
 	if err != nil {
@@ -123,7 +129,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 	if len(queues) == 0 {
 		return []*model.Lease{}, nil
 	}
-	if len(queues) == 1 && queues[0].maxConcurrency == 0 {
+	if len(queues) == 1 && queues[0].maxConcurrency == 0 && queues[0].rate == nil {
 		// One statement is one transaction: no BEGIN and COMMIT round trips.
 		leases, err := s.leaseQueue(ctx, s.pool, p, queues[0].name, p.Max)
 		if err != nil {
@@ -149,11 +155,31 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 				}
 				n = min(n, free)
 			}
+			var tat time.Time
+			if q.rate != nil {
+				key := store.QueueRateKey(q.name)
+				if err := lockKey(ctx, tx, key); err != nil {
+					return err
+				}
+				var err error
+				if tat, err = rateTAT(ctx, tx, key); err != nil {
+					return err
+				}
+				if n, _ = store.TakeTurns(tat, utc(p.Now), q.rate, n); n <= 0 {
+					continue
+				}
+			}
 			leases, err := s.leaseQueue(ctx, tx, p, q.name, n)
 			if err != nil {
 				return err
 			}
 			out = append(out, leases...)
+			if q.rate != nil && len(leases) > 0 {
+				_, next := store.TakeTurns(tat, utc(p.Now), q.rate, len(leases))
+				if err := setRateTAT(ctx, tx, store.QueueRateKey(q.name), next); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -625,6 +625,9 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if err := tx.QueryRow(ctx, `DELETE FROM jobs WHERE id = $1 RETURNING id`, p.ID).Scan(&id); err != nil {
 			return translate(err, "delete job %s", p.ID)
 		}
+		if err := lockKeysOf(ctx, tx, nil, p.ID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM job_secrets WHERE job_id = $1`, p.ID); err != nil {
 			return translate(err, "delete webhook secret of job %s", p.ID)
 		}

@@ -10,13 +10,18 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at`
+const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at, rate, rate_per_us`
 
 func scanQueue(row pgx.Row) (*model.Queue, error) {
-	var q model.Queue
-	if err := row.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &q.Paused, &q.CreatedAt, &q.UpdatedAt); err != nil {
+	var (
+		q    model.Queue
+		rate int
+		per  int64
+	)
+	if err := row.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &q.Paused, &q.CreatedAt, &q.UpdatedAt, &rate, &per); err != nil {
 		return nil, err
 	}
+	q.RateLimit = store.RateFromColumns(rate, per)
 	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
 	q.Depth = map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0}
 	return &q, nil
@@ -94,14 +99,23 @@ func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error)
 
 // UpdateQueue changes the set fields of a queue, creating it if missing.
 func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
+	var rate *int
+	var per *int64
+	if p.RateLimit != nil {
+		r, d := store.RateColumns(p.RateLimit)
+		rate, per = &r, &d
+	}
 	q, err := s.queueWithDepth(ctx, `INSERT INTO queues AS q (`+queueCols+`)
-		VALUES ($1, coalesce($2::int4, 0), coalesce($3::int4, 0), coalesce($4::boolean, false), $5, $5)
+		VALUES ($1, coalesce($2::int4, 0), coalesce($3::int4, 0), coalesce($4::boolean, false), $5, $5,
+			coalesce($6::int4, 0), coalesce($7::int8, 0))
 		ON CONFLICT (name) DO UPDATE SET
 			priority = coalesce($2::int4, q.priority),
 			max_concurrency = coalesce($3::int4, q.max_concurrency),
 			paused = coalesce($4::boolean, q.paused),
-			updated_at = $5
-		RETURNING `+queueCols, p.Name, p.Priority, p.MaxConcurrency, p.Paused, utc(p.Now))
+			updated_at = $5,
+			rate = coalesce($6::int4, q.rate),
+			rate_per_us = coalesce($7::int8, q.rate_per_us)
+		RETURNING `+queueCols, p.Name, p.Priority, p.MaxConcurrency, p.Paused, utc(p.Now), rate, per)
 	if err != nil {
 		return nil, err
 	}

@@ -307,6 +307,9 @@ const cancelActive = `r.status IN ('waiting', 'scheduled', 'queued', 'running') 
 func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKeysOf(ctx, tx, p.RunIDs, p.JobID); err != nil {
+			return err
+		}
 		var err error
 		if out, err = cancelRuns(ctx, tx, p); err != nil {
 			return err
@@ -374,6 +377,9 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 		err error
 	)
 	txErr := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := lockKeysOf(ctx, tx, []string{p.ID}, ""); err != nil {
+			return err
+		}
 		var r *runRow
 		r, err = scanRun(tx.QueryRow(ctx, retrySQL, p.ID, utc(p.Now)))
 		if err != nil {

@@ -24,6 +24,31 @@ func lockKey(ctx context.Context, tx pgx.Tx, key string) error {
 	return nil
 }
 
+// lockKeysOf takes, in key order, the locks of the limits that the runs runIDs, or the
+// active runs of job jobID, count against. A transaction that ends or changes runs under a
+// limit takes these before it locks the runs: admission takes the key first and the runs
+// after, and the same order everywhere keeps the two from deadlocking.
+func lockKeysOf(ctx context.Context, tx pgx.Tx, runIDs []string, jobID string) error {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT s.key FROM run_slots s
+		WHERE s.run_id = ANY($1::text[])
+		   OR s.state <> 'done' AND s.run_id IN (SELECT r.id FROM runs r
+				WHERE r.job_id = $2 AND r.status IN ('waiting', 'scheduled', 'queued', 'running'))
+		ORDER BY 1`, runIDs, jobID)
+	if err != nil {
+		return fmt.Errorf("limits of the runs: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("limits of the runs: %w", err)
+	}
+	for _, k := range keys {
+		if err := lockKey(ctx, tx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // holders counts the runs of key that hold a slot.
 func holders(ctx context.Context, tx pgx.Tx, key string) (int, error) {
 	var n int
@@ -33,18 +58,36 @@ func holders(ctx context.Context, tx pgx.Tx, key string) (int, error) {
 	return n, nil
 }
 
-// reserve takes the next turn of key under rate limit r and returns when it starts. The
+// rateTAT reads a rate-limited key's theoretical arrival time (zero: never used). The
 // caller holds the key's lock.
-func reserve(ctx context.Context, tx pgx.Tx, key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+func rateTAT(ctx context.Context, tx pgx.Tx, key string) (time.Time, error) {
 	var tat time.Time
 	err := tx.QueryRow(ctx, `SELECT tat FROM rate_limits WHERE key = $1`, key).Scan(&tat)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
 	}
-	at, next := store.Reserve(tat, now, r)
+	return tat, nil
+}
+
+// setRateTAT writes a rate-limited key's theoretical arrival time.
+func setRateTAT(ctx context.Context, tx pgx.Tx, key string, tat time.Time) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO rate_limits (key, tat) VALUES ($1, $2)
-		ON CONFLICT (key) DO UPDATE SET tat = $2`, key, utc(next)); err != nil {
-		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
+		ON CONFLICT (key) DO UPDATE SET tat = $2`, key, utc(tat)); err != nil {
+		return fmt.Errorf("rate limit of %q: %w", key, err)
+	}
+	return nil
+}
+
+// reserve takes the next turn of key under rate limit r and returns when it starts. The
+// caller holds the key's lock.
+func reserve(ctx context.Context, tx pgx.Tx, key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+	tat, err := rateTAT(ctx, tx, key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, next := store.Reserve(tat, now, r)
+	if err := setRateTAT(ctx, tx, key, next); err != nil {
+		return time.Time{}, err
 	}
 	return utc(at), nil
 }
@@ -128,11 +171,7 @@ func insertSlot(ctx context.Context, tx pgx.Tx, r *model.Run, release time.Time)
 		state = "done"
 	}
 	c := r.Concurrency
-	var rate int
-	var per int64
-	if c.Rate != nil {
-		rate, per = c.Rate.Rate, c.Rate.Per.Microseconds()
-	}
+	rate, per := store.RateColumns(c.Rate)
 	var rel *time.Time
 	if !release.IsZero() {
 		rel = &release
@@ -221,9 +260,7 @@ func nextHeld(ctx context.Context, tx pgx.Tx, key string, now time.Time) (*heldS
 	if err != nil {
 		return nil, fmt.Errorf("held runs of %q: %w", key, err)
 	}
-	if rate > 0 {
-		h.rate = &model.RateLimit{Rate: rate, Per: time.Duration(per) * time.Microsecond}
-	}
+	h.rate = store.RateFromColumns(rate, per)
 	h.reserved = rel != nil
 	return &h, nil
 }
@@ -500,4 +537,40 @@ func (s *Store) ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, er
 // NextRelease returns the earliest turn a rate-limited held run waits for.
 func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
 	return s.minTime(ctx, `SELECT min(release_at) FROM run_slots WHERE state = 'held' AND release_at IS NOT NULL`, "next release")
+}
+
+// NextQueueTurn returns the earliest next turn after now of a rate-limited queue that has
+// queued runs.
+func (s *Store) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT q.rate, q.rate_per_us, l.tat FROM queues q
+		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
+		WHERE q.rate > 0 AND NOT q.paused
+		  AND EXISTS (SELECT 1 FROM runs r WHERE r.status = 'queued' AND r.queue = q.name)`)
+	if err != nil {
+		return time.Time{}, false, translate(err, "next queue turn")
+	}
+	defer rows.Close()
+	var next time.Time
+	for rows.Next() {
+		var (
+			rate int
+			per  int64
+			tat  *time.Time
+		)
+		if err := rows.Scan(&rate, &per, &tat); err != nil {
+			return time.Time{}, false, translate(err, "next queue turn")
+		}
+		var t time.Time
+		if tat != nil {
+			t = tat.UTC()
+		}
+		turn := store.NextTurn(t, now.UTC(), store.RateFromColumns(rate, per)).UTC()
+		if turn.After(now) && (next.IsZero() || turn.Before(next)) {
+			next = turn
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return time.Time{}, false, translate(err, "next queue turn")
+	}
+	return next, !next.IsZero(), nil
 }

@@ -79,6 +79,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 		type queue struct {
 			name string
 			max  int
+			rate *model.RateLimit
 		}
 		var queues []queue
 		rows, err := t.stmt(t.ws.leaseQueues).QueryContext(t.ctx)
@@ -86,11 +87,16 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 			return fmt.Errorf("queues: %w", err)
 		}
 		for rows.Next() {
-			var q queue
-			if err := rows.Scan(&q.name, &q.max); err != nil {
+			var (
+				q    queue
+				rate int
+				per  int64
+			)
+			if err := rows.Scan(&q.name, &q.max, &rate, &per); err != nil {
 				_ = rows.Close()
 				return fmt.Errorf("queues: %w", err)
 			}
+			q.rate = store.RateFromColumns(rate, per)
 			queues = append(queues, q)
 		}
 		if err := rows.Close(); err != nil {
@@ -112,6 +118,15 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 					continue
 				}
 			}
+			var tat time.Time
+			if q.rate != nil {
+				if tat, err = t.rateTAT(store.QueueRateKey(q.name)); err != nil {
+					return err
+				}
+				if want, _ = store.TakeTurns(tat, p.Now, q.rate, want); want <= 0 {
+					continue
+				}
+			}
 			args = append(args[:0], p.WorkerID, tokenPrefix, expires, now, now, q.name)
 			for _, h := range p.Handlers {
 				args = append(args, h)
@@ -127,6 +142,12 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 					a.run.ScheduledFor.Compare(b.run.ScheduledFor), cmp.Compare(a.run.ID, b.run.ID))
 			})
 			leased = append(leased, got...)
+			if q.rate != nil && len(got) > 0 {
+				_, next := store.TakeTurns(tat, p.Now, q.rate, len(got))
+				if err := t.setRateTAT(store.QueueRateKey(q.name), next); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

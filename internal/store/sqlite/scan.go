@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 )
 
 // scanner is *sql.Row or *sql.Rows.
@@ -132,17 +133,20 @@ func scanJob(sc scanner) (*model.Job, error) {
 	return &j, nil
 }
 
-const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at`
+const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at, rate, rate_per_us`
 
 func scanQueue(sc scanner) (*model.Queue, error) {
 	var (
 		q                model.Queue
 		paused           int
 		created, updated int64
+		rate             int
+		per              int64
 	)
-	if err := sc.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &paused, &created, &updated); err != nil {
+	if err := sc.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &paused, &created, &updated, &rate, &per); err != nil {
 		return nil, err
 	}
+	q.RateLimit = store.RateFromColumns(rate, per)
 	q.Paused = paused != 0
 	q.CreatedAt = fromMicros(created)
 	q.UpdatedAt = fromMicros(updated)

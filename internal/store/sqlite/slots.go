@@ -24,17 +24,37 @@ func (t *wtx) holders(key string) (int, error) {
 	return n, nil
 }
 
-// reserve takes the next turn of key under rate limit r and returns when it starts.
-func (t *wtx) reserve(key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+// rateTAT reads a rate-limited key's theoretical arrival time (zero: never used).
+func (t *wtx) rateTAT(key string) (time.Time, error) {
 	var tat int64
 	err := t.tx.QueryRowContext(t.ctx, `SELECT tat FROM rate_limits WHERE key = ?`, key).Scan(&tat)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	if err != nil {
 		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
 	}
-	at, next := store.Reserve(fromMicros(tat), now, r)
+	return fromMicros(tat), nil
+}
+
+// setRateTAT writes a rate-limited key's theoretical arrival time.
+func (t *wtx) setRateTAT(key string, tat time.Time) error {
 	if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO rate_limits (key, tat) VALUES (?1, ?2)
-		ON CONFLICT (key) DO UPDATE SET tat = ?2`, key, micros(next)); err != nil {
-		return time.Time{}, fmt.Errorf("rate limit of %q: %w", key, err)
+		ON CONFLICT (key) DO UPDATE SET tat = ?2`, key, micros(tat)); err != nil {
+		return fmt.Errorf("rate limit of %q: %w", key, err)
+	}
+	return nil
+}
+
+// reserve takes the next turn of key under rate limit r and returns when it starts.
+func (t *wtx) reserve(key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+	tat, err := t.rateTAT(key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	at, next := store.Reserve(tat, now, r)
+	if err := t.setRateTAT(key, next); err != nil {
+		return time.Time{}, err
 	}
 	return norm(at), nil
 }
@@ -130,11 +150,7 @@ func (t *wtx) insertSlot(r *model.Run, release time.Time) error {
 		state = "done"
 	}
 	c := r.Concurrency
-	var rate int
-	var per int64
-	if c.Rate != nil {
-		rate, per = c.Rate.Rate, c.Rate.Per.Microseconds()
-	}
+	rate, per := store.RateColumns(c.Rate)
 	var rel any
 	if !release.IsZero() {
 		rel = micros(release)
@@ -226,9 +242,7 @@ func (t *wtx) nextHeld(key string, now time.Time) (*heldSlot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("held runs of %q: %w", key, err)
 	}
-	if rate > 0 {
-		h.rate = &model.RateLimit{Rate: rate, Per: time.Duration(per) * time.Microsecond}
-	}
+	h.rate = store.RateFromColumns(rate, per)
 	h.reserved = rel.Valid
 	return &h, nil
 }
@@ -394,4 +408,35 @@ func (s *Store) admitWhere(ctx context.Context, what, query string, now time.Tim
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
+}
+
+// NextQueueTurn returns the earliest next turn after now of a rate-limited queue that has
+// queued runs.
+func (s *Store) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT q.rate, q.rate_per_us, coalesce(l.tat, 0) FROM queues q
+		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
+		WHERE q.rate > 0 AND q.paused = 0
+		  AND EXISTS (SELECT 1 FROM runs r INDEXED BY runs_queued WHERE r.status = 'queued' AND r.queue = q.name)`)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
+	}
+	defer rows.Close()
+	var next time.Time
+	for rows.Next() {
+		var (
+			rate     int
+			per, tat int64
+		)
+		if err := rows.Scan(&rate, &per, &tat); err != nil {
+			return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
+		}
+		turn := store.NextTurn(fromMicros(tat), now, store.RateFromColumns(rate, per))
+		if turn.After(now) && (next.IsZero() || turn.Before(next)) {
+			next = turn
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
+	}
+	return next, !next.IsZero(), nil
 }

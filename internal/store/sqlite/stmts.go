@@ -130,7 +130,7 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.insertLogChunk = p(`INSERT INTO log_chunks (run_id, attempt, seq, stream, data, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
 	s.runningCount = p(runningCountSQL)
-	s.leaseQueues = p(`SELECT name, max_concurrency FROM queues WHERE paused = 0 ORDER BY priority DESC, name`)
+	s.leaseQueues = p(`SELECT name, max_concurrency, rate, rate_per_us FROM queues WHERE paused = 0 ORDER BY priority DESC, name`)
 	s.savepoint = p(`SAVEPOINT fast`)
 	s.release = p(`RELEASE fast`)
 	s.rollbackTo = p(`ROLLBACK TO fast`)

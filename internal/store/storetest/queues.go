@@ -75,4 +75,38 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Equal(t, qs[0], q)
 	})
+
+	t.Run("RateLimit", func(t *testing.T) {
+		f := setup(t, open)
+		q, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "mail",
+			RateLimit: &model.RateLimit{Rate: 2, Per: time.Minute}, Now: t0})
+		require.NoError(t, err)
+		require.Equal(t, &model.RateLimit{Rate: 2, Per: time.Minute}, q.RateLimit)
+		j := f.job("mail", func(j *model.Job) { j.Spec.Queue = "mail" })
+		f.createJob(j, nil)
+		for range 5 {
+			f.createRuns(f.run(j))
+		}
+		_, ok, err := f.s.NextQueueTurn(f.ctx, t0)
+		require.NoError(t, err)
+		require.False(t, ok, "turns are free now: nothing to wait for")
+
+		require.Len(t, f.lease("w", 10, t0), 2, "a burst of Rate")
+		require.Empty(t, f.lease("w", 10, at(10*time.Second)), "then no turn until Per/Rate later")
+		next, ok, err := f.s.NextQueueTurn(f.ctx, at(10*time.Second))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(30*time.Second), next)
+		require.Len(t, f.lease("w", 10, at(30*time.Second)), 1)
+		require.Len(t, f.lease("w", 10, at(time.Minute)), 1)
+
+		// Removing the limit frees the rest.
+		q, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "mail", RateLimit: &model.RateLimit{}, Now: at(time.Minute)})
+		require.NoError(t, err)
+		require.Nil(t, q.RateLimit)
+		require.Len(t, f.lease("w", 10, at(time.Minute)), 1)
+		_, ok, err = f.s.NextQueueTurn(f.ctx, at(time.Minute))
+		require.NoError(t, err)
+		require.False(t, ok)
+	})
 }

@@ -26,7 +26,11 @@ CREATE TABLE job_secrets (
 -- Held runs waiting for their turn under a rate limit, for the release timer.
 CREATE INDEX run_slots_release ON run_slots (release_at) WHERE state = 'held' AND release_at IS NOT NULL;
 
--- Rate limits: each limited key's theoretical arrival time (the generic cell rate
+-- A queue's rate limit (0: none): at most rate leases in any window of rate_per_us.
+ALTER TABLE queues ADD COLUMN rate INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN rate_per_us INTEGER NOT NULL DEFAULT 0;
+
+-- Rate limits: each limited key's (or queue's, as "queue:NAME") theoretical arrival time (the generic cell rate
 -- algorithm, store.Reserve).
 CREATE TABLE rate_limits (
     key TEXT    NOT NULL PRIMARY KEY,
