@@ -2,10 +2,10 @@ package apitype
 
 // Queue is a named lane of runs.
 type Queue struct {
-	Name           string         `json:"name"`
-	Priority       int            `json:"priority"`
-	MaxConcurrency int            `json:"max_concurrency"`
-	Paused         bool           `json:"paused"`
+	Name           string `json:"name"`
+	Priority       int    `json:"priority"`
+	MaxConcurrency int    `json:"max_concurrency"`
+	Paused         bool   `json:"paused"`
 	// RateLimit caps how often the queue's runs start (absent: no cap).
 	RateLimit *RateLimit     `json:"rate_limit,omitempty"`
 	Depth     map[string]int `json:"depth"`
