@@ -122,7 +122,7 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 		release  time.Time
 	)
 	if r.Concurrency != nil {
-		if replaced, release, err = admit(ctx, tx, r, now); err != nil {
+		if replaced, release, err = store.AdmitNew(slotTx{ctx, tx}, r, now); err != nil {
 			return store.CreateRunResult{}, err
 		}
 	}

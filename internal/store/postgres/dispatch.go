@@ -734,7 +734,7 @@ func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now
 	// The runs that ended freed their slots in endSQL; held runs take them now.
 	slices.Sort(keys)
 	for _, key := range slices.Compact(keys) {
-		admitted, err := admitHeld(ctx, tx, key, now)
+		admitted, err := store.AdmitHeld(slotTx{ctx, tx}, key, now)
 		if err != nil {
 			return nil, err
 		}

@@ -92,46 +92,68 @@ func reserve(ctx context.Context, tx pgx.Tx, key string, r *model.RateLimit, now
 	return utc(at), nil
 }
 
-// admit decides a new run's admission and prepares r for insertion accordingly; under
-// policy replace it cancels the oldest holders first and returns them. It returns when a
-// run held by the rate limit starts (zero otherwise).
-func admit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (replaced []*model.Run, release time.Time, err error) {
-	c := r.Concurrency
-	if err := lockKey(ctx, tx, c.Key); err != nil {
-		return nil, time.Time{}, err
+// slotTx is a transaction as the store package's admission logic sees it.
+type slotTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+var _ store.SlotTx = slotTx{}
+
+func (s slotTx) LockKey(key string) error { return lockKey(s.ctx, s.tx, key) }
+
+func (s slotTx) Holders(key string) (int, error) { return holders(s.ctx, s.tx, key) }
+
+func (s slotTx) Replace(r *model.Run, holding int, now time.Time) ([]*model.Run, int, error) {
+	return replace(s.ctx, s.tx, r, holding, now)
+}
+
+func (s slotTx) Reserve(key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+	return reserve(s.ctx, s.tx, key, r, now)
+}
+
+func (s slotTx) NextHeld(key string, now time.Time) (*store.HeldSlot, error) {
+	var (
+		h    store.HeldSlot
+		rate int
+		per  int64
+		rel  *time.Time
+	)
+	err := s.tx.QueryRow(s.ctx, `SELECT run_id, max, rate, per_us, release_at FROM run_slots
+		WHERE key = $1 AND state = 'held' AND (release_at IS NULL OR release_at <= $2) ORDER BY run_id LIMIT 1`,
+		key, now).Scan(&h.RunID, &h.Max, &rate, &per, &rel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
 	}
-	holding, err := holders(ctx, tx, c.Key)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, fmt.Errorf("held runs of %q: %w", key, err)
 	}
-	switch store.Admit(c, holding) {
-	case store.AdmitRun:
-	case store.SkipRun:
-		store.Skip(r, holding, now)
-		return nil, time.Time{}, nil
-	case store.HoldRun:
-		store.Hold(r, holding)
-		return nil, time.Time{}, nil
-	case store.ReplaceRuns:
-		if replaced, holding, err = replace(ctx, tx, r, holding, now); err != nil {
-			return nil, time.Time{}, err
-		}
-		if holding >= c.Max {
-			store.Hold(r, holding)
-			return replaced, time.Time{}, nil
-		}
+	h.Rate = store.RateFromColumns(rate, per)
+	h.Reserved = rel != nil
+	return &h, nil
+}
+
+func (s slotTx) HeldRun(runID string) (*model.Run, error) {
+	rr, err := scanRun(s.tx.QueryRow(s.ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = $1 FOR UPDATE`, runID))
+	if err != nil {
+		return nil, err
 	}
-	if c.Rate != nil {
-		at, err := reserve(ctx, tx, c.Key, c.Rate, now)
-		if err != nil {
-			return nil, time.Time{}, err
-		}
-		if at.After(now) {
-			store.RateHold(r, at)
-			return replaced, at, nil
-		}
+	return &rr.Run, nil
+}
+
+func (s slotTx) SetRun(r *model.Run) error {
+	if _, err := s.tx.Exec(s.ctx, `UPDATE runs SET status = $1, pending_code = $2, pending_reason = $3 WHERE id = $4`,
+		string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	return replaced, time.Time{}, nil
+	return nil
+}
+
+func (s slotTx) SetSlot(runID, state string, release *time.Time) error {
+	if _, err := s.tx.Exec(s.ctx, `UPDATE run_slots SET state = $1, release_at = $2 WHERE run_id = $3`, state, release, runID); err != nil {
+		return fmt.Errorf("slot of run %s: %w", runID, err)
+	}
+	return nil
 }
 
 // replace cancels the oldest holders of r's key so that r fits, and returns them and how
@@ -163,13 +185,7 @@ func replace(ctx context.Context, tx pgx.Tx, r *model.Run, holding int, now time
 // insertSlot records r's place under its limit, as admit left r (release: when a run held
 // by the rate limit starts).
 func insertSlot(ctx context.Context, tx pgx.Tx, r *model.Run, release time.Time) error {
-	state := "active"
-	switch {
-	case r.Status == model.RunWaiting:
-		state = "held"
-	case r.Status.Final():
-		state = "done"
-	}
+	state := store.SlotState(r)
 	c := r.Concurrency
 	rate, per := store.RateColumns(c.Rate)
 	var rel *time.Time
@@ -225,132 +241,13 @@ func admitKeysTx(ctx context.Context, tx pgx.Tx, keys []string, now time.Time) (
 	keys = slices.Sorted(slices.Values(keys))
 	var admitted []*model.Run
 	for _, key := range slices.Compact(keys) {
-		rs, err := admitHeld(ctx, tx, key, now)
+		rs, err := store.AdmitHeld(slotTx{ctx, tx}, key, now)
 		if err != nil {
 			return nil, err
 		}
 		admitted = append(admitted, rs...)
 	}
 	return admitted, nil
-}
-
-// heldSlot is a held row of run_slots.
-type heldSlot struct {
-	runID    string
-	max      int
-	rate     *model.RateLimit
-	reserved bool // it has its turn under the rate limit (release_at <= now)
-}
-
-// nextHeld returns the oldest held run of key that may start now (not waiting for a
-// reserved turn still ahead), or nil.
-func nextHeld(ctx context.Context, tx pgx.Tx, key string, now time.Time) (*heldSlot, error) {
-	var (
-		h    heldSlot
-		rate int
-		per  int64
-		rel  *time.Time
-	)
-	err := tx.QueryRow(ctx, `SELECT run_id, max, rate, per_us, release_at FROM run_slots
-		WHERE key = $1 AND state = 'held' AND (release_at IS NULL OR release_at <= $2) ORDER BY run_id LIMIT 1`,
-		key, now).Scan(&h.runID, &h.max, &rate, &per, &rel)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("held runs of %q: %w", key, err)
-	}
-	h.rate = store.RateFromColumns(rate, per)
-	h.reserved = rel != nil
-	return &h, nil
-}
-
-// admitHeld gives free slots of key to its held runs, oldest first, stopping at the first
-// that does not fit (its limit is its own max). A run admitted under a rate limit takes its
-// turn; when that is ahead it waits for it (rate_limited) and the next held run is tried.
-// A run whose reserved turn came while no slot was free goes back to waiting for a slot.
-func admitHeld(ctx context.Context, tx pgx.Tx, key string, now time.Time) ([]*model.Run, error) {
-	if err := lockKey(ctx, tx, key); err != nil {
-		return nil, err
-	}
-	holding, err := holders(ctx, tx, key)
-	if err != nil {
-		return nil, err
-	}
-	var out []*model.Run
-	for {
-		h, err := nextHeld(ctx, tx, key, now)
-		if err != nil || h == nil {
-			return out, err
-		}
-		rr, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = $1 FOR UPDATE`, h.runID))
-		if err != nil {
-			return nil, fmt.Errorf("held run %s: %w", h.runID, err)
-		}
-		r := &rr.Run
-		if r.Status != model.RunWaiting {
-			// Ended while held (cancelled): it takes no slot.
-			if err := setSlot(ctx, tx, h.runID, "done", nil); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		r.Concurrency = &model.RunConcurrency{Key: key, Max: h.max, Rate: h.rate}
-		if h.max > 0 && holding >= h.max {
-			if h.reserved { // its turn came, but no slot: it waits for a slot again
-				store.Hold(r, holding)
-				if err := setRun(ctx, tx, r); err != nil {
-					return nil, err
-				}
-				if err := setSlot(ctx, tx, h.runID, "held", nil); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
-		}
-		if h.rate != nil && !h.reserved {
-			at, err := reserve(ctx, tx, key, h.rate, now)
-			if err != nil {
-				return nil, err
-			}
-			if at.After(now) {
-				store.RateHold(r, at)
-				if err := setRun(ctx, tx, r); err != nil {
-					return nil, err
-				}
-				if err := setSlot(ctx, tx, h.runID, "held", &at); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		}
-		store.Release(r, now)
-		if err := setRun(ctx, tx, r); err != nil {
-			return nil, err
-		}
-		if err := setSlot(ctx, tx, h.runID, "active", nil); err != nil {
-			return nil, err
-		}
-		holding++
-		out = append(out, r)
-	}
-}
-
-// setRun writes a run's status and pending reason.
-func setRun(ctx context.Context, tx pgx.Tx, r *model.Run) error {
-	if _, err := tx.Exec(ctx, `UPDATE runs SET status = $1, pending_code = $2, pending_reason = $3 WHERE id = $4`,
-		string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
-		return fmt.Errorf("run %s: %w", r.ID, err)
-	}
-	return nil
-}
-
-// setSlot writes a slot's state and release time.
-func setSlot(ctx context.Context, tx pgx.Tx, runID, state string, release *time.Time) error {
-	if _, err := tx.Exec(ctx, `UPDATE run_slots SET state = $1, release_at = $2 WHERE run_id = $3`, state, release, runID); err != nil {
-		return fmt.Errorf("slot of run %s: %w", runID, err)
-	}
-	return nil
 }
 
 // readmit gives a reopened run (manual retry) back to its limit: it waits as a held run,
@@ -366,10 +263,11 @@ func readmit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (*mode
 	}
 	r.Concurrency = &model.RunConcurrency{Key: key}
 	store.Hold(r, 0)
-	if err := setRun(ctx, tx, r); err != nil {
+	st := slotTx{ctx, tx}
+	if err := st.SetRun(r); err != nil {
 		return nil, err
 	}
-	if _, err := admitHeld(ctx, tx, key, now); err != nil {
+	if _, err := store.AdmitHeld(st, key, now); err != nil {
 		return nil, err
 	}
 	rr, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = $1`, r.ID))

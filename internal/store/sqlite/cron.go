@@ -136,7 +136,7 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 	} else if prev != nil {
 		return store.CreateRunResult{Run: prev, Existing: true}, nil
 	}
-	replaced, release, err := t.admit(r, now)
+	replaced, release, err := store.AdmitNew(slotTx{t: t}, r, now)
 	if err != nil {
 		return store.CreateRunResult{}, err
 	}

@@ -59,43 +59,70 @@ func (t *wtx) reserve(key string, r *model.RateLimit, now time.Time) (time.Time,
 	return norm(at), nil
 }
 
-// admit decides a new run's admission and prepares r for insertion accordingly; under
-// policy replace it cancels the oldest holders first and returns them. It returns when a
-// run held by the rate limit starts (zero otherwise).
-func (t *wtx) admit(r *model.Run, now time.Time) (replaced []*model.Run, release time.Time, err error) {
-	c := r.Concurrency
-	holding, err := t.holders(c.Key)
+// slotTx is the writer transaction as the store package's admission logic sees it.
+type slotTx struct{ t *wtx }
+
+var _ store.SlotTx = slotTx{}
+
+// LockKey is a no-op: SQLite has one writer.
+func (slotTx) LockKey(string) error { return nil }
+
+func (s slotTx) Holders(key string) (int, error) { return s.t.holders(key) }
+
+func (s slotTx) Replace(r *model.Run, holding int, now time.Time) ([]*model.Run, int, error) {
+	return s.t.replace(r, holding, now)
+}
+
+func (s slotTx) Reserve(key string, r *model.RateLimit, now time.Time) (time.Time, error) {
+	return s.t.reserve(key, r, now)
+}
+
+func (s slotTx) NextHeld(key string, now time.Time) (*store.HeldSlot, error) {
+	var (
+		h    store.HeldSlot
+		rate int
+		per  int64
+		rel  sql.NullInt64
+	)
+	err := s.t.tx.QueryRowContext(s.t.ctx, `SELECT run_id, max, rate, per_us, release_at FROM run_slots
+		WHERE key = ? AND state = 'held' AND (release_at IS NULL OR release_at <= ?) ORDER BY run_id LIMIT 1`,
+		key, micros(now)).Scan(&h.RunID, &h.Max, &rate, &per, &rel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, fmt.Errorf("held runs of %q: %w", key, err)
 	}
-	switch store.Admit(c, holding) {
-	case store.AdmitRun:
-	case store.SkipRun:
-		store.Skip(r, holding, now)
-		return nil, time.Time{}, nil
-	case store.HoldRun:
-		store.Hold(r, holding)
-		return nil, time.Time{}, nil
-	case store.ReplaceRuns:
-		if replaced, holding, err = t.replace(r, holding, now); err != nil {
-			return nil, time.Time{}, err
-		}
-		if holding >= c.Max {
-			store.Hold(r, holding)
-			return replaced, time.Time{}, nil
-		}
+	h.Rate = store.RateFromColumns(rate, per)
+	h.Reserved = rel.Valid
+	return &h, nil
+}
+
+func (s slotTx) HeldRun(runID string) (*model.Run, error) {
+	rr, err := scanRun(s.t.tx.QueryRowContext(s.t.ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, runID))
+	if err != nil {
+		return nil, mapErr(err)
 	}
-	if c.Rate != nil {
-		at, err := t.reserve(c.Key, c.Rate, now)
-		if err != nil {
-			return nil, time.Time{}, err
-		}
-		if at.After(now) {
-			store.RateHold(r, at)
-			return replaced, at, nil
-		}
+	return rr.run, nil
+}
+
+func (s slotTx) SetRun(r *model.Run) error {
+	if _, err := s.t.tx.ExecContext(s.t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
+		string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	return replaced, time.Time{}, nil
+	return nil
+}
+
+func (s slotTx) SetSlot(runID, state string, release *time.Time) error {
+	var rel any
+	if release != nil {
+		rel = micros(*release)
+	}
+	if _, err := s.t.tx.ExecContext(s.t.ctx, `UPDATE run_slots SET state = ?, release_at = ? WHERE run_id = ?`, state, rel, runID); err != nil {
+		return fmt.Errorf("slot of run %s: %w", runID, err)
+	}
+	return nil
 }
 
 // replace cancels the oldest holders of r's key so that r fits, and returns them and how
@@ -142,13 +169,7 @@ func (t *wtx) replace(r *model.Run, holding int, now time.Time) ([]*model.Run, i
 // insertSlot records r's place under its limit, as admit left r (release: when a run held
 // by the rate limit starts).
 func (t *wtx) insertSlot(r *model.Run, release time.Time) error {
-	state := "active"
-	switch {
-	case r.Status == model.RunWaiting:
-		state = "held"
-	case r.Status.Final():
-		state = "done"
-	}
+	state := store.SlotState(r)
 	c := r.Concurrency
 	rate, per := store.RateColumns(c.Rate)
 	var rel any
@@ -207,133 +228,13 @@ func (t *wtx) freeSlots(runs []*model.Run, now time.Time) ([]*model.Run, error) 
 func (t *wtx) admitKeys(keys []string, now time.Time) ([]*model.Run, error) {
 	var admitted []*model.Run
 	for _, key := range keys {
-		rs, err := t.admitHeld(key, now)
+		rs, err := store.AdmitHeld(slotTx{t: t}, key, now)
 		if err != nil {
 			return nil, err
 		}
 		admitted = append(admitted, rs...)
 	}
 	return admitted, nil
-}
-
-// heldSlot is a held row of run_slots.
-type heldSlot struct {
-	runID    string
-	max      int
-	rate     *model.RateLimit
-	reserved bool // it has its turn under the rate limit (release_at <= now)
-}
-
-// nextHeld returns the oldest held run of key that may start now (not waiting for a
-// reserved turn still ahead), or nil.
-func (t *wtx) nextHeld(key string, now time.Time) (*heldSlot, error) {
-	var (
-		h    heldSlot
-		rate int
-		per  int64
-		rel  sql.NullInt64
-	)
-	err := t.tx.QueryRowContext(t.ctx, `SELECT run_id, max, rate, per_us, release_at FROM run_slots
-		WHERE key = ? AND state = 'held' AND (release_at IS NULL OR release_at <= ?) ORDER BY run_id LIMIT 1`,
-		key, micros(now)).Scan(&h.runID, &h.max, &rate, &per, &rel)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("held runs of %q: %w", key, err)
-	}
-	h.rate = store.RateFromColumns(rate, per)
-	h.reserved = rel.Valid
-	return &h, nil
-}
-
-// admitHeld gives free slots of key to its held runs, oldest first, stopping at the first
-// that does not fit (its limit is its own max). A run admitted under a rate limit takes its
-// turn; when that is ahead it waits for it (rate_limited) and the next held run is tried.
-// A run whose reserved turn came while no slot was free goes back to waiting for a slot.
-func (t *wtx) admitHeld(key string, now time.Time) ([]*model.Run, error) {
-	holding, err := t.holders(key)
-	if err != nil {
-		return nil, err
-	}
-	var out []*model.Run
-	for {
-		h, err := t.nextHeld(key, now)
-		if err != nil || h == nil {
-			return out, err
-		}
-		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, h.runID))
-		if err != nil {
-			return nil, fmt.Errorf("held run %s: %w", h.runID, mapErr(err))
-		}
-		r := rr.run
-		if r.Status != model.RunWaiting {
-			// Ended while held (cancelled): it takes no slot.
-			if err := t.setSlot(h.runID, "done", nil); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		r.Concurrency = &model.RunConcurrency{Key: key, Max: h.max, Rate: h.rate}
-		if h.max > 0 && holding >= h.max {
-			if h.reserved { // its turn came, but no slot: it waits for a slot again
-				store.Hold(r, holding)
-				if err := t.setRun(r); err != nil {
-					return nil, err
-				}
-				if err := t.setSlot(h.runID, "held", nil); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
-		}
-		if h.rate != nil && !h.reserved {
-			at, err := t.reserve(key, h.rate, now)
-			if err != nil {
-				return nil, err
-			}
-			if at.After(now) {
-				store.RateHold(r, at)
-				if err := t.setRun(r); err != nil {
-					return nil, err
-				}
-				if err := t.setSlot(h.runID, "held", &at); err != nil {
-					return nil, err
-				}
-				continue
-			}
-		}
-		store.Release(r, now)
-		if err := t.setRun(r); err != nil {
-			return nil, err
-		}
-		if err := t.setSlot(h.runID, "active", nil); err != nil {
-			return nil, err
-		}
-		holding++
-		out = append(out, r)
-	}
-}
-
-// setRun writes a run's status and pending reason.
-func (t *wtx) setRun(r *model.Run) error {
-	if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
-		string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
-		return fmt.Errorf("run %s: %w", r.ID, err)
-	}
-	return nil
-}
-
-// setSlot writes a slot's state and release time.
-func (t *wtx) setSlot(runID, state string, release *time.Time) error {
-	var rel any
-	if release != nil {
-		rel = micros(*release)
-	}
-	if _, err := t.tx.ExecContext(t.ctx, `UPDATE run_slots SET state = ?, release_at = ? WHERE run_id = ?`, state, rel, runID); err != nil {
-		return fmt.Errorf("slot of run %s: %w", runID, err)
-	}
-	return nil
 }
 
 // readmit gives a reopened run (manual retry) back to its limit: it waits as a held run,
@@ -350,10 +251,11 @@ func (t *wtx) readmit(r *model.Run, now time.Time) (*model.Run, error) {
 	}
 	r.Concurrency = &model.RunConcurrency{Key: key}
 	store.Hold(r, 0)
-	if err := t.setRun(r); err != nil {
+	st := slotTx{t: t}
+	if err := st.SetRun(r); err != nil {
 		return nil, err
 	}
-	if _, err := t.admitHeld(key, now); err != nil {
+	if _, err := store.AdmitHeld(st, key, now); err != nil {
 		return nil, err
 	}
 	rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, r.ID))
