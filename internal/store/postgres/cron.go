@@ -1,11 +1,9 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,36 +61,69 @@ func (s *Store) DueJobs(ctx context.Context, p *store.DueJobsParams) ([]*model.J
 	return out, nil
 }
 
-// FireJobs records cron fires in one transaction: per fire, a compare-and-set of the job's
-// next fire (which also locks the job row against a concurrent fire), then its runs.
+// FireJobs records cron fires in one transaction, in a few statements whatever their
+// number: the jobs are locked in id order (two servers firing the same jobs cannot
+// deadlock), their next fires set by one compare-and-set UPDATE, and the runs of the fires
+// that applied inserted by one statement (runs under a limit one by one, as admission
+// needs).
 func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.FireResult, error) {
 	out := make([]store.FireResult, len(p.Fires))
 	now := utc(p.Now)
-	// Jobs are locked in id order so that two servers firing the same jobs cannot deadlock.
-	order := make([]int, len(p.Fires))
-	for i := range order {
-		order[i] = i
+	ids := make([]string, len(p.Fires))
+	expect := make([]time.Time, len(p.Fires))
+	next := make([]*time.Time, len(p.Fires))
+	for i, f := range p.Fires {
+		ids[i], expect[i], next[i] = f.JobID, utc(f.Expect), utcPtr(f.Next)
 	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(p.Fires[a].JobID, p.Fires[b].JobID) })
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		clear(out)
-		for _, i := range order {
-			f := p.Fires[i]
-			tag, err := tx.Exec(ctx, `UPDATE jobs SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
-				utcPtr(f.Next), f.JobID, utc(f.Expect))
-			if err != nil {
-				return fmt.Errorf("advance job %s: %w", f.JobID, err)
-			}
-			if tag.RowsAffected() == 0 {
+		if _, err := tx.Exec(ctx, `SELECT id FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+			return fmt.Errorf("lock jobs: %w", err)
+		}
+		rows, err := tx.Query(ctx, `UPDATE jobs j SET next_fire_at = f.next
+			FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS f(id, expect, next)
+			WHERE j.id = f.id AND j.enabled AND j.next_fire_at = f.expect
+			RETURNING j.id`, ids, expect, next)
+		if err != nil {
+			return fmt.Errorf("advance jobs: %w", err)
+		}
+		advanced, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("advance jobs: %w", err)
+		}
+		applied := make(map[string]bool, len(advanced))
+		for _, id := range advanced {
+			applied[id] = true
+		}
+		type at struct{ fire, run int }
+		var free []*model.Run
+		var freeAt []at
+		for i, f := range p.Fires {
+			if !applied[f.JobID] {
 				out[i].Stale = true
 				continue
 			}
 			out[i].Runs = make([]store.CreateRunResult, len(f.Runs))
 			for k, r := range f.Runs {
-				if out[i].Runs[k], err = createRunTx(ctx, tx, r, now); err != nil {
-					return err
+				if r.Concurrency != nil {
+					if out[i].Runs[k], err = createRunTx(ctx, tx, r, now); err != nil {
+						return err
+					}
+					continue
 				}
+				free = append(free, r)
+				freeAt = append(freeAt, at{i, k})
 			}
+		}
+		if len(free) == 0 {
+			return nil
+		}
+		res, err := createRunsBatch(ctx, tx, free, now)
+		if err != nil {
+			return err
+		}
+		for j, a := range freeAt {
+			out[a.fire].Runs[a.run] = res[j]
 		}
 		return nil
 	})

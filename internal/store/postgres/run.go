@@ -42,13 +42,27 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 	if hasLimit(p.Runs) {
 		return s.createRunsTx(ctx, p)
 	}
-	now := utc(p.Now)
-	res := make([]store.CreateRunResult, len(p.Runs))
-	runs := make([]*model.Run, len(p.Runs))
-	sameAs := make([]int, len(p.Runs))
+	var res []store.CreateRunResult
+	err := s.retry(ctx, func() error {
+		var err error
+		res, err = createRunsBatch(ctx, s.pool, p.Runs, utc(p.Now))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// createRunsBatch is CreateRuns for runs without limits, on q (the pool, or a transaction):
+// one INSERT for them all, then one lookup for the runs it skipped.
+func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.Time) ([]store.CreateRunResult, error) {
+	res := make([]store.CreateRunResult, len(in))
+	runs := make([]*model.Run, len(in))
+	sameAs := make([]int, len(in))
 	byKey := make(map[string]int)
-	var in runInput
-	for i, r := range p.Runs {
+	var batch runInput
+	for i, r := range in {
 		sameAs[i] = -1
 		if r == nil {
 			res[i].Err = errors.New("create run: nil run")
@@ -62,19 +76,15 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			}
 			byKey[k] = i
 		}
-		in.add(runs[i], "", model.Requirements{})
+		batch.add(runs[i], "", model.Requirements{})
 	}
-	inserted := make(map[string]bool, in.len())
-	if in.len() > 0 {
-		var ids []string
-		err := s.retry(ctx, func() error {
-			rows, err := s.pool.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
-			if err != nil {
-				return err
-			}
-			ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
-			return err
-		})
+	inserted := make(map[string]bool, batch.len())
+	if batch.len() > 0 {
+		rows, err := q.Query(ctx, createRunsSQL, append([]any{now}, batch.params()...)...)
+		if err != nil {
+			return nil, translate(err, "create runs")
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return nil, translate(err, "create runs")
 		}
@@ -108,7 +118,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 	fired := map[instant]*model.Run{}
 	jobExists := map[string]bool{}
 	if len(jobIDs) > 0 {
-		rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)
+		rows, err := q.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)
 			UNION ALL
 			SELECT `+runCols+` FROM runs r WHERE r.trigger_kind = 'cron'
 				AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`,
@@ -128,7 +138,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 				fired[instant{r.JobID, r.ScheduledFor}] = &r.Run
 			}
 		}
-		rows, err = s.pool.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, jobIDs)
+		rows, err = q.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, jobIDs)
 		if err != nil {
 			return nil, translate(err, "create runs: find jobs")
 		}
