@@ -161,6 +161,21 @@ type BatchCreateJobsResponse struct {
 	Items []CreateJobResponse `json:"items"`
 }
 
+// BatchCreateJobsMinimalResponse answers POST /v1/jobs/batch sent with the header
+// "Prefer: return=minimal": the ids of what each entry created instead of the objects.
+type BatchCreateJobsMinimalResponse struct {
+	Items []CreatedIDs `json:"items"`
+}
+
+// CreatedIDs is an entry of a minimal batch answer: the ids of the job and its first run,
+// or the entry's error.
+type CreatedIDs struct {
+	JobID    string   `json:"job_id,omitempty"`
+	RunID    string   `json:"run_id,omitempty"`
+	Existing bool     `json:"existing,omitempty"`
+	Error    *Problem `json:"error,omitempty"`
+}
+
 // TriggerRequest is the optional body of POST /v1/jobs/{id}/trigger.
 type TriggerRequest struct {
 	Args           json.RawMessage `json:"args,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/engine"
@@ -142,6 +143,9 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	if len(res) != len(jobs) {
 		return fmt.Errorf("create jobs: %d results for %d jobs", len(res), len(jobs))
 	}
+	if preferMinimal(r) {
+		return a.createJobsMinimal(w, r, jobs, res)
+	}
 	out := apitype.BatchCreateJobsResponse{Items: make([]apitype.CreateJobResponse, len(res))}
 	anyCreated := false
 	for i, rr := range res {
@@ -160,6 +164,51 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, out)
+	return nil
+}
+
+// preferMinimal reports whether the request asks for a minimal answer (RFC 7240: a Prefer
+// header, possibly one of several, holding return=minimal).
+func preferMinimal(r *http.Request) bool {
+	for _, h := range r.Header.Values("Prefer") {
+		for pref := range strings.SplitSeq(h, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(pref), "=")
+			if strings.EqualFold(strings.TrimSpace(name), "return") &&
+				strings.EqualFold(strings.Trim(strings.TrimSpace(val), `"`), "minimal") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// createJobsMinimal answers a batch with the ids of what it created (apitype.CreatedIDs): a
+// client that only needs to know that its jobs were created spares the server converting
+// and encoding a job and a run per entry.
+func (a *API) createJobsMinimal(w http.ResponseWriter, r *http.Request, jobs []store.NewJob, res []store.CreateJobResult) error {
+	items := make([]apitype.CreatedIDs, len(res))
+	anyCreated := false
+	for i, rr := range res {
+		if rr.Err != nil || rr.Conflict {
+			_, _, err := createResult(rr, fmt.Sprintf("jobs[%d].", i), jobs[i].Job)
+			items[i].Error = problemFor(err)
+			if items[i].Error.Status >= 500 {
+				a.log.ErrorContext(r.Context(), "create job in batch", "index", i, "err", err)
+			}
+			continue
+		}
+		items[i] = apitype.CreatedIDs{JobID: rr.Job.ID, Existing: rr.Existing}
+		if rr.Run != nil {
+			items[i].RunID = rr.Run.ID
+		}
+		anyCreated = anyCreated || !rr.Existing
+	}
+	status := http.StatusOK
+	if anyCreated {
+		status = http.StatusCreated
+	}
+	w.Header().Set("Preference-Applied", "return=minimal")
+	writeJSON(w, status, apitype.BatchCreateJobsMinimalResponse{Items: items})
 	return nil
 }
 

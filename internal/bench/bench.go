@@ -34,7 +34,10 @@ type Config struct {
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).
 	InsertWorkers int
 	Lead          time.Duration // scheduled: how far ahead the instant is
-	Logger        *slog.Logger
+	// FullAnswers asks batch inserts for the full answer (every job and run) instead of
+	// the minimal one (ids only, "Prefer: return=minimal").
+	FullAnswers bool
+	Logger      *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -225,6 +228,10 @@ func (r *runner) submit(ctx context.Context, path string, body any, jobs int) er
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	batch := path == "/v1/jobs/batch"
+	if batch && !r.cfg.FullAnswers {
+		req.Header.Set("Prefer", "return=minimal")
+	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
 		return err
@@ -234,13 +241,16 @@ func (r *runner) submit(ctx context.Context, path string, body any, jobs int) er
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
 	}
-	if path != "/v1/jobs/batch" {
+	if !batch {
 		_, err := io.Copy(io.Discard, resp.Body)
 		return err
 	}
 	b, err = io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("POST %s: read answer: %w", path, err)
+	}
+	if resp.Header.Get("Preference-Applied") == "return=minimal" {
+		return checkMinimal(path, b, jobs)
 	}
 	// Every entry that created its job starts with {"job":{ (an entry that failed has
 	// "job":null and an "error"); count those rather than decode a thousand jobs and runs.
@@ -260,6 +270,38 @@ func (r *runner) submit(ctx context.Context, path string, body any, jobs int) er
 		}
 	}
 	return fmt.Errorf("POST %s: answer %.200q... does not list %d created jobs", path, b, jobs)
+}
+
+// checkMinimal checks a minimal batch answer (ids only): every one of its jobs items names
+// a new job.
+func checkMinimal(path string, b []byte, jobs int) error {
+	if bytes.Count(b, []byte(`{"job_id":"`)) == jobs &&
+		!bytes.Contains(b, []byte(`"existing":`)) && !bytes.Contains(b, []byte(`"error":`)) {
+		return nil
+	}
+	var out struct {
+		Items []struct {
+			JobID    string           `json:"job_id"`
+			RunID    string           `json:"run_id"`
+			Existing bool             `json:"existing"`
+			Error    *apitype.Problem `json:"error"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("POST %s: decode answer: %w", path, err)
+	}
+	if len(out.Items) != jobs {
+		return fmt.Errorf("POST %s: %d items in the answer for %d jobs", path, len(out.Items), jobs)
+	}
+	for i, it := range out.Items {
+		switch {
+		case it.Error != nil:
+			return fmt.Errorf("POST %s: job %d: %s: %s", path, i, it.Error.Title, it.Error.Detail)
+		case it.JobID == "" || it.Existing:
+			return fmt.Errorf("POST %s: job %d: not created: %+v", path, i, it)
+		}
+	}
+	return nil
 }
 
 // depth returns the bench queue's run counts by status (active states only).

@@ -221,6 +221,10 @@ type UpdateQueueParams struct {
 	// RateLimit sets the queue's rate limit; one with Rate 0 removes it.
 	RateLimit *model.RateLimit
 	Now       time.Time
+	// Committed, when set, is called once the change is committed, before the queue's
+	// depth is counted for the answer (a count of its active runs: tens of milliseconds for
+	// 100,000): the engine wakes workers there.
+	Committed func()
 }
 
 // RegisterWorkerParams describe a worker at start.

@@ -44,6 +44,8 @@ func hotPlanCases(now time.Time) []planCase {
 			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1}
 		batch = append(batch, newJob{job: j, run: r, spec: []byte(`{}`)})
 	}
+	plainArgs := createJobsArgs(batch, now)
+	plainArgs = append(plainArgs[:15:15], plainArgs[16:]...)
 	return []planCase{
 		{"lease", fmt.Sprintf(leaseSQL, filter), append([]any{"default", 100, "w", now, now}, fargs...),
 			[]string{"runs_queued", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
@@ -57,7 +59,9 @@ func hotPlanCases(now time.Time) []planCase {
 			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
 		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now}, []string{"runs_pkey"}, []string{"Seq Scan on runs"}},
 		// The insert joins its own inputs; it reads no table.
-		{"submit", createJobsSQL, textJSON(createJobsArgs(batch, now)), []string{"Insert on jobs", "Insert on runs"},
+		{"submit", insertPlainSQL, textJSON(plainArgs), []string{"Insert on jobs", "Insert on runs"},
+			[]string{"Seq Scan", "Scan using runs", "Scan using jobs"}},
+		{"submit clashing", createJobsSQL, textJSON(createJobsArgs(batch, now)), []string{"Insert on jobs", "Insert on runs"},
 			[]string{"Seq Scan on runs", "Seq Scan on jobs", "Scan using runs", "Scan using jobs"}},
 	}
 }

@@ -48,6 +48,11 @@ func fillDepth(br pgx.BatchResults, byName map[string]*model.Queue) error {
 	if err != nil {
 		return err
 	}
+	return fillDepthRows(rows, byName)
+}
+
+// fillDepthRows reads the rows of a depthSQL query into queues.
+func fillDepthRows(rows pgx.Rows, byName map[string]*model.Queue) error {
 	defer rows.Close()
 	for rows.Next() {
 		var (
@@ -99,13 +104,14 @@ func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error)
 
 // UpdateQueue changes the set fields of a queue, creating it if missing.
 func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
+	committed := p.Committed
 	var rate *int
 	var per *int64
 	if p.RateLimit != nil {
 		r, d := store.RateColumns(p.RateLimit)
 		rate, per = &r, &d
 	}
-	q, err := s.queueWithDepth(ctx, `INSERT INTO queues AS q (`+queueCols+`)
+	q, err := s.queueThenDepth(ctx, committed, `INSERT INTO queues AS q (`+queueCols+`)
 		VALUES ($1, coalesce($2::int4, 0), coalesce($3::int4, 0), coalesce($4::boolean, false), $5, $5,
 			coalesce($6::int4, 0), coalesce($7::int8, 0))
 		ON CONFLICT (name) DO UPDATE SET
@@ -120,6 +126,27 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 		return nil, err
 	}
 	s.knowQueues(p.Name)
+	return q, nil
+}
+
+// queueThenDepth runs sql (which returns one queue row; its $1 is the queue name) in a
+// transaction of its own, calls committed (when not nil), then counts the queue's depth.
+func (s *Store) queueThenDepth(ctx context.Context, committed func(), sql string, args ...any) (*model.Queue, error) {
+	name := args[0].(string)
+	q, err := scanQueue(s.pool.QueryRow(ctx, sql, args...))
+	if err != nil {
+		return nil, translate(err, "queue %s", name)
+	}
+	if committed != nil {
+		committed()
+	}
+	rows, err := s.pool.Query(ctx, depthOneSQL, name)
+	if err != nil {
+		return nil, translate(err, "queue %s: depth", name)
+	}
+	if err := fillDepthRows(rows, map[string]*model.Queue{name: q}); err != nil {
+		return nil, translate(err, "queue %s: depth", name)
+	}
 	return q, nil
 }
 

@@ -72,6 +72,7 @@ func (s *Store) fillDepth(ctx context.Context, q *model.Queue) error {
 
 // UpdateQueue changes the set fields of a queue, creating it if missing.
 func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*model.Queue, error) {
+	committed := p.Committed
 	var q *model.Queue
 	err := s.write(ctx, func(t *wtx) error {
 		var (
@@ -102,6 +103,9 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update queue %q: %w", p.Name, err)
+	}
+	if committed != nil {
+		committed()
 	}
 	// Depth is read after the commit, from a reader (it is a count, not part of the change).
 	if err := s.fillDepth(ctx, q); err != nil {

@@ -342,11 +342,14 @@ func testRaceFireSameJob(t *testing.T, open OpenFunc) {
 	j := f.job("tick", func(j *model.Job) { j.Spec.Schedule = &model.Schedule{Cron: "* * * * *"}; j.NextFireAt = &next })
 	f.createJob(j, nil)
 	stale := make([]bool, callers)
+	runs := make([]*model.Run, callers) // built first: the fixture is not safe for concurrent use
+	for i := range runs {
+		runs[i] = f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(0) })
+	}
+	after := at(time.Minute)
 	require.NoError(t, race(callers, func(i int) error {
-		after := at(time.Minute)
-		run := f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(0) })
 		res, err := f.s.FireJobs(f.ctx, &store.FireJobsParams{Now: at(time.Second), Fires: []store.Fire{{
-			JobID: j.ID, Expect: at(0), Next: &after, Runs: []*model.Run{run},
+			JobID: j.ID, Expect: at(0), Next: &after, Runs: []*model.Run{runs[i]},
 		}}})
 		if err == nil {
 			stale[i] = res[0].Stale

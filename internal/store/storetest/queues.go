@@ -109,4 +109,22 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
+
+	t.Run("CommittedBeforeDepth", func(t *testing.T) {
+		f := setup(t, open)
+		q, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", Paused: boolp(true), Now: t0})
+		require.NoError(t, err)
+		require.True(t, q.Paused)
+		j := f.job("a", func(j *model.Job) { j.Spec.Queue = "q" })
+		f.createJob(j, f.run(j))
+		var visible bool
+		q, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", Paused: boolp(false), Now: t0, Committed: func() {
+			got, err := f.s.GetQueue(f.ctx, "q")
+			visible = err == nil && !got.Paused
+		}})
+		require.NoError(t, err)
+		require.True(t, visible, "Committed is called once the change is visible to other readers")
+		require.False(t, q.Paused)
+		require.Equal(t, 1, q.Depth[model.RunQueued], "the answer still counts the depth")
+	})
 }
