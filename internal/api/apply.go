@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/stint-dev/stint/apitype"
-	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
@@ -72,12 +71,7 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	reschedule := slices.Contains(changes, "schedule") || slices.Contains(changes, "enabled")
-	next := cur.NextFireAt
-	if reschedule || vj.Job.Spec.Schedule == nil {
-		next = engine.NextFireAt(vj.Job, now)
-	}
-	updated, err := a.eng.UpdateJob(r.Context(), &store.UpdateJobParams{ID: cur.ID, Spec: vj.Job.Spec, Enabled: vj.Job.Enabled,
-		NextFireAt: next, Reschedule: reschedule})
+	updated, err := a.storeUpdate(r.Context(), cur, vj.Job.Spec, vj.Job.Enabled, reschedule)
 	if err != nil {
 		return fmt.Errorf("apply job %s: %w", name, err)
 	}

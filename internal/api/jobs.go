@@ -396,20 +396,7 @@ func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
 // updateJob stores a job's new spec and answers with the job; reschedule recomputes its
 // next fire from now.
 func (a *API) updateJob(w http.ResponseWriter, r *http.Request, j *model.Job, spec model.JobSpec, enabled, reschedule bool) error {
-	next := j.NextFireAt
-	if reschedule || spec.Schedule == nil {
-		next = engine.NextFireAt(&model.Job{Spec: spec, Enabled: enabled}, a.clock.Now())
-	}
-	updated, err := a.eng.UpdateJob(r.Context(), &store.UpdateJobParams{
-		ID:         j.ID,
-		Spec:       spec,
-		Enabled:    enabled,
-		NextFireAt: next,
-		Reschedule: reschedule,
-	})
-	if errors.Is(err, model.ErrNotFound) {
-		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
-	}
+	updated, err := a.storeUpdate(r.Context(), j, spec, enabled, reschedule)
 	if err != nil {
 		return err
 	}
@@ -419,6 +406,23 @@ func (a *API) updateJob(w http.ResponseWriter, r *http.Request, j *model.Job, sp
 	}
 	writeJSON(w, http.StatusOK, jobToAPI(updated, last))
 	return nil
+}
+
+// storeUpdate stores a job's new spec and enabled flag. With reschedule (the schedule or the
+// enabled flag changed) the next fire is worked out from now by the new rule; otherwise it
+// stays where it was.
+func (a *API) storeUpdate(ctx context.Context, j *model.Job, spec model.JobSpec, enabled, reschedule bool) (*model.Job, error) {
+	next := j.NextFireAt
+	if reschedule || spec.Schedule == nil {
+		next = engine.NextFireAt(&model.Job{Spec: spec, Enabled: enabled}, a.clock.Now())
+	}
+	updated, err := a.eng.UpdateJob(ctx, &store.UpdateJobParams{
+		ID: j.ID, Spec: spec, Enabled: enabled, NextFireAt: next, Reschedule: reschedule,
+	})
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
+	}
+	return updated, err
 }
 
 // pauseJob serves POST /v1/jobs/{id}/pause: the schedule stops firing.
