@@ -1,10 +1,10 @@
 package app
 
 import (
-	"bufio"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -12,73 +12,163 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
+	"github.com/stint-dev/stint/internal/capacity"
+	"github.com/stint-dev/stint/internal/cli"
 	"github.com/stint-dev/stint/worker"
 )
 
-func workerCommand() *cobra.Command {
-	var (
-		id, labels          string
-		slots               int
-		cpu                 float64
-		memoryMB            int64
-		logLevel, logFormat string
-	)
+func workerCommand() *cobra.Command { return newWorkerCommand(capacity.OS()) }
+
+// workerFlags are the flags of stint worker. A capacity flag not given is detected on host.
+type workerFlags struct {
+	id, labels          string
+	cpu                 float64
+	memoryMB            mbFlag
+	gpus, slots         int
+	logLevel, logFormat string
+}
+
+// newWorkerCommand returns stint worker, which detects its capacity on host.
+func newWorkerCommand(host capacity.Host) *cobra.Command {
+	var f workerFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker that executes jobs leased from a stint server",
-		Args:  cobra.NoArgs,
+		Long: `Run a worker that executes jobs leased from a stint server.
+
+The worker offers what it detects on its host; each flag overrides one part:
+  --cpu     the CPUs the process may use, capped by the cgroup v2 quota (cpu.max)
+  --memory  MemTotal in /proc/meminfo, capped by the cgroup v2 limit (memory.max)
+  --gpus    the GPUs nvidia-smi lists (none without nvidia-smi)
+  --slots   one per CPU offered, rounded up
+
+--server takes the server's URL, or a comma-separated list of the servers of one cluster
+(env STINT_SERVER). --token (env STINT_TOKEN) is the bearer token the server's
+--worker-token asks for.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := cobra.NoArgs(cmd, args); err != nil {
+				return cli.Usagef("%w", err)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel, logFormat)
+			log, err := newLogger(f.logLevel, f.logFormat)
+			if err != nil {
+				return cli.Usagef("%w", err)
+			}
+			lbls, err := parseLabels(f.labels)
 			if err != nil {
 				return err
+			}
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			capa, gpus := f.capacity(cmd, host, log)
+			id := f.id
+			if id == "" {
+				hostname, _ := os.Hostname()
+				id = fmt.Sprintf("%s-%d", hostname, os.Getpid())
 			}
 			server, _ := cmd.Flags().GetString("server")
 			token, _ := cmd.Flags().GetString("token")
-			lbls, err := parseLabels(labels)
-			if err != nil {
-				return err
-			}
-			if slots < 1 {
-				return fmt.Errorf("--slots: must be at least 1, got %d", slots)
-			}
-			if id == "" {
-				host, _ := os.Hostname()
-				id = fmt.Sprintf("%s-%d", host, os.Getpid())
-			}
 			var opts []client.Option
 			if token != "" {
 				opts = append(opts, client.WithToken(token))
 			}
 			c, err := client.New(server, opts...)
 			if err != nil {
-				return fmt.Errorf("--server: %w", err)
+				return cli.Usagef("--server: %w", err)
 			}
 			w, err := worker.New(worker.Config{
 				Server:   c,
 				ID:       id,
 				Labels:   lbls,
-				Capacity: apitype.Capacity{CPU: cpu, MemoryMB: memoryMB, Slots: slots},
+				Capacity: capa,
 				Handlers: map[string]worker.Handler{"noop": worker.Noop},
 				Commands: true,
 				Logger:   log.With("worker", id),
 			})
 			if err != nil {
-				return err
+				return fmt.Errorf("start worker: %w", err)
 			}
-			log.Info("stint worker starting", "id", id, "server", server, "slots", slots)
+			indices := make([]int, len(gpus))
+			for i, g := range gpus {
+				indices[i] = g.Index
+			}
+			log.Info("stint worker starting", "id", id, "server", server,
+				"cpu", capa.CPU, "memory_mb", capa.MemoryMB, "gpu", capa.GPU, "gpu_devices", indices,
+				"slots", capa.Slots, "labels", lbls)
 			return w.Run(cmd.Context())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&id, "id", os.Getenv("STINT_WORKER_ID"), "worker id (default host-pid; env STINT_WORKER_ID)")
-	fl.StringVar(&labels, "labels", "", "labels as k=v,k=v")
-	fl.IntVar(&slots, "slots", runtime.NumCPU(), "attempts run at once")
-	fl.Float64Var(&cpu, "cpu", float64(runtime.NumCPU()), "CPUs offered")
-	fl.Int64Var(&memoryMB, "memory", detectMemoryMB(), "memory offered, in MB")
-	fl.StringVar(&logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
-	fl.StringVar(&logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
+	fl.StringVar(&f.id, "id", os.Getenv("STINT_WORKER_ID"), "worker id (default host-pid; env STINT_WORKER_ID)")
+	fl.StringVar(&f.labels, "labels", "", "labels as k=v,k=v")
+	fl.Float64Var(&f.cpu, "cpu", 0, "CPUs offered (default: detected)")
+	fl.Var(&f.memoryMB, "memory", "memory offered, in MB (default: detected)")
+	fl.IntVar(&f.gpus, "gpus", 0, "GPUs offered (default: detected with nvidia-smi)")
+	fl.IntVar(&f.slots, "slots", 0, "attempts run at once (default: one per CPU offered)")
+	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	return cmd
 }
+
+// validate refuses the capacity flags given with values a worker cannot offer.
+func (f *workerFlags) validate(cmd *cobra.Command) error {
+	given := cmd.Flags().Changed
+	if given("cpu") && (f.cpu <= 0 || math.IsInf(f.cpu, 0) || math.IsNaN(f.cpu)) {
+		return cli.Usagef("--cpu: must be a number of CPUs above 0, got %v", f.cpu)
+	}
+	if given("memory") && f.memoryMB < 0 {
+		return cli.Usagef("--memory: must not be negative, got %d", f.memoryMB)
+	}
+	if given("gpus") && f.gpus < 0 {
+		return cli.Usagef("--gpus: must not be negative, got %d", f.gpus)
+	}
+	if given("slots") && f.slots < 1 {
+		return cli.Usagef("--slots: must be at least 1, got %d", f.slots)
+	}
+	return nil
+}
+
+// capacity returns what the worker offers: the flags given, and what host says for the rest.
+// It runs nvidia-smi only when --gpus is not given. gpus are the devices detected, if any.
+func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog.Logger) (apitype.Capacity, []capacity.GPU) {
+	given := cmd.Flags().Changed
+	c := apitype.Capacity{CPU: f.cpu, MemoryMB: int64(f.memoryMB), GPU: f.gpus, Slots: f.slots}
+	var gpus []capacity.GPU
+	if !given("cpu") {
+		c.CPU = host.CPU(log)
+	}
+	if !given("memory") {
+		c.MemoryMB = host.MemoryMB(log)
+	}
+	if !given("gpus") {
+		gpus = host.GPUs(cmd.Context(), log)
+		c.GPU = len(gpus)
+	}
+	if !given("slots") {
+		c.Slots = max(1, int(math.Ceil(c.CPU)))
+	}
+	return c, gpus
+}
+
+// mbFlag is an amount of memory in whole MB. (The CLI's sizes with units live in
+// internal/cli, out of reach.)
+type mbFlag int64
+
+func (f *mbFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
+
+func (f *mbFlag) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("want a whole number of MB such as 16384, got %q", s)
+	}
+	*f = mbFlag(n)
+	return nil
+}
+
+func (f *mbFlag) Type() string { return "MB" }
 
 // parseLabels reads "k=v,k=v".
 func parseLabels(s string) (map[string]string, error) {
@@ -86,32 +176,12 @@ func parseLabels(s string) (map[string]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return out, nil
 	}
-	for _, kv := range strings.Split(s, ",") {
+	for kv := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--labels: %q is not key=value", kv)
+			return nil, cli.Usagef("--labels: %q is not key=value", kv)
 		}
 		out[k] = v
 	}
 	return out, nil
-}
-
-// detectMemoryMB reads MemTotal from /proc/meminfo; 0 when it cannot.
-func detectMemoryMB() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err == nil {
-				return kb / 1024
-			}
-		}
-	}
-	return 0
 }
