@@ -28,7 +28,12 @@ type Config struct {
 	N         int           // jobs for drain, scheduled and exec
 	Duration  time.Duration // steady
 	Producers int           // steady
-	Slots     int           // local worker slots when the bench starts the server
+	Slots     int           // worker slots when the bench starts the server (split among Workers)
+	// Workers, when above 0, runs the workers as that many `stint worker` processes (the
+	// worker protocol over HTTP, the SDK's agent) instead of the server's local worker.
+	Workers int
+	// WorkerBinary is the stint executable those processes run (default: this one).
+	WorkerBinary string
 	Handler   string        // no-op handler kind (default "noop")
 	BatchSize int           // jobs per batch insert
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).

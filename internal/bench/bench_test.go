@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ func TestWorkloadsRun(t *testing.T) {
 		"exec":      {"insert", "processed"},
 		"steady":    {"completed", "submit-to-start p99", "backlog at end"},
 		"scheduled": {"lateness p50", "lateness p99", "lateness max"},
+		"cron":      {"lateness p50", "lateness p99", "duplicates", "misses"},
 	}
 	for _, w := range Workloads {
 		t.Run(w, func(t *testing.T) {
@@ -44,4 +47,28 @@ func TestWorkloadsRun(t *testing.T) {
 	}
 	_, err := Run(context.Background(), "nope", cfg)
 	require.ErrorContains(t, err, "want one of drain")
+}
+
+// TestRemoteWorkers runs drain with the workers as real `stint worker` processes that speak
+// the worker protocol over HTTP.
+func TestRemoteWorkers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds stint and starts processes")
+	}
+	bin := filepath.Join(t.TempDir(), "stint")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/stint").CombinedOutput()
+	require.NoError(t, err, "build stint: %s", out)
+	res, err := Run(context.Background(), "drain", Config{
+		Store: "sqlite", N: 300, Slots: 20, Workers: 2, WorkerBinary: bin,
+		BatchSize: 100, Logger: slog.New(slog.DiscardHandler),
+	})
+	require.NoError(t, err, "every run must succeed on the remote workers")
+	require.Contains(t, res.Store, "2 remote worker processes")
+	var processed float64
+	for _, f := range res.Figures {
+		if f.Name == "processed" {
+			processed = f.Value
+		}
+	}
+	require.Positive(t, processed)
 }

@@ -36,6 +36,12 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.InsertWorkers < 1 {
 				return fmt.Errorf("--insert-workers: must be at least 1, got %d", cfg.InsertWorkers)
 			}
+			if cfg.Workers < 0 {
+				return fmt.Errorf("--workers: must not be negative, got %d", cfg.Workers)
+			}
+			if cfg.Workers > 0 && cfg.Store == "" {
+				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
+			}
 			if cfg.Producers < 1 {
 				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
 			}
@@ -66,7 +72,8 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000)")
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
-	fl.IntVar(&cfg.Slots, "slots", 1000, "local worker slots when the bench starts the server")
+	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
+	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many `stint worker` processes (worker protocol over HTTP) instead of the server's local worker")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")

@@ -57,7 +57,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			Addr:        "127.0.0.1:0",
 			DataDir:     dataDir,
 			StoreURL:    storeURL,
-			LocalWorker: true,
+			LocalWorker: cfg.Workers == 0,
 			LocalSlots:  cfg.Slots,
 			Logger:      cfg.Logger,
 			Ready:       func(addr string) { ready <- addr },
@@ -65,11 +65,19 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 	}()
 	select {
 	case addr := <-ready:
-		return &benchServer{url: "http://" + addr, storeName: storeName, stop: func() {
-			cancel()
-			<-done
-			cleanup()
-		}}, nil
+		srv := &benchServer{url: "http://" + addr, storeName: storeName}
+		cleanups = append(cleanups, func() { cancel(); <-done })
+		if cfg.Workers > 0 {
+			stopWorkers, err := startWorkers(ctx, cfg, srv.url)
+			if err != nil {
+				cleanup()
+				return nil, err
+			}
+			cleanups = append(cleanups, stopWorkers)
+			srv.storeName += fmt.Sprintf(", %d remote worker processes", cfg.Workers)
+		}
+		srv.stop = cleanup
+		return srv, nil
 	case err := <-done:
 		cancel()
 		cleanup()
