@@ -34,8 +34,8 @@ type Config struct {
 	Workers int
 	// WorkerBinary is the stint executable those processes run (default: this one).
 	WorkerBinary string
-	Handler   string        // no-op handler kind (default "noop")
-	BatchSize int           // jobs per batch insert
+	Handler      string // no-op handler kind (default "noop")
+	BatchSize    int    // jobs per batch insert
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).
 	InsertWorkers int
 	Lead          time.Duration // scheduled: how far ahead the instant is
