@@ -203,7 +203,7 @@ func (e *Engine) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) 
 		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data), CreatedAt: now}
 	}
 	if _, err := e.logs.do(ctx, e.stop, chunks); err != nil {
-		return fmt.Errorf("append logs: %w", err)
+		return fmt.Errorf("log chunks: %w", err) // the store's error says "append logs"
 	}
 	return nil
 }
