@@ -33,6 +33,7 @@ type Client struct {
 	token        string
 	userAgent    string
 	pollInterval time.Duration
+	namespace    string // where job names are looked up; empty: the server's default
 }
 
 // Option configures a Client.
@@ -51,6 +52,21 @@ func WithHTTPClient(hc *http.Client) Option {
 // WithToken sends "Authorization: Bearer token" with every request.
 func WithToken(token string) Option {
 	return func(c *Client) { c.token = token }
+}
+
+// WithNamespace makes calls that name a job by name (get, update, delete, trigger, cancel,
+// pause, resume, webhook, backfill, and ListRuns' Job filter) look it up in namespace
+// instead of the default one. Job ids work in any namespace.
+func WithNamespace(namespace string) Option {
+	return func(c *Client) { c.namespace = namespace }
+}
+
+// jobQuery is the query of a call that names a job: its namespace, when the client has one.
+func (c *Client) jobQuery() url.Values {
+	if c.namespace == "" {
+		return nil
+	}
+	return url.Values{"namespace": {c.namespace}}
 }
 
 // WithUserAgent sets the User-Agent header.

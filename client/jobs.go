@@ -38,7 +38,7 @@ func (c *Client) GetJob(ctx context.Context, idOrName string) (*apitype.Job, err
 		return nil, err
 	}
 	var out apitype.Job
-	if _, err := c.do(ctx, nil, http.MethodGet, path, nil, nil, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodGet, path, c.jobQuery(), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -83,7 +83,7 @@ func (c *Client) UpdateJob(ctx context.Context, idOrName string, patch *apitype.
 		return nil, err
 	}
 	var out apitype.Job
-	if _, err := c.do(ctx, nil, http.MethodPatch, path, nil, patch, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodPatch, path, c.jobQuery(), patch, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -97,7 +97,7 @@ func (c *Client) DeleteJob(ctx context.Context, idOrName string) (*apitype.Cance
 		return nil, err
 	}
 	var out apitype.CancelResponse
-	if _, err := c.do(ctx, nil, http.MethodDelete, path, nil, nil, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodDelete, path, c.jobQuery(), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -114,7 +114,7 @@ func (c *Client) TriggerJob(ctx context.Context, idOrName string, req *apitype.T
 		in = req
 	}
 	var out apitype.RunResponse
-	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, in, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodPost, path, c.jobQuery(), in, &out); err != nil {
 		return nil, err
 	}
 	return out.Run, nil
@@ -128,7 +128,7 @@ func (c *Client) CancelJob(ctx context.Context, idOrName string) (*apitype.Cance
 		return nil, err
 	}
 	var out apitype.CancelResponse
-	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, nil, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodPost, path, c.jobQuery(), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

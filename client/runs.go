@@ -47,8 +47,12 @@ func (o ListRunsOptions) values() url.Values {
 
 // ListRuns returns a page of runs, newest first (GET /v1/runs).
 func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (*apitype.RunList, error) {
+	q := opts.values()
+	if opts.Job != "" && c.namespace != "" {
+		q.Set("namespace", c.namespace)
+	}
 	var out apitype.RunList
-	if _, err := c.do(ctx, nil, http.MethodGet, "/v1/runs", opts.values(), nil, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodGet, "/v1/runs", q, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

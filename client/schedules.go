@@ -17,7 +17,7 @@ func postJob[T any](ctx context.Context, c *Client, what, idOrName, suffix strin
 		return nil, err
 	}
 	var out T
-	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, in, &out); err != nil {
+	if _, err := c.do(ctx, nil, http.MethodPost, path, c.jobQuery(), in, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

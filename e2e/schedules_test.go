@@ -29,13 +29,13 @@ func TestSchedulesJourney(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, "job/heartbeat unchanged\njob/nightly-report unchanged\njob/sync-customer unchanged\n", out)
 
-	ids := map[string]string{} // the CLI names jobs outside the default namespace by id
+	ids := map[string]string{}
 	page, err := c.ListJobs(ctx, client.ListJobsOptions{Namespace: "examples"})
 	require.NoError(t, err)
 	for _, j := range page.Items {
 		ids[j.Name] = j.ID
 	}
-	js, _, code := cli(t, srv, "jobs", "get", ids["nightly-report"], "--json")
+	js, _, code := cli(t, srv, "--namespace", "examples", "jobs", "get", "nightly-report", "--json")
 	require.Equal(t, 0, code)
 	var report apitype.Job
 	require.NoError(t, json.Unmarshal([]byte(js), &report))
@@ -58,7 +58,7 @@ func TestSchedulesJourney(t *testing.T) {
 	require.Zero(t, tick.ScheduledFor.Second()%10)
 	require.Equal(t, "succeeded", waitRun(t, c, tick.ID, 30*time.Second).Status)
 
-	_, _, code = cli(t, srv, "jobs", "pause", ids["heartbeat"])
+	_, _, code = cli(t, srv, "--namespace", "examples", "jobs", "pause", "heartbeat")
 	require.Equal(t, 0, code)
 	j, err := c.GetJob(ctx, ids["heartbeat"])
 	require.NoError(t, err)

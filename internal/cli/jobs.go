@@ -52,6 +52,8 @@ func newJobListCmd(cfg *config) *cobra.Command {
 		if cmd.Flags().Changed("enabled") {
 			opts.Enabled = &enabled
 		}
+		cfg.fromEnv(cmd)
+		opts.Namespace = cfg.namespace
 		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListJobs, opts), func(w io.Writer, list *apitype.JobList) error {
 			t := newTable(w, "NAME", "ID", "QUEUE", "SCHEDULE", "ENABLED", "LAST RUN", "NEXT")
 			for _, j := range list.Items {

@@ -21,8 +21,9 @@ const defaultServer = "http://127.0.0.1:8080"
 // config is what every command shares: the connection flags and the environment, which
 // tests replace.
 type config struct {
-	server string
-	token  string
+	server    string
+	token     string
+	namespace string
 
 	getenv     func(string) string
 	clock      clock.Clock
@@ -55,6 +56,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 	pf.StringVar(&cfg.server, "server", defaultServer,
 		"server URL, or a comma-separated list of the servers of one cluster (env STINT_SERVER)")
 	pf.StringVar(&cfg.token, "token", "", "API token, sent as a bearer token (env STINT_TOKEN)")
+	pf.StringVar(&cfg.namespace, "namespace", "", `namespace of the jobs named by name (env STINT_NAMESPACE; default "default")`)
 
 	root.AddCommand(
 		newSubmitCmd(cfg),
@@ -187,12 +189,16 @@ func (cfg *config) fromEnv(cmd *cobra.Command) {
 	if cfg.token == "" {
 		cfg.token = cfg.getenv("STINT_TOKEN")
 	}
+	if cfg.namespace == "" {
+		cfg.namespace = cfg.getenv("STINT_NAMESPACE")
+	}
 }
 
 // client returns an API client for the server that the flags or the environment name.
 func (cfg *config) client(cmd *cobra.Command) (*client.Client, error) {
 	cfg.fromEnv(cmd)
-	opts := append([]client.Option{client.WithToken(cfg.token), client.WithUserAgent("stint-cli")}, cfg.clientOpts...)
+	opts := append([]client.Option{client.WithToken(cfg.token), client.WithUserAgent("stint-cli"),
+		client.WithNamespace(cfg.namespace)}, cfg.clientOpts...)
 	c, err := client.New(cfg.server, opts...)
 	if err != nil {
 		return nil, Usagef("--server: %w", err)

@@ -181,6 +181,9 @@ fields changed. --prune deletes the jobs of the namespace that the file no longe
 		if err != nil {
 			return err
 		}
+		if f.Namespace == "" {
+			f.Namespace = cfg.namespace // --namespace / STINT_NAMESPACE, when the file names none
+		}
 		w := cmd.OutOrStdout()
 		suffix := ""
 		if dryRun {

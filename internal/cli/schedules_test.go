@@ -93,8 +93,40 @@ dry run: 1 of 2 instants have no run; run again with --yes to create them
 			},
 			stdout: "job/nightly created\njob/weekly updated (schedule, shell)\njob/old deleted (pruned)\n",
 		},
+		{
+			name:      "a job in another namespace, by name",
+			args:      []string{"--namespace", "reports", "jobs", "pause", "nightly"},
+			exchanges: []exchange{{method: "POST", path: "/v1/jobs/nightly/pause", query: "namespace=reports", answer: `{"id":"j1","name":"nightly"}`}},
+			stdout:    "job nightly paused\n",
+		},
+		{
+			name:      "jobs list in a namespace",
+			args:      []string{"--namespace", "reports", "jobs", "list", "--json"},
+			exchanges: []exchange{{method: "GET", path: "/v1/jobs", query: "namespace=reports", answer: `{"items":[]}`}},
+			stdoutHas: []string{"items"},
+		},
+		{
+			name:      "runs of a job in a namespace",
+			args:      []string{"--namespace", "reports", "runs", "list", "--job", "nightly", "--json"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs", query: "job=nightly&namespace=reports", answer: `{"items":[]}`}},
+			stdoutHas: []string{"items"},
+		},
 		{name: "apply unknown field", args: []string{"apply", "-f", bad}, code: 2, stderr: "comand"},
 		{name: "apply job without name", args: []string{"apply", "-f", noName}, code: 2, stderr: "jobs[0].name"},
 		{name: "apply needs a file", args: []string{"apply"}, code: 2, stderr: "-f FILE is required"},
 	})
+}
+
+func TestNamespaceFromEnvironment(t *testing.T) {
+	t.Parallel()
+	api := newFakeAPI(t,
+		exchange{method: "GET", path: "/v1/jobs", query: "namespace=team", answer: `{"items":[]}`},
+		exchange{method: "POST", path: "/v1/jobs/sync/trigger", query: "namespace=team", body: `{}`, status: 201, answer: `{"run":{"id":"r1","status":"queued"}}`},
+	)
+	env := map[string]string{"STINT_NAMESPACE": "team"}
+	res := run(t, env, "--server", api.URL, "jobs", "list", "--json")
+	require.Equal(t, 0, res.code, res.stderr)
+	res = run(t, env, "--server", api.URL, "trigger", "sync")
+	require.Equal(t, 0, res.code, res.stderr)
+	api.check(t)
 }
