@@ -35,17 +35,21 @@ const (
 	kindFromJob   = `j.handler, j.req_cpu, j.req_memory_mb, j.req_gpu`
 )
 
-// createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
-// the queues those runs name, in one statement; it returns the ids of the inserted jobs. It
-// is the slow path of CreateJobs, taken when the fast path (COPY) met a unique violation.
-var createJobsSQL = `WITH ins AS (
-	INSERT INTO jobs (` + jobInsertCols + `)
+// insertJobsFromInput inserts the jobs of parameters $1..$15 (column arrays, see
+// createJobsArgs).
+const insertJobsFromInput = `INSERT INTO jobs (` + jobInsertCols + `)
 	SELECT id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
 		enabled, next_fire_at, NULLIF(idempotency_key, ''), request_hash, created_at, updated_at
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[],
 		$7::float8[], $8::int8[], $9::int4[], $10::bool[], $11::timestamptz[], $12::text[],
 		$13::text[], $14::timestamptz[], $15::timestamptz[])
-		AS j(` + jobInsertCols + `)
+		AS j(` + jobInsertCols + `)`
+
+// createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
+// the queues those runs name, in one statement; it returns the ids of the inserted jobs. It
+// is the slow path of CreateJobs, taken when the fast path (COPY) met a unique violation.
+var createJobsSQL = `WITH ins AS (
+	` + insertJobsFromInput + `
 	ON CONFLICT DO NOTHING
 	RETURNING id
 ), new_runs AS (
@@ -362,13 +366,7 @@ func (s *Store) queuesKnown(batch []newJob) bool {
 // insertPlainSQL inserts jobs and their first runs in one statement, without ON CONFLICT:
 // a unique violation fails it whole, as it fails COPY.
 var insertPlainSQL = `WITH ins AS (
-	INSERT INTO jobs (` + jobInsertCols + `)
-	SELECT id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
-		enabled, next_fire_at, NULLIF(idempotency_key, ''), request_hash, created_at, updated_at
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[],
-		$7::float8[], $8::int8[], $9::int4[], $10::bool[], $11::timestamptz[], $12::text[],
-		$13::text[], $14::timestamptz[], $15::timestamptz[])
-		AS j(` + jobInsertCols + `)
+	` + insertJobsFromInput + `
 )
 INSERT INTO runs (` + runInsertCols + `)
 SELECT ` + fmt.Sprintf(runInsertSelect, kindFromInput) + `
