@@ -162,44 +162,8 @@ func TestClusterLease(t *testing.T) {
 		}
 	}
 
-	var (
-		mu   sync.Mutex
-		seen = map[string]string{}
-		wg   sync.WaitGroup
-		errs = make(chan error, 12)
-	)
-	for w := range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, worker := servers[w%len(servers)], fmt.Sprintf("w%d", w)
-			for {
-				ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: worker, Max: 9, LeaseTTL: time.Minute, Now: now})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(ls) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, l := range ls {
-					if prev, dup := seen[l.Run.ID]; dup {
-						mu.Unlock()
-						errs <- fmt.Errorf("run %s leased by %s and %s", l.Run.ID, prev, worker)
-						return
-					}
-					seen[l.Run.ID] = worker
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	seen, err := storetest.LeaseUntilEmpty(ctx, []store.Store{servers[0], servers[1], servers[2]}, 12, 9, now)
+	require.NoError(t, err)
 	require.Len(t, seen, 300+limit, "every run of the default queue, and lim up to its limit")
 	q, err := servers[0].GetQueue(ctx, "lim")
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -411,4 +412,33 @@ func testRaceHeartbeatVersusComplete(t *testing.T, open OpenFunc) {
 	for _, l := range ls {
 		require.Equal(t, model.RunSucceeded, f.getRun(l.Run.ID).Status)
 	}
+}
+
+// LeaseUntilEmpty has workers goroutines lease up to max runs at a time, each from one of
+// stores (several stores: several servers on one database), until none is left, and
+// returns which worker leased each run. A run leased twice is an error.
+func LeaseUntilEmpty(ctx context.Context, stores []store.Store, workers, max int, now time.Time) (map[string]string, error) {
+	var (
+		mu   sync.Mutex
+		seen = map[string]string{}
+	)
+	err := race(workers, func(w int) error {
+		s, worker := stores[w%len(stores)], fmt.Sprintf("w%d", w)
+		for {
+			ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: worker, Max: max, LeaseTTL: time.Minute, Now: now})
+			if err != nil || len(ls) == 0 {
+				return err
+			}
+			mu.Lock()
+			for _, l := range ls {
+				if prev, dup := seen[l.Run.ID]; dup {
+					mu.Unlock()
+					return fmt.Errorf("run %s leased by %s and %s", l.Run.ID, prev, worker)
+				}
+				seen[l.Run.ID] = worker
+			}
+			mu.Unlock()
+		}
+	})
+	return seen, err
 }

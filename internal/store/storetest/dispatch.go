@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -286,44 +285,8 @@ func testDispatch(t *testing.T, open OpenFunc) {
 			}
 			f.createRuns(batch...)
 		}
-		var (
-			mu   sync.Mutex
-			seen = map[string]string{}
-			wg   sync.WaitGroup
-			errs = make(chan error, workers)
-		)
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				worker := fmt.Sprintf("w%d", w)
-				for {
-					ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: worker, Max: 7, LeaseTTL: time.Minute, Now: t0})
-					if err != nil {
-						errs <- err
-						return
-					}
-					if len(ls) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, l := range ls {
-						if prev, dup := seen[l.Run.ID]; dup {
-							mu.Unlock()
-							errs <- fmt.Errorf("run %s leased by %s and %s", l.Run.ID, prev, worker)
-							return
-						}
-						seen[l.Run.ID] = worker
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+		seen, err := LeaseUntilEmpty(f.ctx, []store.Store{f.s}, workers, 7, t0)
+		require.NoError(t, err)
 		require.Len(t, seen, runs)
 	})
 
