@@ -12,6 +12,10 @@ type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires once after d.
 	NewTimer(d time.Duration) Timer
+	// NewTimerAt returns a timer that fires once the clock reads t (at once if it does
+	// already). A service that worked out t from a reading of the clock sleeps until t, not
+	// until t plus however long it took to get to the timer.
+	NewTimerAt(t time.Time) Timer
 }
 
 // Timer is the part of *time.Timer that services use.
@@ -29,6 +33,9 @@ func (Real) Now() time.Time { return time.Now() }
 
 // NewTimer wraps time.NewTimer.
 func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+// NewTimerAt is a time.Timer for the time left until t.
+func (Real) NewTimerAt(t time.Time) Timer { return realTimer{time.NewTimer(time.Until(t))} }
 
 type realTimer struct{ t *time.Timer }
 
@@ -57,14 +64,26 @@ func (f *Fake) Now() time.Time {
 // NewTimer returns a timer that fires when the clock is advanced past now+d.
 func (f *Fake) NewTimer(d time.Duration) Timer {
 	f.mu.Lock()
-	t := &fakeTimer{f: f, at: f.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
+	defer f.mu.Unlock()
+	return f.timerAt(f.now.Add(d))
+}
+
+// NewTimerAt returns a timer that fires when the clock reads at (at once if it does).
+func (f *Fake) NewTimerAt(at time.Time) Timer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.timerAt(at)
+}
+
+// timerAt makes a timer due at at; f.mu is held.
+func (f *Fake) timerAt(at time.Time) Timer {
+	t := &fakeTimer{f: f, at: at, c: make(chan time.Time, 1)}
+	if !at.After(f.now) {
 		t.fired = true
 		t.c <- f.now
 	} else {
 		f.timers = append(f.timers, t)
 	}
-	f.mu.Unlock()
 	return t
 }
 

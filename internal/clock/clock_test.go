@@ -41,3 +41,30 @@ func TestFakeTimers(t *testing.T) {
 	now := f.NewTimer(0)
 	require.Equal(t, t0.Add(time.Hour), <-now.C(), "a zero timer fires at once")
 }
+
+func TestFakeTimerAt(t *testing.T) {
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := NewFake(start)
+	past := f.NewTimerAt(start)
+	select {
+	case <-past.C():
+	default:
+		t.Fatal("a timer for a time the clock reads already fires at once")
+	}
+	// A timer for an absolute time is due then, however far the clock moved before it was
+	// made: a timer for a duration would be due that long after the move.
+	f.Set(start.Add(30 * time.Second))
+	at := f.NewTimerAt(start.Add(time.Minute))
+	rel := f.NewTimer(time.Minute)
+	f.Set(start.Add(time.Minute))
+	select {
+	case <-at.C():
+	default:
+		t.Fatal("NewTimerAt did not fire at its time")
+	}
+	select {
+	case <-rel.C():
+		t.Fatal("NewTimer fired early")
+	default:
+	}
+}

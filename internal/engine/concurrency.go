@@ -113,11 +113,11 @@ func (e *Engine) releaseLoop(ctx context.Context) {
 				next, ok = turn, true
 			}
 		}
-		wait := e.cfg.MaxLeaseWait * 10 // nothing held: sleep until woken
+		until := now.Add(e.cfg.MaxLeaseWait * 10) // nothing held: sleep until woken
 		if ok {
-			wait = next.Sub(now)
+			until = next
 		}
-		if !e.sleepUntil(ctx, wake, wait) {
+		if !e.sleepUntil(ctx, wake, until) {
 			return
 		}
 		if e.rateQueues.Load() && ok && !e.clock.Now().Before(next) {

@@ -113,14 +113,14 @@ func (e *Engine) cronLoop(ctx context.Context) {
 			e.retryLater(ctx, "next cron fire", err)
 			continue
 		}
-		wait := e.cfg.MaxLeaseWait * 10 // no schedule: sleep until one changes
+		until := now.Add(e.cfg.MaxLeaseWait * 10) // no schedule: sleep until one changes
 		if ok {
-			wait = next.Add(-e.cfg.CronLead).Sub(now)
+			until = next.Add(-e.cfg.CronLead)
 		}
-		if !held.IsZero() && held.Sub(now) < wait {
-			wait = held.Sub(now) // a limited job's instant inside the lead
+		if !held.IsZero() && held.Before(until) {
+			until = held // a limited job's instant inside the lead
 		}
-		if !e.sleepUntil(ctx, wake, wait) {
+		if !e.sleepUntil(ctx, wake, until) {
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestCronFiresEachInstantOnce(t *testing.T) {
 	for i, at := range []time.Time{first, first.Add(7 * time.Minute), first.Add(14 * time.Minute)} {
 		waitTimer(t, b, at) // the loop sleeps until exactly the next fire
 		b.clk.Set(at)
-		waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, "a run per instant")
+		waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, fmt.Sprintf("a run per instant (%d); pending timers %v", i, b.clk.Pending()))
 		r := runsOf(t, b, j.ID)[i]
 		require.Equal(t, model.TriggerCron, r.Trigger)
 		require.Equal(t, at, r.ScheduledFor, "the run is for its instant")
@@ -94,8 +95,7 @@ func TestCronMisfirePolicies(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, b := setup(t)
-			b.clk.Set(t0.Add(2 * time.Minute))
+			e, b := setupAt(t, t0.Add(2*time.Minute)) // the clock never reads an earlier time
 			j := cronJob(t, e, b, tc.sched, model.Concurrency{}, &down)
 			next := nextAfter(t, tc.sched, t0.Add(2*time.Minute))
 			waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(next) }, "recovered in one step")
@@ -144,7 +144,7 @@ func TestCronConcurrencyPolicies(t *testing.T) {
 				at := t0.Add(time.Duration(i) * time.Minute)
 				waitTimer(t, b, at)
 				b.clk.Set(at)
-				waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i }, "one run per tick")
+				waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i }, fmt.Sprintf("one run per tick (%d); pending timers %v", i, b.clk.Pending()))
 			}
 			var got []model.RunStatus
 			for _, r := range runsOf(t, b, j.ID) {

@@ -431,13 +431,12 @@ func (e *Engine) DrainWorker(ctx context.Context, workerID string) error {
 	return nil
 }
 
-// sleepUntil waits until t (or d from now when t is zero), a wake-up on wake, or ctx's end.
-// It reports false when ctx ended.
-func (e *Engine) sleepUntil(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := e.clock.NewTimer(d)
+// sleepUntil waits until the clock reads until, a wake-up on wake, or ctx's end. The loops
+// work out until from a reading of the clock and then query the store: a timer set for a
+// duration from that reading would oversleep by the time the queries took (and, on a fake
+// clock, by however far a test moved it meanwhile). It reports false when ctx ended.
+func (e *Engine) sleepUntil(ctx context.Context, wake <-chan struct{}, until time.Time) bool {
+	t := e.clock.NewTimerAt(until)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -472,11 +471,11 @@ func (e *Engine) promoteLoop(ctx context.Context) {
 			}
 			continue
 		}
-		wait := e.cfg.MaxLeaseWait * 10 // nothing scheduled: sleep until woken
+		until := now.Add(e.cfg.MaxLeaseWait * 10) // nothing scheduled: sleep until woken
 		if ok {
-			wait = next.Sub(now)
+			until = next
 		}
-		if !e.sleepUntil(ctx, wake, wait) {
+		if !e.sleepUntil(ctx, wake, until) {
 			return
 		}
 	}
@@ -507,11 +506,11 @@ func (e *Engine) rescueLoop(ctx context.Context) {
 			e.retryLater(ctx, "next lease expiry", err)
 			continue
 		}
-		wait := e.cfg.LeaseTTL
+		until := now.Add(e.cfg.LeaseTTL)
 		if ok {
-			wait = next.Sub(now) + time.Millisecond
+			until = next.Add(time.Millisecond)
 		}
-		if !e.sleepUntil(ctx, wake, wait) {
+		if !e.sleepUntil(ctx, wake, until) {
 			return
 		}
 	}
@@ -524,7 +523,7 @@ func (e *Engine) retryLater(ctx context.Context, what string, err error) {
 		return
 	}
 	e.log.Error(what, "err", err)
-	e.sleepUntil(ctx, nil, time.Second)
+	e.sleepUntil(ctx, nil, e.clock.Now().Add(time.Second))
 }
 
 // ListQueues lists queues with their depth by status.

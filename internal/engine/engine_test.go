@@ -29,11 +29,17 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // mods change the rest of the config.
 func setup(t *testing.T, mods ...func(*Config)) (*Engine, *testBundle) {
 	t.Helper()
+	return setupAt(t, t0, mods...)
+}
+
+// setupAt is setup with the fake clock starting at start.
+func setupAt(t *testing.T, start time.Time, mods ...func(*Config)) (*Engine, *testBundle) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	clk := clock.NewFake(t0)
+	clk := clock.NewFake(start)
 	cfg := Config{
 		Store:    st,
 		Clock:    clk,
