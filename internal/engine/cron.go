@@ -154,6 +154,9 @@ func (e *Engine) fireDue(ctx context.Context, now, horizon time.Time) (bool, tim
 	}
 	var created, replaced []*model.Run
 	for _, fr := range res {
+		if !fr.Stale {
+			e.cronRuns.Add(uint64(len(fr.Runs)))
+		}
 		for _, rr := range fr.Runs {
 			if rr.Err != nil {
 				e.log.Error("cron run not created", "err", rr.Err)
@@ -207,6 +210,8 @@ func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
 		fire = []time.Time{due}
 	}
 	if len(instants) > 1 || now.Sub(due) > grace {
+		e.cronMissed.Add(uint64(len(instants)))
+		e.cronDropped.Add(uint64(len(instants) - len(fire)))
 		count := fmt.Sprint(len(instants))
 		if more {
 			count += "+"
@@ -228,4 +233,10 @@ func misfirePolicy(s *model.Schedule) string {
 		return model.MisfireRunOnce
 	}
 	return s.Misfire
+}
+
+// CronStats returns what this server's cron loop did since it started. Counts are per
+// server: a misfire found by one server of a cluster is counted there.
+func (e *Engine) CronStats() model.CronStats {
+	return model.CronStats{Runs: e.cronRuns.Load(), Missed: e.cronMissed.Load(), Dropped: e.cronDropped.Load()}
 }

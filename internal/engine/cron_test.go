@@ -85,13 +85,14 @@ func TestCronMisfirePolicies(t *testing.T) {
 		name  string
 		sched model.Schedule
 		want  []time.Time
+		stats model.CronStats // missed counts up to the cap (plus the first instant)
 	}{
-		{"skip", model.Schedule{Cron: "*/5 * * * *", Misfire: model.MisfireSkip}, nil},
-		{"run_once", model.Schedule{Cron: "*/5 * * * *"}, []time.Time{down}},
+		{"skip", model.Schedule{Cron: "*/5 * * * *", Misfire: model.MisfireSkip}, nil, model.CronStats{Missed: 13, Dropped: 13}},
+		{"run_once", model.Schedule{Cron: "*/5 * * * *"}, []time.Time{down}, model.CronStats{Runs: 1, Missed: 13, Dropped: 12}},
 		{"run_all capped", model.Schedule{Cron: "*/5 * * * *", Misfire: model.MisfireRunAll, MisfireLimit: 3},
-			[]time.Time{down, down.Add(5 * time.Minute), down.Add(10 * time.Minute)}},
+			[]time.Time{down, down.Add(5 * time.Minute), down.Add(10 * time.Minute)}, model.CronStats{Runs: 3, Missed: 4, Dropped: 1}},
 		{"run_all", model.Schedule{Cron: "*/30 * * * *", Misfire: model.MisfireRunAll},
-			[]time.Time{down, down.Add(30 * time.Minute), t0}},
+			[]time.Time{down, down.Add(30 * time.Minute), t0}, model.CronStats{Runs: 3, Missed: 3}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,6 +106,8 @@ func TestCronMisfirePolicies(t *testing.T) {
 			}
 			slices.SortFunc(got, time.Time.Compare) // runs of one fire share a creation instant
 			require.Equal(t, tc.want, got)
+			// The counters move just after the fire's commit.
+			waitFor(t, func() bool { return e.CronStats() == tc.stats }, fmt.Sprintf("stats %+v", e.CronStats()))
 		})
 	}
 }

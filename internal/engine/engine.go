@@ -75,6 +75,8 @@ type Engine struct {
 	sched        schedules
 	rateQueues   atomic.Bool // some queue has a rate limit (leases then watch for turns)
 
+	cronRuns, cronMissed, cronDropped atomic.Uint64 // see CronStats
+
 	mu      sync.Mutex
 	workers map[string]*workerConn
 

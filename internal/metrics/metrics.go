@@ -20,6 +20,7 @@ import (
 type Source interface {
 	ListQueues(ctx context.Context) ([]*model.Queue, error)
 	Workers(ctx context.Context) ([]*model.Worker, error)
+	CronStats() model.CronStats
 }
 
 // Handler returns an http.Handler serving metrics read from src, plus the Go runtime's.
@@ -36,6 +37,11 @@ var (
 	workersDesc    = prometheus.NewDesc("stint_workers", "Workers by state.", []string{"state"}, nil)
 	workerUsedDesc = prometheus.NewDesc("stint_worker_running_attempts", "Attempts running on each worker.", []string{"worker"}, nil)
 	scrapeErrDesc  = prometheus.NewDesc("stint_scrape_errors", "1 when reading the store for this scrape failed.", nil, nil)
+	cronRunsDesc   = prometheus.NewDesc("stint_cron_runs_total", "Cron runs this server's cron loop created.", nil, nil)
+	cronMissedDesc = prometheus.NewDesc("stint_cron_missed_instants_total",
+		"Cron instants this server found missed (later than the misfire grace), counted up to each job's misfire cap.", nil, nil)
+	cronDroppedDesc = prometheus.NewDesc("stint_cron_dropped_instants_total",
+		"Missed cron instants that got no run under their job's misfire policy.", nil, nil)
 )
 
 type collector struct {
@@ -49,6 +55,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- workersDesc
 	ch <- workerUsedDesc
 	ch <- scrapeErrDesc
+	ch <- cronRunsDesc
+	ch <- cronMissedDesc
+	ch <- cronDroppedDesc
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -84,4 +93,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(n), string(st))
 	}
 	ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, failed)
+	cs := c.src.CronStats()
+	ch <- prometheus.MustNewConstMetric(cronRunsDesc, prometheus.CounterValue, float64(cs.Runs))
+	ch <- prometheus.MustNewConstMetric(cronMissedDesc, prometheus.CounterValue, float64(cs.Missed))
+	ch <- prometheus.MustNewConstMetric(cronDroppedDesc, prometheus.CounterValue, float64(cs.Dropped))
 }

@@ -16,11 +16,13 @@ import (
 type fakeSource struct {
 	queues  []*model.Queue
 	workers []*model.Worker
+	cron    model.CronStats
 	err     error
 }
 
 func (f *fakeSource) ListQueues(context.Context) ([]*model.Queue, error) { return f.queues, f.err }
 func (f *fakeSource) Workers(context.Context) ([]*model.Worker, error)   { return f.workers, nil }
+func (f *fakeSource) CronStats() model.CronStats                         { return f.cron }
 
 func scrape(t *testing.T, src Source) string {
 	t.Helper()
@@ -40,6 +42,7 @@ func TestMetricsReadTheStore(t *testing.T) {
 			{ID: "w1", State: model.WorkerActive, Running: 2},
 			{ID: "w2", State: model.WorkerLost},
 		},
+		cron: model.CronStats{Runs: 40, Missed: 13, Dropped: 12},
 	})
 	for _, want := range []string{
 		`stint_runs{queue="reports",status="queued"} 3`,
@@ -49,6 +52,9 @@ func TestMetricsReadTheStore(t *testing.T) {
 		`stint_workers{state="lost"} 1`,
 		`stint_worker_running_attempts{worker="w1"} 2`,
 		`stint_scrape_errors 0`,
+		`stint_cron_runs_total 40`,
+		`stint_cron_missed_instants_total 13`,
+		`stint_cron_dropped_instants_total 12`,
 		`go_goroutines`,
 	} {
 		require.Contains(t, body, want)

@@ -83,6 +83,13 @@ type Schedule struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
+// CronStats count what one server's cron loop did since it started.
+type CronStats struct {
+	Runs    uint64 // cron runs it created
+	Missed  uint64 // instants it found missed (late past the misfire grace)
+	Dropped uint64 // missed instants that got no run (misfire skip, run_once, run_all's cap)
+}
+
 // Misfire policies: what a schedule does with the instants it missed while no server was up.
 const (
 	MisfireSkip    = "skip"     // fire only from now on
