@@ -151,6 +151,9 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 		if h.RunID == "" {
 			fe.add(fmt.Sprintf("held[%d].run_id", i), "is required")
 		}
+		if h.Token == "" {
+			fe.add(fmt.Sprintf("held[%d].token", i), "is required: the lease's fencing token")
+		}
 	}
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)

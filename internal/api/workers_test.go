@@ -116,6 +116,7 @@ func TestWorkerProtocol(t *testing.T) {
 		{"lease negative max", "POST", "/v1/workers/w1/lease", `{"max": -1}`, 400, []string{"max"}},
 		{"complete bad status", "POST", "/v1/attempts/complete", `{"completions": [{"run_id": "r", "token": "t", "status": "done"}]}`, 400, []string{"completions[0].status"}},
 		{"complete missing token", "POST", "/v1/attempts/complete", `{"completions": [{"run_id": "r", "status": "failed"}]}`, 400, []string{"completions[0].token"}},
+		{"heartbeat lease without token", "POST", "/v1/workers/w1/heartbeat", `{"held": [{"run_id": "r"}, {"token": "t"}]}`, 400, []string{"held[0].token", "held[1].run_id"}},
 		{"logs bad stream", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 1, "seq": 1, "stream": "stdin", "data": "x"}]}`, 400, []string{"chunks[0].stream"}},
 		{"logs bad seq", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 0, "seq": 0, "stream": "stdout", "data": "x"}]}`, 400, []string{"chunks[0].attempt", "chunks[0].seq"}},
 	}
