@@ -70,6 +70,10 @@ type Lease struct {
 	Env       map[string]string `json:"env,omitempty"`
 	Dir       string            `json:"dir,omitempty"`
 	Timeout   *Duration         `json:"timeout,omitempty"`
+	// Requirements are what the server booked on the worker for this attempt (the run's,
+	// as they were when it was created); a worker gives a run that needs GPUs that many of
+	// its devices (CUDA_VISIBLE_DEVICES).
+	Requirements *Requirements `json:"requirements,omitempty"`
 }
 
 // LeaseResponse carries the leases granted, and anything else the server pushes to the

@@ -25,6 +25,9 @@ func LeaseToAPI(l *model.Lease) apitype.Lease {
 		d := apitype.Duration(l.Spec.Timeout)
 		out.Timeout = &d
 	}
+	if r := l.Run.Requirements; r.CPU > 0 || r.MemoryMB > 0 || r.GPU > 0 || len(r.Labels) > 0 {
+		out.Requirements = &apitype.Requirements{CPU: r.CPU, MemoryMB: r.MemoryMB, GPU: r.GPU, Labels: r.Labels}
+	}
 	return out
 }
 

@@ -36,6 +36,9 @@ type Run struct {
 	// nil when the job sets none. The store admits a new run under it when it is created
 	// (see store.Admit) and frees its slot when the run ends.
 	Concurrency *RunConcurrency
+	// Requirements are the job's, as they were when the run was created: what an attempt
+	// books on its worker's capacity.
+	Requirements Requirements
 
 	// The current lease, while Status is running.
 	WorkerID       string
