@@ -18,6 +18,7 @@ import (
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/placement"
 )
 
 // Limits of a job spec.
@@ -238,8 +239,8 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 			fe.add("requirements.gpu", "must not be negative")
 		}
 		for _, k := range sortedKeys(r.Labels) {
-			if k == "" {
-				fe.add("requirements.labels", "keys must not be empty")
+			if !placement.LabelPattern.MatchString(k) {
+				fe.add("requirements.labels", "key %q: %s", k, placement.LabelRule)
 			}
 		}
 	}
@@ -262,11 +263,6 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 	// Later issues: refuse rather than store something that would be ignored.
 	if len(spec.DependsOn) > 0 {
 		fe.add("depends_on", "not supported yet")
-	}
-	if r := spec.Requirements; r != nil && (r.CPU > 0 || r.MemoryMB > 0 || r.GPU > 0 || len(r.Labels) > 0) {
-		// Placement by requirements lands with the worker fleet; until then a job would run
-		// on a worker that may not fit it, breaching invariant 5.
-		fe.add("requirements", "not supported yet: workers do not place jobs by requirements in this version")
 	}
 	return ms
 }

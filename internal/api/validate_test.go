@@ -148,7 +148,8 @@ func TestBuildJob(t *testing.T) {
 			want: []string{"schedule.misfire", "schedule.misfire_limit"}},
 		{name: "schedule with run_at", body: `{"command": ["a"], "schedule": {"cron": "@daily"}, "delay": "1m"}`, want: []string{"schedule"}},
 		{name: "depends_on not yet", body: `{"command": ["a"], "depends_on": [{"run": "x"}]}`, want: []string{"depends_on"}},
-		{name: "requirements not yet", body: `{"command": ["a"], "requirements": {"gpu": 4}}`, want: []string{"requirements"}},
+		{name: "bad label keys", body: `{"command": ["a"], "requirements": {"gpu": 4, "labels": {"": "x", "a\"b": "y", "ok": "z"}}}`,
+			want: []string{"requirements.labels", "requirements.labels"}},
 		{name: "concurrency forbid", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}}`, check: func(t *testing.T, vj *validJob) {
 			require.Equal(t, &model.RunConcurrency{Key: "job:" + vj.Job.ID, Max: 1, Policy: model.ConcurrencyForbid}, vj.Run.Concurrency)
 		}},

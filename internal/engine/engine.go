@@ -54,7 +54,17 @@ type Config struct {
 	// instant later than that was missed and its job's misfire policy applies. Default
 	// DefaultMisfireGrace.
 	MisfireGrace time.Duration
+	// BestFitHold is how long a run with requirements, once due, is kept for the live
+	// worker it fits best (least room left) when another worker that fits it asks first;
+	// after that any worker that fits takes it. Default DefaultBestFitHold; negative: no
+	// hold, the first worker that fits takes it.
+	BestFitHold time.Duration
 }
+
+// DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
+// polls, short enough that a best fit that never asks (busy with other kinds of work)
+// delays a run by no more than that.
+const DefaultBestFitHold = 2 * time.Second
 
 // Engine is the server core; see the package doc.
 type Engine struct {
@@ -111,6 +121,12 @@ func New(cfg Config) *Engine {
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Float64
+	}
+	switch {
+	case cfg.BestFitHold == 0:
+		cfg.BestFitHold = DefaultBestFitHold
+	case cfg.BestFitHold < 0:
+		cfg.BestFitHold = 0
 	}
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = DefaultMisfireGrace
@@ -344,6 +360,22 @@ func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*
 	return runs, nil
 }
 
+// pushLost tells the workers of attempts the rescue loop ended as lost, through their
+// outstanding long poll, to kill them: a worker that is still polling but whose heartbeats
+// did not arrive for a whole lease TTL would otherwise learn it at its next heartbeat.
+func (e *Engine) pushLost(runs []*model.Run) {
+	e.mu.Lock()
+	for _, r := range runs {
+		for _, a := range r.Attempts {
+			if w := e.workers[a.WorkerID]; w != nil && a.Status == model.AttemptLost {
+				w.lost = append(w.lost, r.ID)
+				w.events.Notify()
+			}
+		}
+	}
+	e.mu.Unlock()
+}
+
 // pushCancels tells the workers of running runs that were asked to cancel, through their
 // outstanding long poll. A worker attached to another server learns it at its next heartbeat.
 func (e *Engine) pushCancels(runs []*model.Run) {
@@ -497,6 +529,7 @@ func (e *Engine) rescueLoop(ctx context.Context) {
 		}
 		if len(runs) > 0 {
 			e.log.Warn("attempts lost: lease expired", "runs", len(runs))
+			e.pushLost(runs)
 			e.wakeFor(runs)
 			e.changes.Notify()
 			if len(runs) == batch {

@@ -185,6 +185,9 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	require.Equal(t, model.PendingRetryBackoff, r.PendingCode)
 	require.Equal(t, expired.Add(3*time.Second), r.ScheduledFor, "backoff of 3s (jitter midpoint)")
 	require.Equal(t, model.AttemptLost, r.Attempts[0].Status)
+	// w1, if it still polls, is told to kill it, once.
+	require.Equal(t, []string{run.ID}, lease(t, e, "w1", 0, 0).Lost)
+	require.Empty(t, lease(t, e, "w1", 0, 0).Lost)
 
 	// The late completion of the lost attempt is refused (fencing).
 	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
@@ -19,6 +20,7 @@ type workerConn struct {
 	handlers  []string
 	commands  bool
 	cancel    []string
+	lost      []string // runs whose lease expired: the worker kills them and does not complete them
 	drain     bool
 	events    *broadcast
 	lastLease time.Time // when its last lease transaction began
@@ -90,6 +92,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 	}
 	resp := &apitype.LeaseResponse{Leases: []apitype.Lease{}}
 	for {
+		var held time.Time // see store.Leased.HeldUntil
 		workCh := e.work.Wait()
 		e.mu.Lock()
 		if e.workers[workerID] != w { // re-registered: this poll belongs to a dead session
@@ -98,6 +101,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 		}
 		evCh := w.events.Wait()
 		resp.Cancel, w.cancel = w.cancel, nil
+		resp.Lost, w.lost = w.lost, nil
 		resp.Drain = w.drain
 		handlers, commands := w.handlers, w.commands
 		e.mu.Unlock()
@@ -116,39 +120,59 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 				case <-t.C():
 				}
 			}
-			leases, err := e.store.LeaseRuns(ctx, &store.LeaseRunsParams{
-				WorkerID: workerID,
-				Max:      req.Max,
-				LeaseTTL: e.cfg.LeaseTTL,
-				Handlers: handlers,
-				Commands: commands,
-				Now:      e.clock.Now(),
+			now := e.clock.Now()
+			leased, err := e.store.LeaseRuns(ctx, &store.LeaseRunsParams{
+				WorkerID:    workerID,
+				Max:         req.Max,
+				LeaseTTL:    e.cfg.LeaseTTL,
+				Handlers:    handlers,
+				Commands:    commands,
+				Now:         now,
+				BestFitHold: e.cfg.BestFitHold,
+				LiveSince:   now.Add(-e.cfg.LeaseTTL),
 			})
 			if err != nil {
 				return nil, fmt.Errorf("lease for %s: %w", workerID, err)
 			}
-			if len(leases) < req.Max && e.rateQueues.Load() {
+			if len(leased.Leases) < req.Max && e.rateQueues.Load() {
 				e.timers.Notify() // a rate-limited queue may have run out of turns: see releaseLoop
 			}
-			for _, l := range leases {
+			for _, l := range leased.Leases {
 				resp.Leases = append(resp.Leases, LeaseToAPI(l))
 			}
-			if len(leases) > 0 {
+			if len(leased.Leases) > 0 {
 				e.changes.Notify()
 			}
+			held = leased.HeldUntil
 		}
-		if len(resp.Leases) > 0 || len(resp.Cancel) > 0 || resp.Drain || wait <= 0 {
+		if len(resp.Leases) > 0 || len(resp.Cancel) > 0 || len(resp.Lost) > 0 || resp.Drain || wait <= 0 {
 			return resp, nil
 		}
+		// A run left for a better-fitting worker is this worker's too once its hold ends,
+		// and nothing else wakes the poll then.
+		var heldTimer clock.Timer
+		var heldCh <-chan time.Time
+		if !held.IsZero() {
+			heldTimer = e.clock.NewTimerAt(held)
+			heldCh = heldTimer.C()
+		}
+		woken := true
 		select {
 		case <-ctx.Done():
-			return resp, nil
+			woken = false
 		case <-e.stop:
-			return resp, nil
+			woken = false
 		case <-deadline:
-			return resp, nil
+			woken = false
 		case <-workCh:
 		case <-evCh:
+		case <-heldCh:
+		}
+		if heldTimer != nil {
+			heldTimer.Stop()
+		}
+		if !woken {
+			return resp, nil
 		}
 	}
 }

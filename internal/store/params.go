@@ -134,6 +134,20 @@ type LeaseRunsParams struct {
 	Handlers []string
 	Commands bool
 	Now      time.Time
+	// BestFitHold, when positive, leaves a constrained run that another live worker fits
+	// better to that worker while the run has been due for less than this (see
+	// placement.Pack). A worker is live when it is active and its last heartbeat is not
+	// before LiveSince.
+	BestFitHold time.Duration
+	LiveSince   time.Time
+}
+
+// Leased is LeaseRuns' answer.
+type Leased struct {
+	Leases []*model.Lease
+	// HeldUntil, when not zero, is when the earliest run left for a better-fitting worker
+	// is offered to any worker it fits: a worker that got nothing should ask again then.
+	HeldUntil time.Time
 }
 
 // Completion is the end of one attempt, as its worker reports it.

@@ -137,7 +137,14 @@ type Store interface {
 	// Commands filter by the job's kind: with Handlers empty, Commands true means command
 	// and shell jobs only and Commands false means no filter at all. Only queued runs are
 	// leased (scheduled ones wait for PromoteDue).
-	LeaseRuns(ctx context.Context, p *LeaseRunsParams) ([]*model.Lease, error)
+	//
+	// Placement: a run is leased only when the worker has its requirement labels and the
+	// worker's free capacity (declared, less the Requirements of its running runs) still
+	// fits it after the runs taken before it in the same call; a run that does not fit is
+	// skipped, not waited for. An unregistered worker has no capacity and no labels. With
+	// BestFitHold, a young constrained run that another live worker fits better is left
+	// for it (see placement.Pack and Leased.HeldUntil).
+	LeaseRuns(ctx context.Context, p *LeaseRunsParams) (*Leased, error)
 	// CompleteAttempts records the ends of attempts, all in one transaction. A completion
 	// whose run is not running with that LeaseToken is refused: its result has
 	// Err = model.ErrLeaseLost and nothing of it is written. An accepted one writes the
@@ -154,8 +161,10 @@ type Store interface {
 	// alone. An unknown worker is model.ErrNotFound.
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 	// RescueExpired ends every attempt whose lease expired before Now (at most Limit) as
-	// lost, applying the retry rules of Completion, and returns the runs as they are after.
-	// A lease expiring exactly at Now is still valid. Limit <= 0 means no limit.
+	// lost, applying the retry rules of Completion, and returns the runs as they are after,
+	// each with Attempts holding the attempt that ended (its worker, to tell it), followed by
+	// held runs admitted into the concurrency slots they freed (without Attempts). A lease
+	// expiring exactly at Now is still valid. Limit <= 0 means no limit.
 	RescueExpired(ctx context.Context, p *RescueExpiredParams) ([]*model.Run, error)
 	// NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
 	NextLeaseExpiry(ctx context.Context) (t time.Time, ok bool, err error)

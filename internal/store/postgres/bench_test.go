@@ -11,6 +11,7 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/store/storetest"
 )
 
 // Run with, for example:
@@ -110,7 +111,7 @@ func BenchmarkLeaseComplete(b *testing.B) {
 			}
 		}
 		step = func() (int, error) {
-			ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Handlers: []string{"noop"}, Now: now})
+			ls, err := storetest.Leases(s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Handlers: []string{"noop"}, Now: now}))
 			if err != nil || len(ls) == 0 {
 				return 0, err
 			}

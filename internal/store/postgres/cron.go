@@ -159,15 +159,11 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 	}
 	var in runInput
 	in.add(r, "", model.Requirements{})
-	rows, err := tx.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
+	inserted, err := insertRuns(ctx, tx, &in, now)
 	if err != nil {
 		return store.CreateRunResult{}, fmt.Errorf("insert run %s: %w", r.ID, err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return store.CreateRunResult{}, fmt.Errorf("insert run %s: %w", r.ID, err)
-	}
-	if len(ids) == 0 {
+	if inserted[r.ID] == nil {
 		var exists bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`, r.JobID).Scan(&exists); err != nil {
 			return store.CreateRunResult{}, fmt.Errorf("run %s: job: %w", r.ID, err)
@@ -182,6 +178,7 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 			return store.CreateRunResult{}, err
 		}
 	}
+	r.Requirements = *inserted[r.ID]
 	return store.CreateRunResult{Run: r, Replaced: replaced}, nil
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -101,12 +103,14 @@ func handlerFilter(p *store.LeaseRunsParams, n int) (string, []any) {
 }
 
 // LeaseRuns hands up to Max queued runs to a worker: queue by queue in queue-priority order,
-// each queue's runs with FOR UPDATE SKIP LOCKED. A queue with a MaxConcurrency has its row
-// locked while its running runs are counted and its runs leased, so that servers leasing at
-// once never exceed the limit.
-func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*model.Lease, error) {
+// each queue's runs with FOR UPDATE SKIP LOCKED, placed by requirements (see
+// store.Store). The worker's row is locked while its free capacity is read and its runs
+// leased, so that leases of one worker through several servers never overbook it. A queue
+// with a MaxConcurrency has its row locked while its running runs are counted and its runs
+// leased, so that servers leasing at once never exceed the limit.
+func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store.Leased, error) {
 	if p.Max <= 0 {
-		return []*model.Lease{}, nil
+		return &store.Leased{}, nil
 	}
 	filter, fargs := handlerFilter(p, 1)
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(leaseQueuesSQL, filter), fargs...)
@@ -127,21 +131,17 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 		return nil, translate(err, "lease runs: list queues")
 	}
 	if len(queues) == 0 {
-		return []*model.Lease{}, nil
+		return &store.Leased{}, nil
 	}
-	if len(queues) == 1 && queues[0].maxConcurrency == 0 && queues[0].rate == nil {
-		// One statement is one transaction: no BEGIN and COMMIT round trips.
-		leases, err := s.leaseQueue(ctx, s.pool, p, queues[0].name, p.Max)
-		if err != nil {
-			return nil, fmt.Errorf("lease runs: %w", err)
-		}
-		return leases, nil
-	}
-	var out []*model.Lease
+	out := &store.Leased{}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		out = out[:0]
+		*out = store.Leased{}
+		placer, err := workerPlacer(ctx, tx, p)
+		if err != nil {
+			return err
+		}
 		for _, q := range queues {
-			n := p.Max - len(out)
+			n := p.Max - len(out.Leases)
 			if n <= 0 {
 				break
 			}
@@ -169,11 +169,11 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 					continue
 				}
 			}
-			leases, err := s.leaseQueue(ctx, tx, p, q.name, n)
+			leases, err := leaseFromQueue(ctx, tx, p, placer, q.name, n)
 			if err != nil {
 				return err
 			}
-			out = append(out, leases...)
+			out.Leases = append(out.Leases, leases...)
 			if q.rate != nil && len(leases) > 0 {
 				_, next := store.TakeTurns(tat, utc(p.Now), q.rate, len(leases))
 				if err := setRateTAT(ctx, tx, store.QueueRateKey(q.name), next); err != nil {
@@ -181,13 +181,14 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 				}
 			}
 		}
+		out.HeldUntil = placer.HeldUntil
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease runs: %w", err)
 	}
-	if out == nil {
-		out = []*model.Lease{}
+	if out.Leases == nil {
+		out.Leases = []*model.Lease{}
 	}
 	return out, nil
 }
@@ -214,51 +215,178 @@ func lockQueueSlots(ctx context.Context, tx pgx.Tx, queue string) (int, error) {
 	return limit - running, nil
 }
 
-// leaseSQL leases up to $2 queued runs of queue $1, unless it was paused since it was listed
-// (see LeaseRuns). The lease token is a random UUID (gen_random_uuid draws from the
-// server's strong random source).
+// workerRoomSQL locks worker $1's row and reads its labels and declared capacity. What its
+// running runs book is read after, by workerBookedSQL: under READ COMMITTED a statement's
+// snapshot is taken before it waits for a lock, so a sum in the locking statement would
+// miss the runs that the lock's previous holder (a concurrent lease) just committed.
+const workerRoomSQL = `SELECT labels, cap_cpu, cap_memory_mb, cap_gpu FROM workers WHERE id = $1 FOR NO KEY UPDATE`
+
+// workerBookedSQL sums what the running runs of worker $1 book (runs_placed).
+const workerBookedSQL = `SELECT coalesce(sum(r.req_cpu), 0), coalesce(sum(r.req_memory_mb), 0)::int8,
+		coalesce(sum(r.req_gpu), 0)::int8
+	FROM runs r WHERE r.worker_id = $1 AND ` + placedTerm
+
+// placedTerm is the WHERE of runs_placed (migration 0004) for runs aliased r: running runs
+// that book capacity.
+const placedTerm = `r.status = 'running' AND (r.req_cpu > 0 OR r.req_memory_mb > 0 OR r.req_gpu > 0)`
+
+// liveRoomsSQL reads the live workers other than $2 (active, heard from since $1) with
+// what their running runs book.
+const liveRoomsSQL = `SELECT w.id, w.labels, w.cap_cpu, w.cap_memory_mb, w.cap_gpu,
+		coalesce(b.cpu, 0), coalesce(b.mem, 0)::int8, coalesce(b.gpu, 0)::int8
+	FROM workers w
+	LEFT JOIN (SELECT r.worker_id, sum(r.req_cpu) AS cpu, sum(r.req_memory_mb) AS mem, sum(r.req_gpu) AS gpu
+		FROM runs r WHERE r.worker_id IS NOT NULL AND ` + placedTerm + ` GROUP BY r.worker_id) b ON b.worker_id = w.id
+	WHERE w.state = 'active' AND w.last_heartbeat >= $1 AND w.id <> $2`
+
+// workerPlacer locks the asking worker's row and reads its room (no capacity and no labels
+// when it is not registered).
+func workerPlacer(ctx context.Context, tx pgx.Tx, p *store.LeaseRunsParams) (*store.Placer, error) {
+	var (
+		labels         []byte
+		declared, used model.Capacity
+		usedMem        int64
+		usedGPU        int64
+	)
+	err := tx.QueryRow(ctx, workerRoomSQL, p.WorkerID).Scan(&labels, &declared.CPU, &declared.MemoryMB, &declared.GPU)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return nil, translate(err, "room of worker %s", p.WorkerID)
+	default:
+		if err := tx.QueryRow(ctx, workerBookedSQL, p.WorkerID).Scan(&used.CPU, &usedMem, &usedGPU); err != nil {
+			return nil, translate(err, "capacity booked on worker %s", p.WorkerID)
+		}
+	}
+	used.MemoryMB, used.GPU = usedMem, int(usedGPU)
+	lbls, err := decodeWorkerLabels(p.WorkerID, labels)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Placer{
+		Self: store.NewRoom(p.WorkerID, lbls, declared, used),
+		Hold: p.BestFitHold,
+		Now:  p.Now,
+		LoadOthers: func() ([]placement.Room, error) {
+			rows, err := tx.Query(ctx, liveRoomsSQL, utc(p.LiveSince), p.WorkerID)
+			if err != nil {
+				return nil, translate(err, "live workers")
+			}
+			defer rows.Close()
+			var out []placement.Room
+			for rows.Next() {
+				var (
+					id             string
+					labels         []byte
+					declared, used model.Capacity
+					usedMem        int64
+					usedGPU        int64
+				)
+				if err := rows.Scan(&id, &labels, &declared.CPU, &declared.MemoryMB, &declared.GPU, &used.CPU, &usedMem, &usedGPU); err != nil {
+					return nil, translate(err, "live workers")
+				}
+				used.MemoryMB, used.GPU = usedMem, int(usedGPU)
+				lbls, err := decodeWorkerLabels(id, labels)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, store.NewRoom(id, lbls, declared, used))
+			}
+			return out, translate(rows.Err(), "live workers")
+		},
+	}, nil
+}
+
+// candidatesSQL lists, in lease order, up to $6 queued runs of queue $1 that each fit the
+// asking worker: no more cpu ($2), memory ($3) and gpu ($4) than it has free, and
+// requirement labels its labels ($5) contain; unless the queue was paused since it was
+// listed. %s is handlerFilter's condition from $7. The rows stay locked until the lease's
+// transaction ends; other servers skip them.
+const candidatesSQL = `SELECT r.id, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.scheduled_for FROM runs r
+	WHERE r.status = 'queued' AND r.queue = $1%s
+		AND r.req_cpu <= $2 AND r.req_memory_mb <= $3 AND r.req_gpu <= $4
+		AND (r.req_labels IS NULL OR r.req_labels <@ $5::jsonb)
+		AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
+	ORDER BY r.priority DESC, r.scheduled_for, r.id
+	LIMIT $6
+	FOR UPDATE OF r SKIP LOCKED`
+
+// claimSQL leases the runs $1 (picked from candidatesSQL, locked by this transaction) to
+// worker $2. The lease token is a random UUID (gen_random_uuid draws from the server's
+// strong random source).
 //
-// The plan must not depend on statistics (see TestPlans): the picked runs are joined back
-// by primary key, one index probe each. The planner cannot know how many a LIMIT $2 takes
-// and guesses a tenth of the queue, so a plain join hashed all runs when the backlog
-// looked large; "id = ANY (ARRAY(...))" guesses ten, which a connection that first leased
-// while the table was nearly empty planned as a sequential scan of runs, and kept as its
-// generic plan until autovacuum analyzed the table. The test on picked.status (always
-// true) has the planner's default selectivity for a column without statistics, so picked
-// looks a few hundred times smaller than the LIMIT guess, small enough for probes to win
-// whatever the table's size.
-const leaseSQL = `WITH picked AS MATERIALIZED (
-		SELECT r.id, r.status FROM runs r
-		WHERE r.status = 'queued' AND r.queue = $1%s
-			AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
-		ORDER BY r.priority DESC, r.scheduled_for, r.id
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED
+// The plan must not depend on statistics (see TestPlans): the runs are found by primary
+// key, one index probe each. unnest of a parameter is guessed at ten rows, which on a
+// nearly empty, never analyzed table plans as a hash join over a sequential scan of runs,
+// kept as the connection's generic plan. The test on picked.status (always true) has the
+// planner's default selectivity for a column without statistics, so picked looks like a
+// row or two and probes win whatever the table's size.
+const claimSQL = `WITH picked AS MATERIALIZED (
+		SELECT u.id, 'queued'::text AS status FROM unnest($1::text[]) AS u(id)
 	)
 	UPDATE runs r SET
 		status = 'running',
 		attempt = r.attempt + 1,
-		worker_id = $3,
+		worker_id = $2,
 		lease_token = gen_random_uuid()::text,
-		lease_expires_at = $4,
-		started_at = coalesce(r.started_at, $5),
-		attempt_started_at = $5,
+		lease_expires_at = $3,
+		started_at = coalesce(r.started_at, $4),
+		attempt_started_at = $4,
 		pending_code = '',
 		pending_reason = ''
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
 
-func (s *Store) leaseQueue(ctx context.Context, q querier, p *store.LeaseRunsParams, queue string, n int) ([]*model.Lease, error) {
+// leaseFromQueue leases up to n runs of queue that the placer takes, in lease order.
+func leaseFromQueue(ctx context.Context, tx pgx.Tx, p *store.LeaseRunsParams, placer *store.Placer, queue string, n int) ([]*model.Lease, error) {
 	now := utc(p.Now)
 	exp := utc(p.Now.Add(p.LeaseTTL))
-	filter, fargs := handlerFilter(p, 6)
-	args := append([]any{queue, n, p.WorkerID, exp, now}, fargs...)
-	rows, err := q.Query(ctx, fmt.Sprintf(leaseSQL, filter), args...)
+	filter, fargs := handlerFilter(p, 7)
+	free := placer.Self.Free
+	labels := labelsDoc(placer.Self.Labels)
+	if labels == nil {
+		labels = []byte(`{}`)
+	}
+	args := append([]any{queue, free.CPU + 1e-9, free.MemoryMB, free.GPU, string(labels), n}, fargs...)
+	rows, err := tx.Query(ctx, fmt.Sprintf(candidatesSQL, filter), args...)
+	if err != nil {
+		return nil, translate(err, "lease from queue %s", queue)
+	}
+	var (
+		ids   []string
+		cands []placement.Candidate
+	)
+	for rows.Next() {
+		var (
+			id string
+			c  placement.Candidate
+		)
+		if err := rows.Scan(&id, &c.Req.CPU, &c.Req.MemoryMB, &c.Req.GPU, &c.Req.Labels, &c.Since); err != nil {
+			rows.Close()
+			return nil, translate(err, "lease from queue %s", queue)
+		}
+		c.Since = c.Since.UTC()
+		ids = append(ids, id)
+		cands = append(cands, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "lease from queue %s", queue)
+	}
+	take, err := placer.Pick(cands)
+	if err != nil || len(take) == 0 {
+		return nil, err
+	}
+	picked := make([]string, len(take))
+	for i, k := range take {
+		picked[i] = ids[k]
+	}
+	rows, err = tx.Query(ctx, claimSQL, picked, p.WorkerID, exp, now)
 	if err != nil {
 		return nil, translate(err, "lease from queue %s", queue)
 	}
 	defer rows.Close()
-	var out []*model.Lease
+	out := make([]*model.Lease, 0, len(picked))
 	for rows.Next() {
 		var (
 			r                        runRow
@@ -725,6 +853,12 @@ func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now
 	var keys []string
 	for _, l := range locked {
 		if e, ok := changed[l.run.ID]; ok {
+			a := model.Attempt{RunID: l.run.ID, N: l.run.Attempt, WorkerID: l.run.WorkerID,
+				Status: model.AttemptLost, Error: msg, FinishedAt: &now}
+			if l.run.attemptStartedAt != nil {
+				a.StartedAt = *l.run.attemptStartedAt
+			}
+			e.run.Attempts = []model.Attempt{a}
 			out = append(out, e.run)
 			if e.freed != "" {
 				keys = append(keys, e.freed)

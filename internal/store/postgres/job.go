@@ -26,23 +26,23 @@ const runInsertSelect = `i.id, i.job_id, i.job_name, i.namespace, i.status, i.pe
 	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error`
 
 const runInsertCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason,
-	queue, priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for,
+	queue, priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, req_labels, args, scheduled_for,
 	created_at, finished_at, attempt, max_attempts, idempotency_key, error`
 
 // Where a run's job kind and requirements come from: the input arrays, or the jobs row j.
 const (
-	kindFromInput = `i.handler, i.req_cpu, i.req_memory_mb, i.req_gpu`
-	kindFromJob   = `j.handler, j.req_cpu, j.req_memory_mb, j.req_gpu`
+	kindFromInput = `i.handler, i.req_cpu, i.req_memory_mb, i.req_gpu, i.req_labels`
+	kindFromJob   = `j.handler, j.req_cpu, j.req_memory_mb, j.req_gpu, j.req_labels`
 )
 
-// insertJobsFromInput inserts the jobs of parameters $1..$15 (column arrays, see
+// insertJobsFromInput inserts the jobs of parameters $1..$16 (column arrays, see
 // createJobsArgs).
 const insertJobsFromInput = `INSERT INTO jobs (` + jobInsertCols + `)
-	SELECT id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
+	SELECT id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
 		enabled, next_fire_at, NULLIF(idempotency_key, ''), request_hash, created_at, updated_at
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[], $6::text[],
-		$7::float8[], $8::int8[], $9::int4[], $10::bool[], $11::timestamptz[], $12::text[],
-		$13::text[], $14::timestamptz[], $15::timestamptz[])
+		$7::float8[], $8::int8[], $9::int4[], $10::jsonb[], $11::bool[], $12::timestamptz[], $13::text[],
+		$14::text[], $15::timestamptz[], $16::timestamptz[])
 		AS j(` + jobInsertCols + `)`
 
 // createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
@@ -55,27 +55,27 @@ var createJobsSQL = `WITH ins AS (
 ), new_runs AS (
 	INSERT INTO runs (` + runInsertCols + `)
 	SELECT ` + fmt.Sprintf(runInsertSelect, kindFromInput) + `
-	FROM ` + runInput{}.sql(17) + ` JOIN ins ON ins.id = i.job_id
+	FROM ` + runInput{}.sql(18) + ` JOIN ins ON ins.id = i.job_id
 	RETURNING queue
 ), new_queues AS (
 	INSERT INTO queues (name, created_at, updated_at)
-	SELECT DISTINCT queue, $16::timestamptz, $16::timestamptz FROM new_runs
+	SELECT DISTINCT queue, $17::timestamptz, $17::timestamptz FROM new_runs
 	ON CONFLICT DO NOTHING
 )
 SELECT id FROM ins`
 
-const jobInsertCols = `id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
+const jobInsertCols = `id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
 	enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at`
 
 // jobColumns and runColumns are the columns the fast path copies, in copy order (copyJobs
 // writes the fields in this order).
 var (
 	jobColumns = []string{"id", "namespace", "name", "spec", "queue", "handler", "req_cpu",
-		"req_memory_mb", "req_gpu", "enabled", "next_fire_at", "idempotency_key", "request_hash",
+		"req_memory_mb", "req_gpu", "req_labels", "enabled", "next_fire_at", "idempotency_key", "request_hash",
 		"created_at", "updated_at"}
 	runColumns = []string{"id", "job_id", "job_name", "namespace", "status", "pending_code",
 		"pending_reason", "queue", "priority", "trigger_kind", "handler", "req_cpu",
-		"req_memory_mb", "req_gpu", "args", "scheduled_for", "created_at", "finished_at",
+		"req_memory_mb", "req_gpu", "req_labels", "args", "scheduled_for", "created_at", "finished_at",
 		"attempt", "max_attempts", "idempotency_key", "error"}
 
 	copyJobsSQL = `COPY jobs (` + strings.Join(jobColumns, ", ") + `) FROM STDIN (FORMAT binary)`
@@ -126,6 +126,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		jobs[i] = &j
 		if e.Run != nil {
 			runs[i] = normalizeRun(e.Run)
+			runs[i].Requirements = j.Spec.Requirements // what the run copies from its job
 		}
 		if j.IdempotencyKey != "" {
 			k := [2]string{j.Namespace, j.IdempotencyKey}
@@ -290,6 +291,7 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 			jobs.float8(req.CPU)
 			jobs.int8(req.MemoryMB)
 			jobs.int4(int32(req.GPU))
+			jobs.jsonb(labelsDoc(req.Labels))
 			jobs.bool(j.Enabled)
 			jobs.timeOrNull(j.NextFireAt)
 			jobs.textOrNull(j.IdempotencyKey)
@@ -325,6 +327,7 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 			runs.float8(req.CPU)
 			runs.int8(req.MemoryMB)
 			runs.int4(int32(req.GPU))
+			runs.jsonb(labelsDoc(req.Labels))
 			runs.jsonb(r.Args)
 			runs.time(r.ScheduledFor)
 			runs.time(r.CreatedAt)
@@ -370,13 +373,13 @@ var insertPlainSQL = `WITH ins AS (
 )
 INSERT INTO runs (` + runInsertCols + `)
 SELECT ` + fmt.Sprintf(runInsertSelect, kindFromInput) + `
-FROM ` + runInput{}.sql(16)
+FROM ` + runInput{}.sql(17)
 
 // insertPlain writes batch, whose queues exist, with insertPlainSQL: one statement, one
 // round trip, its own transaction.
 func (s *Store) insertPlain(ctx context.Context, batch []newJob, now time.Time) error {
 	args := createJobsArgs(batch, now)
-	args = append(args[:15:15], args[16:]...) // createJobsSQL's $16 (now) is for its queues
+	args = append(args[:16:16], args[17:]...) // createJobsSQL's $17 (now) is for its queues
 	err := s.retry(ctx, func() error {
 		_, err := s.pool.Exec(ctx, insertPlainSQL, args...)
 		return err
@@ -411,6 +414,7 @@ func createJobsArgs(batch []newJob, now time.Time) []any {
 		reqCPU                                  = make([]float64, n)
 		reqMem                                  = make([]int64, n)
 		reqGPU                                  = make([]int32, n)
+		reqLabels                               = make([][]byte, n)
 		enabled                                 = make([]bool, n)
 		nextFire                                = make([]*time.Time, n)
 		created, updated                        = make([]time.Time, n), make([]time.Time, n)
@@ -421,11 +425,12 @@ func createJobsArgs(batch []newJob, now time.Time) []any {
 		id[i], ns[i], name[i], specs[i], queue[i], handler[i] = j.ID, j.Namespace, j.Name, b.spec, j.Spec.Queue, j.Spec.Handler
 		reqCPU[i], reqMem[i], reqGPU[i], enabled[i], nextFire[i] = req.CPU, req.MemoryMB, int32(req.GPU), j.Enabled, j.NextFireAt
 		key[i], hash[i], created[i], updated[i] = j.IdempotencyKey, j.RequestHash, j.CreatedAt, j.UpdatedAt
+		reqLabels[i] = labelsDoc(req.Labels)
 		if b.run != nil {
 			in.add(b.run, j.Spec.Handler, req)
 		}
 	}
-	return append([]any{id, ns, name, specs, queue, handler, reqCPU, reqMem, reqGPU, enabled,
+	return append([]any{id, ns, name, specs, queue, handler, reqCPU, reqMem, reqGPU, reqLabels, enabled,
 		nextFire, key, hash, created, updated, now}, in.params()...)
 }
 
@@ -606,9 +611,9 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 		req := p.Spec.Requirements
 		j, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs
 			SET spec = $2, enabled = $3, next_fire_at = $4, updated_at = $5, queue = $6,
-				handler = $7, req_cpu = $8, req_memory_mb = $9, req_gpu = $10
+				handler = $7, req_cpu = $8, req_memory_mb = $9, req_gpu = $10, req_labels = $11
 			WHERE id = $1 RETURNING `+jobCols, p.ID, spec, p.Enabled, utcPtr(p.NextFireAt), utc(p.Now),
-			p.Spec.Queue, p.Spec.Handler, req.CPU, req.MemoryMB, req.GPU))
+			p.Spec.Queue, p.Spec.Handler, req.CPU, req.MemoryMB, req.GPU, labelsDoc(req.Labels)))
 		if err != nil {
 			return translate(err, "update job %s", p.ID)
 		}

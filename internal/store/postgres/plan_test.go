@@ -13,6 +13,7 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/store/storetest"
 )
 
 // planCase is a statement, arguments to explain it with, and what its plan must show.
@@ -30,7 +31,7 @@ type planCase struct {
 // connections' generic plans until autovacuum analyzes the tables.
 func hotPlanCases(now time.Time) []planCase {
 	lp := &store.LeaseRunsParams{WorkerID: "w", Max: 100, Handlers: []string{"noop"}, Commands: true}
-	filter, fargs := handlerFilter(lp, 6)
+	filter, fargs := handlerFilter(lp, 7)
 	qfilter, qargs := handlerFilter(lp, 1)
 	ids := []string{id.New(now), id.New(now)}
 	// A plan that reaches runs other than through its primary key or the index its state
@@ -45,10 +46,13 @@ func hotPlanCases(now time.Time) []planCase {
 		batch = append(batch, newJob{job: j, run: r, spec: []byte(`{}`)})
 	}
 	plainArgs := createJobsArgs(batch, now)
-	plainArgs = append(plainArgs[:15:15], plainArgs[16:]...)
+	plainArgs = append(plainArgs[:16:16], plainArgs[17:]...)
 	return []planCase{
-		{"lease", fmt.Sprintf(leaseSQL, filter), append([]any{"default", 100, "w", now, now}, fargs...),
-			[]string{"runs_queued", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
+		{"lease candidates", fmt.Sprintf(candidatesSQL, filter), append([]any{"default", 8.0, int64(4096), 2, `{"zone": "eu"}`, 100}, fargs...),
+			[]string{"runs_queued"}, noScan},
+		{"lease claim", claimSQL, []any{ids, "w", now, now}, []string{"Index Scan using runs_pkey on runs r", "jobs_pkey"}, noScan},
+		{"worker booked", workerBookedSQL, []any{"w"}, []string{"runs_placed"}, noScan},
+		{"live rooms", liveRoomsSQL, []any{now, "w"}, []string{"runs_placed"}, noScan},
 		{"lease queues", fmt.Sprintf(leaseQueuesSQL, qfilter), qargs, []string{"Index Scan Backward using runs_queued"}, noScan},
 		{"queue running count", countRunningSQL, []any{"default"}, []string{"runs_running_queue"}, noScan},
 		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "Index Cond: (id = due.id)"}, noScan},
@@ -287,7 +291,7 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 	fillRuns(t, s, now, 3)
 	var ls []*model.Lease
 	for w := range 30 {
-		got, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: fmt.Sprintf("w%d", w), Max: 50, LeaseTTL: time.Minute, Now: now})
+		got, err := storetest.Leases(s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: fmt.Sprintf("w%d", w), Max: 50, LeaseTTL: time.Minute, Now: now}))
 		require.NoError(t, err)
 		ls = append(ls, got...)
 	}

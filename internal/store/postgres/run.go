@@ -26,13 +26,35 @@ var createRunsSQL = `WITH new_runs AS (
 	SELECT ` + fmt.Sprintf(runInsertSelect, kindFromJob) + `
 	FROM ` + runInput{}.sql(2) + ` JOIN jobs j ON j.id = i.job_id
 	ON CONFLICT DO NOTHING
-	RETURNING id, queue
+	RETURNING id, queue, req_cpu, req_memory_mb, req_gpu, req_labels
 ), new_queues AS (
 	INSERT INTO queues (name, created_at, updated_at)
 	SELECT DISTINCT queue, $1::timestamptz, $1::timestamptz FROM new_runs
 	ON CONFLICT DO NOTHING
 )
-SELECT id FROM new_runs`
+SELECT id, req_cpu, req_memory_mb, req_gpu, req_labels FROM new_runs`
+
+// insertRuns runs createRunsSQL for in and returns, by id, the runs it inserted with the
+// requirements they copied from their jobs.
+func insertRuns(ctx context.Context, q querier, in *runInput, now time.Time) (map[string]*model.Requirements, error) {
+	rows, err := q.Query(ctx, createRunsSQL, append([]any{now}, in.params()...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]*model.Requirements, in.len())
+	for rows.Next() {
+		var (
+			id  string
+			req model.Requirements
+		)
+		if err := rows.Scan(&id, &req.CPU, &req.MemoryMB, &req.GPU, &req.Labels); err != nil {
+			return nil, err
+		}
+		out[id] = &req
+	}
+	return out, rows.Err()
+}
 
 // CreateRuns inserts runs of existing jobs in one statement. A run whose job does not exist
 // fails with model.ErrNotFound, one whose id is taken with model.ErrConflict; one whose
@@ -78,18 +100,11 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 		}
 		batch.add(runs[i], "", model.Requirements{})
 	}
-	inserted := make(map[string]bool, batch.len())
+	var inserted map[string]*model.Requirements
 	if batch.len() > 0 {
-		rows, err := q.Query(ctx, createRunsSQL, append([]any{now}, batch.params()...)...)
-		if err != nil {
+		var err error
+		if inserted, err = insertRuns(ctx, q, &batch, now); err != nil {
 			return nil, translate(err, "create runs")
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, translate(err, "create runs")
-		}
-		for _, id := range ids {
-			inserted[id] = true
 		}
 	}
 	// Runs the insert skipped: an idempotency key or cron instant already taken (answer
@@ -99,7 +114,7 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 		cronAt                 []time.Time
 	)
 	for i, r := range runs {
-		if r != nil && sameAs[i] < 0 && !inserted[r.ID] {
+		if r != nil && sameAs[i] < 0 && inserted[r.ID] == nil {
 			if r.IdempotencyKey != "" {
 				keys = append(keys, r.IdempotencyKey)
 			}
@@ -153,7 +168,8 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 	for i, r := range runs {
 		switch {
 		case r == nil || sameAs[i] >= 0:
-		case inserted[r.ID]:
+		case inserted[r.ID] != nil:
+			r.Requirements = *inserted[r.ID]
 			res[i].Run = r
 		case r.IdempotencyKey != "" && existing[r.IdempotencyKey] != nil:
 			res[i] = store.CreateRunResult{Run: existing[r.IdempotencyKey], Existing: true}

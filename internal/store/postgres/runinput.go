@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 )
 
 // runInput holds new runs as column arrays, for one INSERT ... SELECT FROM unnest.
@@ -16,6 +17,7 @@ type runInput struct {
 	reqCPU                                                                   []float64
 	reqMemoryMB                                                              []int64
 	reqGPU                                                                   []int32
+	reqLabels                                                                [][]byte
 	args                                                                     [][]byte
 	scheduledFor, createdAt                                                  []time.Time
 	finishedAt                                                               []*time.Time
@@ -25,11 +27,11 @@ type runInput struct {
 
 // runInputCols names the columns of runInput.sql, in order.
 const runInputCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue,
-	priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, args, scheduled_for, created_at,
+	priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, req_labels, args, scheduled_for, created_at,
 	finished_at, attempt, max_attempts, idempotency_key, error`
 
 var runInputTypes = []string{"text", "text", "text", "text", "text", "text", "text", "text",
-	"int4", "text", "text", "float8", "int8", "int4", "jsonb", "timestamptz", "timestamptz",
+	"int4", "text", "text", "float8", "int8", "int4", "jsonb", "jsonb", "timestamptz", "timestamptz",
 	"timestamptz", "int4", "int4", "text", "text"}
 
 // sql is the unnest expression over parameters $first.. (aliased in, with runInputCols).
@@ -63,6 +65,7 @@ func (in *runInput) add(r *model.Run, handler string, req model.Requirements) {
 	in.reqCPU = append(in.reqCPU, req.CPU)
 	in.reqMemoryMB = append(in.reqMemoryMB, req.MemoryMB)
 	in.reqGPU = append(in.reqGPU, int32(req.GPU))
+	in.reqLabels = append(in.reqLabels, labelsDoc(req.Labels))
 	var args []byte
 	if len(r.Args) > 0 {
 		args = r.Args
@@ -82,9 +85,17 @@ func (in *runInput) len() int { return len(in.id) }
 func (in *runInput) params() []any {
 	return []any{in.id, in.jobID, in.jobName, in.namespace, in.status, in.pendingCode,
 		in.pendingReason, in.queue, in.priority, in.trigger, in.handler, in.reqCPU,
-		in.reqMemoryMB, in.reqGPU, in.args,
+		in.reqMemoryMB, in.reqGPU, in.reqLabels, in.args,
 		in.scheduledFor, in.createdAt, in.finishedAt, in.attempt, in.maxAttempts,
 		in.idempotencyKey, in.errMsg}
+}
+
+// labelsDoc is the req_labels value of labels: a JSON object, NULL when there are none.
+func labelsDoc(labels map[string]string) []byte {
+	if s := store.LabelsColumn(labels); s != "" {
+		return []byte(s)
+	}
+	return nil
 }
 
 // normalizeRun returns a copy of r with its times in boundary form.

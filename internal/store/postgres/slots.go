@@ -338,11 +338,10 @@ func createJobTx(ctx context.Context, tx pgx.Tx, e store.NewJob, now time.Time) 
 	if err != nil {
 		return store.CreateJobResult{}, err
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO jobs (id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
-			enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT DO NOTHING`,
+	tag, err := tx.Exec(ctx, `INSERT INTO jobs (`+jobInsertCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING`,
 		j.ID, j.Namespace, j.Name, spec, j.Spec.Queue, j.Spec.Handler, j.Spec.Requirements.CPU, j.Spec.Requirements.MemoryMB,
-		j.Spec.Requirements.GPU, j.Enabled, j.NextFireAt, nullString(j.IdempotencyKey), j.RequestHash, j.CreatedAt, j.UpdatedAt)
+		j.Spec.Requirements.GPU, labelsDoc(j.Spec.Requirements.Labels), j.Enabled, j.NextFireAt, nullString(j.IdempotencyKey), j.RequestHash, j.CreatedAt, j.UpdatedAt)
 	if err != nil {
 		return store.CreateJobResult{}, fmt.Errorf("insert job %s: %w", j.ID, err)
 	}

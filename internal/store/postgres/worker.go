@@ -37,16 +37,27 @@ func scanWorker(row pgx.Row) (*model.Worker, error) {
 		&running, &usedCPU, &usedMem, &usedGPU); err != nil {
 		return nil, err
 	}
-	if len(labels) > 0 && string(labels) != "null" {
-		if err := json.Unmarshal(labels, &w.Labels); err != nil {
-			return nil, fmt.Errorf("worker %s: decode labels: %w", w.ID, err)
-		}
+	var err error
+	if w.Labels, err = decodeWorkerLabels(w.ID, labels); err != nil {
+		return nil, err
 	}
 	w.State = model.WorkerState(state)
 	w.Running = int(running)
 	w.Used = model.Capacity{CPU: usedCPU, MemoryMB: usedMem, GPU: int(usedGPU), Slots: int(running)}
 	w.RegisteredAt, w.LastHeartbeat = w.RegisteredAt.UTC(), w.LastHeartbeat.UTC()
 	return &w, nil
+}
+
+// decodeWorkerLabels decodes a workers.labels value (JSON null when none).
+func decodeWorkerLabels(id string, labels []byte) (map[string]string, error) {
+	if len(labels) == 0 || string(labels) == "null" {
+		return nil, nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal(labels, &m); err != nil {
+		return nil, fmt.Errorf("worker %s: decode labels: %w", id, err)
+	}
+	return m, nil
 }
 
 // workerRunsWhere selects (for lockForEnd) the running runs of worker $1.

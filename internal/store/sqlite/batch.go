@@ -144,11 +144,11 @@ type multiInsert struct {
 
 var (
 	jobsInsert = &multiInsert{name: "jobs", table: "jobs", cols: []string{"id", "namespace", "name", "spec", "queue",
-		"handler", "req_cpu", "req_memory_mb", "req_gpu", "enabled", "next_fire_at", "idempotency_key",
+		"handler", "req_cpu", "req_memory_mb", "req_gpu", "req_labels", "enabled", "next_fire_at", "idempotency_key",
 		"request_hash", "created_at", "updated_at"}, onConflict: "ON CONFLICT DO NOTHING"}
 	runsInsert = &multiInsert{name: "runs", table: "runs", cols: []string{"id", "job_id", "job_name", "namespace",
 		"status", "pending_code", "pending_reason", "queue", "priority", "trigger_kind", "args", "handler", "req_cpu",
-		"req_memory_mb", "req_gpu", "scheduled_for", "created_at", "started_at", "finished_at", "attempt",
+		"req_memory_mb", "req_gpu", "req_labels", "scheduled_for", "created_at", "started_at", "finished_at", "attempt",
 		"max_attempts", "idempotency_key", "cancel_requested", "error"}, onConflict: "ON CONFLICT DO NOTHING"}
 	attemptsInsert = &multiInsert{name: "attempts", table: "attempts", cols: []string{"run_id", "n", "worker_id",
 		"status", "exit_code", "error", "started_at", "finished_at"}}

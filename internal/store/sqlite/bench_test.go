@@ -12,6 +12,7 @@ import (
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/store/sqlite"
+	"github.com/stint-dev/stint/internal/store/storetest"
 )
 
 var benchT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -90,7 +91,7 @@ func BenchmarkLeaseComplete(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				now = now.Add(time.Millisecond)
-				ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Now: now})
+				ls, err := storetest.Leases(s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Now: now}))
 				require.NoError(b, err)
 				if len(ls) < batch {
 					b.StopTimer()

@@ -64,7 +64,7 @@ func (s *Store) DueJobs(ctx context.Context, p *store.DueJobsParams) ([]*model.J
 // advanceJobSQL moves a job's next fire on if it still is where the caller read it, and
 // returns what its runs copy from it.
 const advanceJobSQL = `UPDATE jobs SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?
-	RETURNING handler, req_cpu, req_memory_mb, req_gpu`
+	RETURNING ` + jobInfoCols
 
 // FireJobs records cron fires: per fire, a compare-and-set of the job's next fire, then its
 // runs, all in one transaction.
@@ -79,9 +79,7 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 		}
 		queues := map[string]bool{}
 		for i, f := range p.Fires {
-			var ji jobInfo
-			err := adv.QueryRowContext(t.ctx, nullMicros(f.Next), f.JobID, micros(f.Expect)).
-				Scan(&ji.handler, &ji.req.CPU, &ji.req.MemoryMB, &ji.req.GPU)
+			ji, err := scanJobInfo(adv.QueryRowContext(t.ctx, nullMicros(f.Next), f.JobID, micros(f.Expect)))
 			if errors.Is(err, sql.ErrNoRows) {
 				out[i].Stale = true
 				continue

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -61,10 +62,11 @@ func (s *Store) earliest(ctx context.Context, what, q string) (time.Time, bool, 
 	return fromMicros(v.Int64), true, nil
 }
 
-// LeaseRuns hands queued runs to a worker, queue by queue in priority order.
-func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*model.Lease, error) {
+// LeaseRuns hands queued runs to a worker, queue by queue in priority order, placing
+// them by requirements (see store.Store).
+func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store.Leased, error) {
 	if p.Max <= 0 {
-		return nil, nil
+		return &store.Leased{}, nil
 	}
 	st, err := s.ws.leaseStmt(ctx, len(p.Handlers), p.Commands)
 	if err != nil {
@@ -73,37 +75,26 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 	expires := micros(p.Now.Add(p.LeaseTTL))
 	now := micros(p.Now)
 	tokenPrefix := id.Token() + "."
-	var leased []runRow
+	var (
+		leased []runRow
+		placer *store.Placer
+	)
 	err = s.write(ctx, func(t *wtx) error {
 		leased = leased[:0]
-		type queue struct {
-			name string
-			max  int
-			rate *model.RateLimit
-		}
-		var queues []queue
-		rows, err := t.stmt(t.ws.leaseQueues).QueryContext(t.ctx)
+		queues, err := t.leaseQueues()
 		if err != nil {
-			return fmt.Errorf("queues: %w", err)
+			return err
 		}
-		for rows.Next() {
-			var (
-				q    queue
-				rate int
-				per  int64
-			)
-			if err := rows.Scan(&q.name, &q.max, &rate, &per); err != nil {
-				_ = rows.Close()
-				return fmt.Errorf("queues: %w", err)
-			}
-			q.rate = store.RateFromColumns(rate, per)
-			queues = append(queues, q)
+		if placer, err = t.placer(p); err != nil {
+			return err
 		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("queues: %w", err)
+		labels := store.LabelsColumn(placer.Self.Labels)
+		if labels == "" {
+			labels = "{}"
 		}
-		lease := t.stmt(st)
-		args := make([]any, 0, 7+len(p.Handlers))
+		candidates := t.stmt(st)
+		args := make([]any, 0, 6+len(p.Handlers))
+		var picked []int64
 		for _, q := range queues {
 			want := p.Max - len(leased)
 			if want <= 0 {
@@ -127,12 +118,23 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 					continue
 				}
 			}
-			args = append(args[:0], p.WorkerID, tokenPrefix, expires, now, now, q.name)
+			args = append(args[:0], q.name)
 			for _, h := range p.Handlers {
 				args = append(args, h)
 			}
-			args = append(args, want)
-			got, err := scanLeased(lease.QueryContext(t.ctx, args...))
+			free := placer.Self.Free
+			args = append(args, free.CPU+1e-9, free.MemoryMB, free.GPU, labels, want)
+			if picked, err = t.pick(candidates, args, placer, picked[:0]); err != nil {
+				return fmt.Errorf("lease from queue %q: %w", q.name, err)
+			}
+			if len(picked) == 0 {
+				continue
+			}
+			ids, err := json.Marshal(picked)
+			if err != nil {
+				return fmt.Errorf("lease from queue %q: %w", q.name, err)
+			}
+			got, err := scanLeased(t.stmt(t.ws.claim).QueryContext(t.ctx, p.WorkerID, tokenPrefix, expires, now, now, ids))
 			if err != nil {
 				return fmt.Errorf("lease from queue %q: %w", q.name, err)
 			}
@@ -142,7 +144,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 					a.run.ScheduledFor.Compare(b.run.ScheduledFor), cmp.Compare(a.run.ID, b.run.ID))
 			})
 			leased = append(leased, got...)
-			if q.rate != nil && len(got) > 0 {
+			if q.rate != nil {
 				_, next := store.TakeTurns(tat, p.Now, q.rate, len(got))
 				if err := t.setRateTAT(store.QueueRateKey(q.name), next); err != nil {
 					return err
@@ -154,7 +156,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 	if err != nil {
 		return nil, fmt.Errorf("lease runs: %w", err)
 	}
-	out := make([]*model.Lease, len(leased))
+	out := &store.Leased{Leases: make([]*model.Lease, len(leased)), HeldUntil: placer.HeldUntil}
 	// Each distinct spec is decoded once: the runs of one job, and jobs submitted alike (a
 	// batch of the same work), share it.
 	decoded := map[string]model.JobSpec{}
@@ -168,9 +170,159 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) ([]*mod
 			}
 			decoded[string(rr.spec)] = spec
 		}
-		out[i] = &model.Lease{Run: rr.run, Spec: spec, Token: rr.run.LeaseToken, ExpiresAt: *rr.run.LeaseExpiresAt}
+		out.Leases[i] = &model.Lease{Run: rr.run, Spec: spec, Token: rr.run.LeaseToken, ExpiresAt: *rr.run.LeaseExpiresAt}
 	}
 	return out, nil
+}
+
+// leaseQueue is a queue as LeaseRuns takes it.
+type leaseQueue struct {
+	name string
+	max  int
+	rate *model.RateLimit
+}
+
+// leaseQueues lists the queues that are not paused, in lease order.
+func (t *wtx) leaseQueues() ([]leaseQueue, error) {
+	var queues []leaseQueue
+	rows, err := t.stmt(t.ws.leaseQueues).QueryContext(t.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			q    leaseQueue
+			rate int
+			per  int64
+		)
+		if err := rows.Scan(&q.name, &q.max, &rate, &per); err != nil {
+			return nil, fmt.Errorf("queues: %w", err)
+		}
+		q.rate = store.RateFromColumns(rate, per)
+		queues = append(queues, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	return queues, nil
+}
+
+// placer reads the asking worker's room: its labels and declared capacity (none when it is
+// not registered) less what its running runs book.
+func (t *wtx) placer(p *store.LeaseRunsParams) (*store.Placer, error) {
+	var (
+		labels   []byte
+		declared model.Capacity
+		used     model.Capacity
+		lbls     map[string]string
+	)
+	err := t.stmt(t.ws.workerRoom).QueryRowContext(t.ctx, p.WorkerID).Scan(&labels, &declared.CPU, &declared.MemoryMB, &declared.GPU)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return nil, fmt.Errorf("worker %s: %w", p.WorkerID, err)
+	default:
+		if err := json.Unmarshal(labels, &lbls); err != nil {
+			return nil, fmt.Errorf("decode labels of worker %s: %w", p.WorkerID, err)
+		}
+		if err := t.stmt(t.ws.workerBooked).QueryRowContext(t.ctx, p.WorkerID).Scan(&used.CPU, &used.MemoryMB, &used.GPU); err != nil {
+			return nil, fmt.Errorf("capacity booked on worker %s: %w", p.WorkerID, err)
+		}
+	}
+	return &store.Placer{
+		Self:       store.NewRoom(p.WorkerID, lbls, declared, used),
+		Hold:       p.BestFitHold,
+		Now:        p.Now,
+		LoadOthers: func() ([]placement.Room, error) { return t.liveRooms(p) },
+	}, nil
+}
+
+// liveRooms reads the rooms of the live workers other than the asking one.
+func (t *wtx) liveRooms(p *store.LeaseRunsParams) ([]placement.Room, error) {
+	booked := map[string]model.Capacity{}
+	rows, err := t.tx.QueryContext(t.ctx, bookedSQL)
+	if err != nil {
+		return nil, fmt.Errorf("capacity booked: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			c  model.Capacity
+		)
+		if err := rows.Scan(&id, &c.CPU, &c.MemoryMB, &c.GPU); err != nil {
+			return nil, fmt.Errorf("capacity booked: %w", err)
+		}
+		booked[id] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("capacity booked: %w", err)
+	}
+	wrows, err := t.tx.QueryContext(t.ctx, liveWorkersSQL, micros(p.LiveSince), p.WorkerID)
+	if err != nil {
+		return nil, fmt.Errorf("live workers: %w", err)
+	}
+	defer wrows.Close()
+	var out []placement.Room
+	for wrows.Next() {
+		var (
+			id       string
+			labels   []byte
+			lbls     map[string]string
+			declared model.Capacity
+		)
+		if err := wrows.Scan(&id, &labels, &declared.CPU, &declared.MemoryMB, &declared.GPU); err != nil {
+			return nil, fmt.Errorf("live workers: %w", err)
+		}
+		if err := json.Unmarshal(labels, &lbls); err != nil {
+			return nil, fmt.Errorf("decode labels of worker %s: %w", id, err)
+		}
+		out = append(out, store.NewRoom(id, lbls, declared, booked[id]))
+	}
+	return out, wrows.Err()
+}
+
+// pick runs the candidates statement with args and returns the rowids of the candidates
+// the placer takes, appended to dst.
+func (t *wtx) pick(candidates *sql.Stmt, args []any, placer *store.Placer, dst []int64) ([]int64, error) {
+	rows, err := candidates.QueryContext(t.ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var (
+		rowids []int64
+		cands  []placement.Candidate
+	)
+	for rows.Next() {
+		var (
+			rowid  int64
+			c      placement.Candidate
+			labels string
+			since  int64
+		)
+		if err := rows.Scan(&rowid, &c.Req.CPU, &c.Req.MemoryMB, &c.Req.GPU, &labels, &since); err != nil {
+			return nil, err
+		}
+		if c.Req.Labels, err = store.LabelsFromColumn(labels); err != nil {
+			return nil, err
+		}
+		c.Since = fromMicros(since)
+		rowids = append(rowids, rowid)
+		cands = append(cands, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	take, err := placer.Pick(cands)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range take {
+		dst = append(dst, rowids[i])
+	}
+	return dst, nil
 }
 
 // CompleteAttempts records the ends of attempts; see store.Store.
@@ -470,6 +622,9 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 			if err != nil {
 				return fmt.Errorf("run %s: %w", rr.run.ID, err)
 			}
+			finished := norm(p.Now)
+			r.Attempts = []model.Attempt{{RunID: r.ID, N: rr.run.Attempt, WorkerID: rr.worker, Status: model.AttemptLost,
+				Error: "lease expired", StartedAt: fromMicros(rr.attemptStarted), FinishedAt: &finished}}
 			out = append(out, r)
 		}
 		if err := e.flush(); err != nil {

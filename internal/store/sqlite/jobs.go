@@ -85,7 +85,7 @@ func (t *wtx) createJobsFast(jobs []store.NewJob, specs [][]byte, out []store.Cr
 		}
 		return t.insertAll(runsInsert, len(withRun), func(i int) []any {
 			nj := jobs[withRun[i]]
-			return runArgs(nj.Run, jobInfo{handler: nj.Job.Spec.Handler, req: nj.Job.Spec.Requirements})
+			return runArgs(nj.Run, infoOf(&nj.Job.Spec))
 		})
 	})
 	if err != nil || !ok {
@@ -94,7 +94,7 @@ func (t *wtx) createJobsFast(jobs []store.NewJob, specs [][]byte, out []store.Cr
 	for i, nj := range jobs {
 		out[i] = store.CreateJobResult{Job: storedJob(nj.Job)}
 		if nj.Run != nil {
-			out[i].Run = storedRun(nj.Run)
+			out[i].Run = storedRun(nj.Run, nj.Job.Spec.Requirements)
 		}
 	}
 	return true, nil
@@ -161,7 +161,7 @@ func (t *wtx) insertAll(m *multiInsert, n int, row func(i int) []any) (bool, err
 func jobArgs(j *model.Job, spec []byte) []any {
 	return []any{j.ID, j.Namespace, j.Name, spec, j.Spec.Queue, j.Spec.Handler,
 		j.Spec.Requirements.CPU, j.Spec.Requirements.MemoryMB, j.Spec.Requirements.GPU,
-		boolInt(j.Enabled), nullMicros(j.NextFireAt), nullStr(j.IdempotencyKey), j.RequestHash,
+		store.LabelsColumn(j.Spec.Requirements.Labels), boolInt(j.Enabled), nullMicros(j.NextFireAt), nullStr(j.IdempotencyKey), j.RequestHash,
 		micros(j.CreatedAt), micros(j.UpdatedAt)}
 }
 
@@ -173,7 +173,7 @@ func runArgs(r *model.Run, ji jobInfo) []any {
 	}
 	return []any{r.ID, r.JobID, r.JobName, r.Namespace, string(r.Status), string(r.PendingCode), r.PendingReason,
 		r.Queue, r.Priority, string(r.Trigger), args, ji.handler, ji.req.CPU, ji.req.MemoryMB, ji.req.GPU,
-		micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
+		store.LabelsColumn(ji.req.Labels), micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
 		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error}
 }
 
@@ -185,8 +185,9 @@ func storedJob(j *model.Job) *model.Job {
 }
 
 // storedRun returns r as the store keeps it.
-func storedRun(r *model.Run) *model.Run {
+func storedRun(r *model.Run, req model.Requirements) *model.Run {
 	c := *r
+	c.Requirements = req
 	c.ScheduledFor, c.CreatedAt = norm(r.ScheduledFor), norm(r.CreatedAt)
 	c.StartedAt, c.FinishedAt = normp(r.StartedAt), normp(r.FinishedAt)
 	c.WorkerID, c.LeaseToken, c.LeaseExpiresAt, c.Attempts = "", "", nil, nil
@@ -230,7 +231,7 @@ func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte, 
 	if nj.Run == nil {
 		return out, nil
 	}
-	rr, err := t.createRun(insRun, nj.Run, jobInfo{handler: j.Spec.Handler, req: j.Spec.Requirements}, now)
+	rr, err := t.createRun(insRun, nj.Run, infoOf(&j.Spec), now)
 	if err != nil {
 		return store.CreateJobResult{}, err
 	}
@@ -256,6 +257,27 @@ type jobInfo struct {
 	req     model.Requirements
 }
 
+// jobInfoCols are the jobs columns of a jobInfo, in scanJobInfo's order.
+const jobInfoCols = `handler, req_cpu, req_memory_mb, req_gpu, req_labels`
+
+func scanJobInfo(sc scanner) (jobInfo, error) {
+	var (
+		ji     jobInfo
+		labels string
+	)
+	if err := sc.Scan(&ji.handler, &ji.req.CPU, &ji.req.MemoryMB, &ji.req.GPU, &labels); err != nil {
+		return jobInfo{}, err
+	}
+	var err error
+	ji.req.Labels, err = store.LabelsFromColumn(labels)
+	return ji, err
+}
+
+// infoOf is what a run of a job with spec copies from it.
+func infoOf(spec *model.JobSpec) jobInfo {
+	return jobInfo{handler: spec.Handler, req: spec.Requirements}
+}
+
 // insertRun inserts r; ok is false when a unique key (id, idempotency key, cron instant)
 // is taken. It returns the run as stored.
 func (t *wtx) insertRun(ins *sql.Stmt, r *model.Run, ji jobInfo) (*model.Run, bool, error) {
@@ -266,7 +288,7 @@ func (t *wtx) insertRun(ins *sql.Stmt, r *model.Run, ji jobInfo) (*model.Run, bo
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, false, nil
 	}
-	return storedRun(r), true, nil
+	return storedRun(r, ji.req), true, nil
 }
 
 // ensureQueues creates the named queues that do not exist yet, with defaults. Queues are
@@ -405,9 +427,9 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 			return mapErr(err)
 		}
 		row := t.tx.QueryRowContext(t.ctx, `UPDATE jobs SET spec = ?, queue = ?, handler = ?, req_cpu = ?, req_memory_mb = ?,
-			req_gpu = ?, enabled = ?, next_fire_at = ?, updated_at = ? WHERE id = ? RETURNING `+jobCols,
+			req_gpu = ?, req_labels = ?, enabled = ?, next_fire_at = ?, updated_at = ? WHERE id = ? RETURNING `+jobCols,
 			spec, p.Spec.Queue, p.Spec.Handler, p.Spec.Requirements.CPU, p.Spec.Requirements.MemoryMB, p.Spec.Requirements.GPU,
-			boolInt(p.Enabled), nullMicros(p.NextFireAt), micros(p.Now), p.ID)
+			store.LabelsColumn(p.Spec.Requirements.Labels), boolInt(p.Enabled), nullMicros(p.NextFireAt), micros(p.Now), p.ID)
 		if j, err = scanJob(row); err != nil {
 			return mapErr(err)
 		}

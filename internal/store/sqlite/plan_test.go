@@ -27,9 +27,12 @@ func TestQueryPlans(t *testing.T) {
 		want  []string // substrings the plan must contain
 		avoid []string
 	}{
-		{"lease", leaseSQL(0, false), 7, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"lease commands", leaseSQL(0, true), 7, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"lease handlers", leaseSQL(2, true), 9, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease candidates", candidatesSQL(0, false), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease candidates, commands", candidatesSQL(0, true), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease candidates, handlers", candidatesSQL(2, true), 8, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"claim", claimSQL, 6, []string{"INTEGER PRIMARY KEY (rowid=?)"}, nil},
+		{"booked on a worker", workerBookedSQL, 1, []string{"INDEX runs_placed (worker_id=?)"}, nil},
+		{"booked", bookedSQL, 0, []string{"INDEX runs_placed"}, nil},
 		{"promote due", promoteDueSQL, 2, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
 		{"next due", nextDueSQL, 0, []string{"runs_scheduled"}, []string{"TEMP B-TREE"}},
 		{"next lease expiry", nextLeaseExpirySQL, 0, []string{"INDEX runs_running (queue=?)"}, []string{"TEMP B-TREE"}},
@@ -44,7 +47,7 @@ func TestQueryPlans(t *testing.T) {
 		{"cancel job running", cancelJobRunningSQL, 2, []string{"runs_job (job_id=?)"}, nil},
 		{"finish batch", finishBatchSQL(4, 0), 17, []string{"sqlite_autoindex_runs_1 (id=?)"}, []string{"SCAN runs"}},
 		{"finish batch, status and error shared", finishBatchSQL(4, 0b1100), 11, []string{"sqlite_autoindex_runs_1 (id=?)"}, []string{"SCAN runs"}},
-		{"insert runs, shared columns", runsInsert.sql(4, 0b1111_1111_1111_1111_1111_1000), 4*3 + 21, nil, []string{"SCAN runs"}},
+		{"insert runs, shared columns", runsInsert.sql(4, 0b1_1111_1111_1111_1111_1111_1000), 4*3 + 22, nil, []string{"SCAN runs"}},
 		{"run by cron instant", `SELECT id FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`, 2, []string{"runs_cron_instant"}, nil},
 		{"finish run", `UPDATE runs SET status = ? WHERE id = ? AND status = 'running' AND lease_token = ?`, 3, []string{"sqlite_autoindex_runs_1 (id=?)"}, nil},
 		{"list jobs", `SELECT id FROM jobs WHERE (name, namespace) > (?, ?) ORDER BY name, namespace LIMIT ?`, 3, []string{"jobs_name"}, []string{"TEMP B-TREE"}},

@@ -26,8 +26,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			if _, seen := jobs[r.JobID]; seen {
 				continue
 			}
-			var info jobInfo
-			err := jobQ.QueryRowContext(t.ctx, r.JobID).Scan(&info.handler, &info.req.CPU, &info.req.MemoryMB, &info.req.GPU)
+			info, err := scanJobInfo(jobQ.QueryRowContext(t.ctx, r.JobID))
 			switch {
 			case err == nil:
 				jobs[r.JobID] = &info
@@ -53,7 +52,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 		queues := map[string]bool{}
 		if ok {
 			for i, r := range p.Runs {
-				out[i].Run = storedRun(r)
+				out[i].Run = storedRun(r, jobs[r.JobID].req)
 				queues[r.Queue] = true
 			}
 			return t.ensureQueues(queues, p.Now)

@@ -34,6 +34,9 @@ type writeStmts struct {
 	insertLogChunk *sql.Stmt
 	runningCount   *sql.Stmt
 	leaseQueues    *sql.Stmt
+	claim          *sql.Stmt
+	workerRoom     *sql.Stmt
+	workerBooked   *sql.Stmt
 	savepoint      *sql.Stmt
 	release        *sql.Stmt
 	rollbackTo     *sql.Stmt
@@ -89,9 +92,9 @@ const statusRare = `(status = 'waiting' OR status = 'scheduled' OR status = 'fai
 const statusPending = `('waiting', 'scheduled', 'queued')`
 
 const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
-	trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, scheduled_for, created_at, started_at, finished_at,
-	attempt, max_attempts, idempotency_key, cancel_requested, error)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for, created_at, started_at,
+	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}, queues: map[string]bool{}}
@@ -104,14 +107,14 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		return st
 	}
 	s.insertJob = p(`INSERT INTO jobs (id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu,
-		enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
+		req_labels, enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
 	s.insertRun = p(insertRunSQL)
 	s.deleteJob = p(`DELETE FROM jobs WHERE id = ?`)
 	s.ensureQueue = p(`INSERT INTO queues (name, created_at, updated_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`)
 	s.jobByKey = p(`SELECT ` + jobCols + ` FROM jobs WHERE namespace = ? AND idempotency_key = ?`)
 	s.firstRun = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? ORDER BY id LIMIT 1`)
-	s.jobForRun = p(`SELECT handler, req_cpu, req_memory_mb, req_gpu FROM jobs WHERE id = ?`)
+	s.jobForRun = p(`SELECT ` + jobInfoCols + ` FROM jobs WHERE id = ?`)
 	s.runByKey = p(`SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?`)
 	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
@@ -131,6 +134,9 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
 	s.runningCount = p(runningCountSQL)
 	s.leaseQueues = p(`SELECT name, max_concurrency, rate, rate_per_us FROM queues WHERE paused = 0 ORDER BY priority DESC, name`)
+	s.claim = p(claimSQL)
+	s.workerRoom = p(`SELECT labels, cap_cpu, cap_memory_mb, cap_gpu FROM workers WHERE id = ?`)
+	s.workerBooked = p(workerBookedSQL)
 	s.savepoint = p(`SAVEPOINT fast`)
 	s.release = p(`RELEASE fast`)
 	s.rollbackTo = p(`ROLLBACK TO fast`)
@@ -141,7 +147,8 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	return s, nil
 }
 
-// leaseStmt returns the LeaseRuns statement for one filter shape, preparing it once.
+// leaseStmt returns the candidates statement of LeaseRuns for one filter shape, preparing
+// it once.
 func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool) (*sql.Stmt, error) {
 	key := fmt.Sprintf("%d/%t", handlers, commands)
 	s.mu.Lock()
@@ -152,7 +159,7 @@ func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool)
 	}
 	// Prepare without holding mu: preparing waits for the writer's one connection, and the
 	// transaction holding it may need mu (wtx.batch) before it can let go.
-	st, err := s.db.PrepareContext(ctx, leaseSQL(handlers, commands))
+	st, err := s.db.PrepareContext(ctx, candidatesSQL(handlers, commands))
 	if err != nil {
 		return nil, fmt.Errorf("prepare lease: %w", err)
 	}
@@ -166,13 +173,13 @@ func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool)
 	return st, nil
 }
 
-// leaseSQL is the LeaseRuns statement for one queue: claim up to N queued runs in lease
-// order, optionally only of some handler kinds. The subquery walks runs_queued; the UPDATE
-// claims what it found. The writer is the only connection that writes, so nothing can
-// claim them in between. A lease token is a random prefix drawn once per call (128 bits)
-// followed by the run's rowid: unguessable, and unique per lease since no two calls share
-// a prefix and no two runs a rowid (randomblob per row costs a tenth of the statement).
-func leaseSQL(handlers int, commands bool) string {
+// candidatesSQL lists, in lease order, up to N queued runs of one queue that each fit the
+// asking worker: its labels ($labels, a JSON object) include the run's requirement labels,
+// and the run needs no more cpu, memory and gpu than is free. It optionally keeps only some
+// handler kinds. Runs without requirements pass the fit terms at their first comparison.
+// A requirement label's key is spliced into a JSON path: label keys are kept to
+// placement.LabelPattern, which has no quotes.
+func candidatesSQL(handlers int, commands bool) string {
 	var filter string
 	switch {
 	case handlers == 0 && !commands:
@@ -185,13 +192,24 @@ func leaseSQL(handlers int, commands bool) string {
 		}
 		filter += `)`
 	}
-	return `UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = ?,
+	return `SELECT rowid, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for FROM runs INDEXED BY runs_queued
+		WHERE status = 'queued' AND queue = ?` + filter + `
+			AND req_cpu <= ? AND req_memory_mb <= ? AND req_gpu <= ?
+			AND (req_labels = '' OR NOT EXISTS (SELECT 1 FROM json_each(req_labels) AS l
+				WHERE json_extract(?, '$."' || l.key || '"') IS NOT l.value))
+		ORDER BY priority DESC, scheduled_for, id LIMIT ?`
+}
+
+// claimSQL leases the runs whose rowids are in the JSON array $5. The writer is the only
+// connection that writes, so nothing can claim them between candidatesSQL and this. A lease
+// token is a random prefix drawn once per call (128 bits) followed by the run's rowid:
+// unguessable, and unique per lease since no two calls share a prefix and no two runs a
+// rowid (randomblob per row costs a tenth of the statement).
+const claimSQL = `UPDATE runs SET status = 'running', attempt = attempt + 1, worker_id = ?,
 		lease_token = ? || rowid, lease_expires_at = ?,
 		started_at = coalesce(started_at, ?), attempt_started_at = ?, pending_code = '', pending_reason = ''
-		WHERE rowid IN (SELECT rowid FROM runs INDEXED BY runs_queued WHERE status = 'queued' AND queue = ?` + filter + `
-			ORDER BY priority DESC, scheduled_for, id LIMIT ?)
+		WHERE rowid IN (SELECT value FROM json_each(?))
 		RETURNING ` + runCols + `, (SELECT spec FROM jobs WHERE jobs.id = runs.job_id)`
-}
 
 // SQL shared by methods and the query-plan test.
 const (
@@ -214,6 +232,15 @@ const (
 		WHERE queue = ? AND status = 'waiting' AND ` + statusRare
 	workerUsageSQL = `SELECT count(*), coalesce(sum(req_cpu), 0), coalesce(sum(req_memory_mb), 0), coalesce(sum(req_gpu), 0)
 		FROM runs INDEXED BY runs_worker WHERE worker_id = ? AND status = 'running'`
+	// What running runs book, per worker (runs_placed, migration 0004): of one worker, and
+	// of all.
+	placedTerm      = `status = 'running' AND (req_cpu > 0 OR req_memory_mb > 0 OR req_gpu > 0)`
+	workerBookedSQL = `SELECT coalesce(sum(req_cpu), 0), coalesce(sum(req_memory_mb), 0), coalesce(sum(req_gpu), 0)
+		FROM runs INDEXED BY runs_placed WHERE worker_id = ? AND ` + placedTerm
+	bookedSQL = `SELECT worker_id, sum(req_cpu), sum(req_memory_mb), sum(req_gpu)
+		FROM runs INDEXED BY runs_placed WHERE worker_id IS NOT NULL AND ` + placedTerm + ` GROUP BY worker_id`
+	liveWorkersSQL = `SELECT id, labels, cap_cpu, cap_memory_mb, cap_gpu FROM workers
+		WHERE state = 'active' AND last_heartbeat >= ? AND id != ?`
 	cancelJobPendingSQL = `UPDATE runs INDEXED BY runs_job SET status = 'cancelled', finished_at = ?, error = ?,
 		pending_code = '', pending_reason = '' WHERE job_id = ? AND status IN ` + statusPending + ` RETURNING ` + runCols
 	cancelJobRunningSQL = `UPDATE runs INDEXED BY runs_job SET cancel_requested = 1, error = ?
@@ -225,7 +252,7 @@ func (s *writeStmts) close() error {
 	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
 		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.jobSpec, s.endAttemptRun,
 		s.activeRun, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
-		s.runningCount, s.leaseQueues, s.savepoint, s.release, s.rollbackTo} {
+		s.runningCount, s.leaseQueues, s.claim, s.workerRoom, s.workerBooked, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -82,7 +82,7 @@ func testRaceLeaseMaxConcurrency(t *testing.T, open OpenFunc) {
 	leaseAll := func() error {
 		return race(leasers, func(i int) error {
 			for {
-				ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: fmt.Sprintf("w%d", i), Max: 2, LeaseTTL: time.Minute, Now: t0})
+				ls, err := Leases(f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: fmt.Sprintf("w%d", i), Max: 2, LeaseTTL: time.Minute, Now: t0}))
 				if err != nil {
 					return err
 				}
@@ -122,7 +122,7 @@ func testRaceCompleteVersusRescue(t *testing.T, open OpenFunc) {
 		batch = append(batch, f.run(j))
 	}
 	f.createRuns(batch...)
-	ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: n, LeaseTTL: time.Second, Now: t0})
+	ls, err := Leases(f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: n, LeaseTTL: time.Second, Now: t0}))
 	require.NoError(t, err)
 	require.Len(t, ls, n)
 
@@ -382,7 +382,7 @@ func testRaceHeartbeatVersusComplete(t *testing.T, open OpenFunc) {
 		batch = append(batch, f.run(j))
 	}
 	f.createRuns(batch...)
-	ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: n, LeaseTTL: time.Minute, Now: t0})
+	ls, err := Leases(f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: n, LeaseTTL: time.Minute, Now: t0}))
 	require.NoError(t, err)
 	require.Len(t, ls, n)
 	held := make([]store.LeaseRef, n)
@@ -425,7 +425,7 @@ func LeaseUntilEmpty(ctx context.Context, stores []store.Store, workers, max int
 	err := race(workers, func(w int) error {
 		s, worker := stores[w%len(stores)], fmt.Sprintf("w%d", w)
 		for {
-			ls, err := s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: worker, Max: max, LeaseTTL: time.Minute, Now: now})
+			ls, err := Leases(s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: worker, Max: max, LeaseTTL: time.Minute, Now: now}))
 			if err != nil || len(ls) == 0 {
 				return err
 			}

@@ -56,6 +56,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 
 		wantRun := *r
 		wantRun.ScheduledFor, wantRun.CreatedAt = micro(created), micro(created)
+		wantRun.Requirements = j.Spec.Requirements // copied from the job
 		require.Equal(t, &wantRun, res.Run)
 
 		for _, key := range []string{j.ID, j.Name} {
@@ -323,7 +324,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 		require.True(t, got.Enabled)
 
 		// A lease carries the job's current spec; the queued run now is a handler run.
-		ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: 1, LeaseTTL: time.Minute, Handlers: []string{"email"}, Now: at(2 * time.Hour)})
+		ls, err := Leases(f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: "w", Max: 1, LeaseTTL: time.Minute, Handlers: []string{"email"}, Now: at(2 * time.Hour)}))
 		require.NoError(t, err)
 		require.Len(t, ls, 1)
 		require.Equal(t, r.ID, ls[0].Run.ID)

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Workers", testWorkers},
 		{"Cron", testCron},
 		{"Limits", testLimits},
+		{"Placement", testPlacement},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -153,7 +154,7 @@ func (f *fx) createRuns(runs ...*model.Run) []*model.Run {
 // lease leases up to max runs for worker at now with a 30 s TTL.
 func (f *fx) lease(worker string, max int, now time.Time) []*model.Lease {
 	f.t.Helper()
-	ls, err := f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: worker, Max: max, LeaseTTL: 30 * time.Second, Now: now})
+	ls, err := Leases(f.s.LeaseRuns(f.ctx, &store.LeaseRunsParams{WorkerID: worker, Max: max, LeaseTTL: 30 * time.Second, Now: now}))
 	require.NoError(f.t, err)
 	return ls
 }
@@ -197,7 +198,7 @@ func (f *fx) register(w, session string, now time.Time) (*model.Worker, []*model
 	f.t.Helper()
 	wk, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{
 		ID: w, Session: session, Labels: map[string]string{"zone": "a"},
-		Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 1, Slots: 16}, Now: now,
+		Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 2, Slots: 16}, Now: now,
 	})
 	require.NoError(f.t, err)
 	return wk, lost
@@ -245,4 +246,12 @@ func (b *backoffRecorder) fn(r *model.Run, p model.RetryPolicy) time.Duration {
 	b.runs = append(b.runs, *r)
 	b.policy = append(b.policy, p)
 	return b.d
+}
+
+// Leases unwraps LeaseRuns' answer for callers that look at the leases only.
+func Leases(l *store.Leased, err error) ([]*model.Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l.Leases, nil
 }

@@ -20,7 +20,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Empty(t, lost)
 		want := &model.Worker{
 			ID: "w", Labels: map[string]string{"zone": "a"},
-			Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 1, Slots: 16},
+			Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 2, Slots: 16},
 			Session:  "s1", State: model.WorkerActive, RegisteredAt: t0, LastHeartbeat: t0,
 		}
 		require.Equal(t, want, w)

@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// registerWith registers a noop worker with capacity and labels.
+func registerWith(t *testing.T, e *Engine, workerID string, c apitype.Capacity, labels map[string]string) {
+	t.Helper()
+	_, err := e.Register(context.Background(), &apitype.RegisterRequest{ID: workerID, Capacity: c, Labels: labels, Handlers: []string{"noop"}})
+	require.NoError(t, err)
+}
+
+// submitNeeding creates a noop job needing req with one run due now.
+func submitNeeding(t *testing.T, e *Engine, b *testBundle, req model.Requirements) *model.Run {
+	t.Helper()
+	now := b.clk.Now()
+	jobID := id.New(now)
+	job := &model.Job{
+		ID: jobID, Namespace: model.DefaultNamespace, Name: jobID, Enabled: true,
+		Spec:      model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Requirements: req, Retry: model.RetryPolicy{MaxAttempts: 1}},
+		CreatedAt: now, UpdatedAt: now,
+	}
+	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: NewRun(job, model.TriggerSubmit, nil, time.Time{}, now)}})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	return res[0].Run
+}
+
+func TestLeaseCarriesRequirements(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	registerWith(t, e, "w", apitype.Capacity{CPU: 4, MemoryMB: 1024, GPU: 2, Slots: 4}, map[string]string{"zone": "eu"})
+	req := model.Requirements{CPU: 1, GPU: 2, Labels: map[string]string{"zone": "eu"}}
+	r := submitNeeding(t, e, b, req)
+	resp := lease(t, e, "w", 4, 0)
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, r.ID, resp.Leases[0].RunID)
+	require.Equal(t, &apitype.Requirements{CPU: 1, GPU: 2, Labels: map[string]string{"zone": "eu"}}, resp.Leases[0].Requirements)
+}
+
+// A young run that another live worker fits better is not handed to the worker that asks
+// first; its long poll is woken when the hold ends, and takes it then.
+func TestLeaseHeldForBestFitWakesWhenHoldEnds(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	registerWith(t, e, "gpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, GPU: 4, Slots: 4}, nil)
+	registerWith(t, e, "cpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, Slots: 4}, nil)
+	r := submitNeeding(t, e, b, model.Requirements{CPU: 1})
+
+	got := make(chan *apitype.LeaseResponse, 1)
+	go func() { got <- lease(t, e, "gpu-box", 4, time.Hour) }()
+	holdEnds := t0.Add(DefaultBestFitHold)
+	waitTimer(t, b, holdEnds)
+	select {
+	case resp := <-got:
+		t.Fatalf("gpu-box got %d leases before the hold ended", len(resp.Leases))
+	default:
+	}
+	b.clk.Set(holdEnds)
+	select {
+	case resp := <-got:
+		require.Len(t, resp.Leases, 1)
+		require.Equal(t, r.ID, resp.Leases[0].RunID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the poll was not woken when the hold ended")
+	}
+}
+
+func TestLeaseBestFitGoesToTheTighterWorker(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	registerWith(t, e, "gpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, GPU: 4, Slots: 4}, nil)
+	registerWith(t, e, "cpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, Slots: 4}, nil)
+	cpuRun := submitNeeding(t, e, b, model.Requirements{CPU: 1})
+	gpuRun := submitNeeding(t, e, b, model.Requirements{GPU: 1})
+	resp := lease(t, e, "gpu-box", 4, 0)
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, gpuRun.ID, resp.Leases[0].RunID)
+	resp = lease(t, e, "cpu-box", 4, 0)
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, cpuRun.ID, resp.Leases[0].RunID)
+}
