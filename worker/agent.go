@@ -41,7 +41,14 @@ type Config struct {
 	Labels map[string]string
 	// Capacity is what the worker offers. Capacity.Slots is how many attempts run at once
 	// (default: the number of CPUs); the server fits cpu, memory and gpu to the rest.
+	// Capacity.GPU, when GPUs names devices, is their number (0 sets it; another value is an
+	// error).
 	Capacity apitype.Capacity
+	// GPUs are the GPU devices the worker offers, as CUDA_VISIBLE_DEVICES names them (the
+	// indices nvidia-smi lists, such as "0" and "1", or GPU UUIDs). Empty: "0" to
+	// Capacity.GPU-1. An attempt whose lease needs k GPUs gets the first k free devices in this
+	// order for as long as it runs; see the package documentation.
+	GPUs []string
 	// Handlers maps handler kinds to the Go functions that run them.
 	Handlers map[string]Handler
 	// Commands says the worker runs command and shell jobs as processes.
@@ -84,6 +91,7 @@ type Agent struct {
 	now   func() time.Time
 	kinds []string
 	slots int
+	gpus  *gpuPool
 
 	regMu      sync.Mutex    // serialises registering
 	regGen     atomic.Uint64 // bumped by every successful registration
@@ -146,6 +154,11 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Capacity.Slots == 0 {
 		cfg.Capacity.Slots = runtime.NumCPU()
 	}
+	gpus, n, err := gpuDevices(slices.Clone(cfg.GPUs), cfg.Capacity.GPU)
+	if err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
+	cfg.GPUs, cfg.Capacity.GPU = gpus, n
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
@@ -196,6 +209,7 @@ func New(cfg Config) (*Agent, error) {
 		now:       cfg.Now,
 		kinds:     kinds,
 		slots:     cfg.Capacity.Slots,
+		gpus:      newGPUPool(cfg.GPUs),
 		attempts:  make(map[string]*attempt),
 		changed:   make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
@@ -494,7 +508,7 @@ func (a *Agent) registered(resp *apitype.RegisterResponse) {
 	a.leaseTTL.Store(int64(ttl))
 	a.regGen.Add(1)
 	a.log.Info("worker registered", "id", a.ID(), "session", resp.Session,
-		"heartbeat_interval", hb, "lease_ttl", ttl, "slots", a.slots)
+		"heartbeat_interval", hb, "lease_ttl", ttl, "slots", a.slots, "gpus", a.cfg.GPUs)
 }
 
 // reregister registers again after the server said it does not know the worker, unless

@@ -120,24 +120,40 @@ func (at *attempt) stoppedOutcome(r reason) outcome {
 // run executes the attempt in its own goroutine and reports the outcome.
 func (at *attempt) run() {
 	ctx, release := at.withTimeout()
-	var o outcome
-	l := at.lease
-	switch {
-	case reason(at.state.Load()) != running:
-		o = at.stoppedOutcome(reason(at.state.Load()))
-	case l.Handler != "":
-		o = at.runHandler(ctx)
-	case len(l.Command) > 0 || l.Shell != "":
-		if !at.agent.cfg.Commands {
-			o = outcome{status: statusFailed, err: "this worker does not run commands"}
-			break
-		}
-		o = at.runCommand()
-	default:
-		o = outcome{status: statusFailed, err: "lease has nothing to run: no command, shell or handler"}
-	}
+	o := at.execute(ctx)
 	release()
 	at.finish(o)
+}
+
+// execute runs what the lease says, holding the GPU devices it needs while it runs.
+func (at *attempt) execute(ctx context.Context) outcome {
+	l := at.lease
+	var body func() outcome
+	switch {
+	case reason(at.state.Load()) != running:
+		return at.stoppedOutcome(reason(at.state.Load()))
+	case l.Handler != "":
+		h, ok := at.agent.cfg.Handlers[l.Handler]
+		if !ok {
+			at.state.CompareAndSwap(int32(running), int32(reasonDone))
+			return outcome{status: statusFailed, err: fmt.Sprintf("no handler for kind %q on this worker", l.Handler)}
+		}
+		body = func() outcome { return at.runHandler(ctx, h) }
+	case len(l.Command) > 0 || l.Shell != "":
+		if !at.agent.cfg.Commands {
+			return outcome{status: statusFailed, err: "this worker does not run commands"}
+		}
+		body = at.runCommand
+	default:
+		return outcome{status: statusFailed, err: "lease has nothing to run: no command, shell or handler"}
+	}
+	if o, ok := at.acquireGPUs(ctx); !ok {
+		return o
+	}
+	// The devices come back when the process has exited or the handler has returned, however
+	// the attempt ends; a handler that ignores its stop keeps them as it keeps its slot.
+	defer at.agent.gpus.release(at)
+	return body()
 }
 
 // withTimeout returns the context to run under: the attempt's, with the job's timeout if it
@@ -176,13 +192,8 @@ func (at *attempt) finish(o outcome) {
 	at.agent.goroutineDone(at)
 }
 
-// runHandler calls the attempt's handler and maps what it returned to an outcome.
-func (at *attempt) runHandler(ctx context.Context) outcome {
-	h, ok := at.agent.cfg.Handlers[at.lease.Handler]
-	if !ok {
-		at.state.CompareAndSwap(int32(running), int32(reasonDone))
-		return outcome{status: statusFailed, err: fmt.Sprintf("no handler for kind %q on this worker", at.lease.Handler)}
-	}
+// runHandler calls h, the attempt's handler, and maps what it returned to an outcome.
+func (at *attempt) runHandler(ctx context.Context, h Handler) outcome {
 	err := at.call(ctx, h)
 	if context.Cause(ctx) == ErrTimedOut {
 		// The handler saw the deadline before the timeout watcher ran.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -94,11 +95,14 @@ func (at *attempt) signalLocked(sig syscall.Signal) {
 	}
 }
 
-// env is the process environment: the worker's, then the job's, then stint's variables.
+// env is the process environment: the worker's, then the job's, then stint's variables, and
+// for an attempt given GPU devices CUDA_VISIBLE_DEVICES and STINT_GPUS naming them (later
+// entries win in exec.Cmd.Env). An attempt given no devices keeps whatever
+// CUDA_VISIBLE_DEVICES the worker's or the job's environment has.
 func (at *attempt) env() []string {
 	l := at.lease
 	base := os.Environ()
-	env := make([]string, 0, len(base)+len(l.Env)+5)
+	env := make([]string, 0, len(base)+len(l.Env)+7)
 	env = append(env, base...)
 	for k, v := range l.Env {
 		env = append(env, k+"="+v)
@@ -107,11 +111,16 @@ func (at *attempt) env() []string {
 	if len(l.Args) > 0 && string(l.Args) != "null" {
 		args = string(l.Args)
 	}
-	return append(env,
+	env = append(env,
 		"STINT_RUN_ID="+l.RunID,
 		"STINT_ATTEMPT="+strconv.Itoa(l.Attempt),
 		"STINT_JOB="+l.JobName,
 		"STINT_JOB_ID="+l.JobID,
 		"STINT_ARGS="+args,
 	)
+	if len(at.task.GPUs) > 0 {
+		devices := strings.Join(at.task.GPUs, ",")
+		env = append(env, "CUDA_VISIBLE_DEVICES="+devices, "STINT_GPUS="+devices)
+	}
+	return env
 }

@@ -43,7 +43,8 @@
 //
 // A command runs in its own process group with the worker's environment, the job's env, and
 // STINT_RUN_ID, STINT_ATTEMPT, STINT_JOB, STINT_JOB_ID and STINT_ARGS (the args as JSON, "{}"
-// when there are none). Exit status 0 succeeds; another exit status fails with "exit status
+// when there are none), and CUDA_VISIBLE_DEVICES and STINT_GPUS when it was given GPU devices
+// (see GPUs below). Exit status 0 succeeds; another exit status fails with "exit status
 // N" and records the code; death by a signal fails with the signal named ("signal: killed");
 // a process that cannot start fails with the reason. When the group leader exits, whatever it
 // left in its group is killed, so that no stray child outlives its attempt or holds its output
@@ -66,6 +67,28 @@
 // A handler that ignores its cancelled context is reported anyway after KillGrace; its
 // goroutine keeps its slot until it returns. context.Cause of a handler's context says why it
 // was stopped (ErrCancelled, ErrTimedOut, ErrLeaseLost, ErrShutdown).
+//
+// # GPUs
+//
+// Config.GPUs names the GPU devices the worker offers (default "0" to Capacity.GPU-1), and
+// the worker registers Capacity.GPU as their number. The server books GPUs by the lease's
+// Requirements and never books more than the worker declared; the agent picks the devices. An
+// attempt whose lease needs k GPUs (Requirements.GPU = k > 0) gets the k first free devices,
+// in Config.GPUs order, before it starts, and holds them until its process has exited or its
+// handler has returned, whatever the outcome. A command's environment then has
+// CUDA_VISIBLE_DEVICES and STINT_GPUS set to the devices, comma-separated ("0,2"), replacing
+// any value from the worker's or the job's env; a handler finds them in Task.GPUs. A run that
+// needs no GPU is left alone: it gets no STINT_GPUS, and CUDA_VISIBLE_DEVICES is whatever the
+// worker's environment and the job's env say (unset, usually, so such a process sees every
+// device).
+//
+// A lease that needs more devices than are free (a server bug, or a --gpus override that
+// does not match the host) does not run: its attempt fails with an error such as "needs 2
+// GPUs, 1 of 4 free on this worker", and the agent logs it. The one exception is devices
+// still held by attempts that are already being stopped (a lost lease, above all: the server
+// frees its booking when it takes the lease back, before the worker has killed the process):
+// when those would make up the difference, the new attempt waits for them, for at most
+// KillGrace plus a few seconds, and fails as above if they do not come back.
 //
 // # Guarantees
 //

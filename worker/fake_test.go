@@ -246,6 +246,13 @@ func (s *fakeServer) awaitCompletion(t testing.TB, runID string) apitype.Complet
 	return c
 }
 
+// completionsSnapshot returns every completion received so far.
+func (s *fakeServer) completionsSnapshot() []apitype.Completion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.completions)
+}
+
 // completion returns the completion of runID, if any.
 func (s *fakeServer) completion(runID string) (apitype.Completion, bool) {
 	s.mu.Lock()

@@ -101,6 +101,9 @@ func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt
 		for _, old := range replaced {
 			old.markLost()
 		}
+		// Lost leases are killed before the new attempts start: the server has already freed
+		// what they were booked, GPUs included, and may have given it to the new ones.
+		a.applyPushes(resp.Lost, nil, false)
 		if a.killing.Load() {
 			// Granted by a poll that raced the end of the drain: report them at once.
 			for i := range batch {
@@ -111,6 +114,8 @@ func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt
 			go at.run()
 			start[i] = nil
 		}
+		a.applyPushes(nil, resp.Cancel, resp.Drain)
+		return start
 	}
 	a.applyPushes(resp.Lost, resp.Cancel, resp.Drain)
 	return start

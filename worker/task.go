@@ -39,6 +39,12 @@ type Task struct {
 	Env  map[string]string
 	// Deadline is when the job's timeout expires; zero when the job has none.
 	Deadline time.Time
+	// GPUs are the GPU devices this attempt was given, as CUDA names them (Config.GPUs), when
+	// its run needs some (requirements.gpu); nil otherwise. They are the attempt's alone until
+	// the handler returns. A handler runs in the worker's process, so CUDA_VISIBLE_DEVICES
+	// cannot be set for it: it must select these devices itself (for example by passing them
+	// to its library, or to a process it starts as CUDA_VISIBLE_DEVICES).
+	GPUs []string
 
 	// Stdout and Stderr stream to the run's log, as a command's output does. They are safe for
 	// concurrent use. Output past Config.LogCap is dropped.

@@ -2,11 +2,15 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/placement"
 )
 
 func TestParseLabels(t *testing.T) {
@@ -21,6 +25,18 @@ func TestParseLabels(t *testing.T) {
 		_, err := parseLabels(bad)
 		require.ErrorContains(t, err, "--labels", bad)
 	}
+	got, err = parseLabels("k8s.io/zone=eu,gpu_model=t4,rack-2=x,9a=1")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"k8s.io/zone": "eu", "gpu_model": "t4", "rack-2": "x", "9a": "1"}, got)
+	for _, key := range []string{`it's`, "a b", "zone:eu", "-lead", ".lead", "é", `q"uote`, strings.Repeat("k", 64)} {
+		t.Run(key, func(t *testing.T) {
+			_, err := parseLabels("ok=1," + key + "=v")
+			require.Error(t, err)
+			require.Equal(t, fmt.Sprintf("--labels: key %q %s", key, placement.LabelRule), err.Error())
+		})
+	}
+	_, err = parseLabels(strings.Repeat("k", 63) + "=v")
+	require.NoError(t, err, "63 characters is the longest key")
 }
 
 func TestOpenStore(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/capacity"
 	"github.com/stint-dev/stint/internal/cli"
+	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -41,6 +43,12 @@ The worker offers what it detects on its host; each flag overrides one part:
   --memory  MemTotal in /proc/meminfo, capped by the cgroup v2 limit (memory.max)
   --gpus    the GPUs nvidia-smi lists (none without nvidia-smi)
   --slots   one per CPU offered, rounded up
+
+A run that needs GPUs gets that many of the worker's devices to itself while it runs, named
+in CUDA_VISIBLE_DEVICES and STINT_GPUS ("0,2"); a run that needs none is left alone, with
+whatever CUDA_VISIBLE_DEVICES the worker's environment and the job's env give it. The
+devices are the indices nvidia-smi lists; with --gpus N, nvidia-smi is not run and the
+devices are 0 to N-1.
 
 --server takes the server's URL, or a comma-separated list of the servers of one cluster
 (env STINT_SERVER). --token (env STINT_TOKEN) is the bearer token the server's
@@ -84,6 +92,7 @@ The worker offers what it detects on its host; each flag overrides one part:
 				ID:       id,
 				Labels:   lbls,
 				Capacity: capa,
+				GPUs:     gpus,
 				Handlers: map[string]worker.Handler{"noop": worker.Noop},
 				Commands: true,
 				Logger:   log.With("worker", id),
@@ -91,12 +100,8 @@ The worker offers what it detects on its host; each flag overrides one part:
 			if err != nil {
 				return fmt.Errorf("start worker: %w", err)
 			}
-			indices := make([]int, len(gpus))
-			for i, g := range gpus {
-				indices[i] = g.Index
-			}
 			log.Info("stint worker starting", "id", id, "server", server,
-				"cpu", capa.CPU, "memory_mb", capa.MemoryMB, "gpu", capa.GPU, "gpu_devices", indices,
+				"cpu", capa.CPU, "memory_mb", capa.MemoryMB, "gpu", capa.GPU, "gpu_devices", gpus,
 				"slots", capa.Slots, "labels", lbls)
 			return w.Run(cmd.Context())
 		},
@@ -132,25 +137,52 @@ func (f *workerFlags) validate(cmd *cobra.Command) error {
 }
 
 // capacity returns what the worker offers: the flags given, and what host says for the rest.
-// It runs nvidia-smi only when --gpus is not given. gpus are the devices detected, if any.
-func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog.Logger) (apitype.Capacity, []capacity.GPU) {
+// It runs nvidia-smi only when --gpus is not given. gpus are the GPU devices offered, as
+// CUDA_VISIBLE_DEVICES names them (see offeredGPUs); capacity's GPU is their number.
+func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog.Logger) (apitype.Capacity, []string) {
 	given := cmd.Flags().Changed
-	c := apitype.Capacity{CPU: f.cpu, MemoryMB: int64(f.memoryMB), GPU: f.gpus, Slots: f.slots}
-	var gpus []capacity.GPU
+	c := apitype.Capacity{CPU: f.cpu, MemoryMB: int64(f.memoryMB), Slots: f.slots}
 	if !given("cpu") {
 		c.CPU = host.CPU(log)
 	}
 	if !given("memory") {
 		c.MemoryMB = host.MemoryMB(log)
 	}
+	var detected []capacity.GPU
 	if !given("gpus") {
-		gpus = host.GPUs(cmd.Context(), log)
-		c.GPU = len(gpus)
+		detected = host.GPUs(cmd.Context(), log)
 	}
+	gpus := offeredGPUs(detected, given("gpus"), f.gpus)
+	c.GPU = len(gpus)
 	if !given("slots") {
 		c.Slots = max(1, int(math.Ceil(c.CPU)))
 	}
 	return c, gpus
+}
+
+// offeredGPUs names the GPU devices the worker offers: with --gpus n (overridden), "0" to
+// "n-1", the first n indices CUDA knows, since nothing was detected; otherwise the indices of
+// the detected GPUs, in ascending order (an attempt gets the lowest free ones first), each
+// once.
+func offeredGPUs(detected []capacity.GPU, overridden bool, n int) []string {
+	if overridden {
+		ids := make([]string, max(n, 0))
+		for i := range ids {
+			ids[i] = strconv.Itoa(i)
+		}
+		return ids
+	}
+	indices := make([]int, 0, len(detected))
+	for _, g := range detected {
+		indices = append(indices, g.Index)
+	}
+	slices.Sort(indices)
+	indices = slices.Compact(indices)
+	ids := make([]string, len(indices))
+	for i, idx := range indices {
+		ids[i] = strconv.Itoa(idx)
+	}
+	return ids
 }
 
 // mbFlag is an amount of memory in whole MB. (The CLI's sizes with units live in
@@ -170,7 +202,8 @@ func (f *mbFlag) Set(s string) error {
 
 func (f *mbFlag) Type() string { return "MB" }
 
-// parseLabels reads "k=v,k=v".
+// parseLabels reads "k=v,k=v". Keys must match placement.LabelPattern, as requirement labels
+// do, so that jobs can be placed by them.
 func parseLabels(s string) (map[string]string, error) {
 	out := map[string]string{}
 	if strings.TrimSpace(s) == "" {
@@ -180,6 +213,9 @@ func parseLabels(s string) (map[string]string, error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || k == "" {
 			return nil, cli.Usagef("--labels: %q is not key=value", kv)
+		}
+		if !placement.LabelPattern.MatchString(k) {
+			return nil, cli.Usagef("--labels: key %q %s", k, placement.LabelRule)
 		}
 		out[k] = v
 	}

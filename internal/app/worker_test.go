@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,8 +24,11 @@ import (
 )
 
 // fakeHost is a host with 4 CPUs limited to 1.5 by cgroup, 8000 MB limited to 2048, and two
-// GPUs; it counts the times nvidia-smi ran.
-type fakeHost struct{ smiRuns atomic.Int32 }
+// GPUs (or what smi lists); it counts the times nvidia-smi ran.
+type fakeHost struct {
+	smiRuns atomic.Int32
+	smi     string // nvidia-smi's output; "" lists GPUs 0 and 1
+}
 
 func (h *fakeHost) host() capacity.Host {
 	return capacity.Host{
@@ -33,6 +40,9 @@ func (h *fakeHost) host() capacity.Host {
 		NumCPU: func() int { return 4 },
 		Run: func(context.Context, string, ...string) ([]byte, error) {
 			h.smiRuns.Add(1)
+			if h.smi != "" {
+				return []byte(h.smi), nil
+			}
 			return []byte("0, Tesla T4, 15360 MiB\n1, Tesla T4, 15360 MiB\n"), nil
 		},
 	}
@@ -104,6 +114,8 @@ func TestWorkerFlagsRefused(t *testing.T) {
 		{[]string{"--gpus", "-1"}, "--gpus: must not be negative, got -1"},
 		{[]string{"--labels", "bad"}, `--labels: "bad" is not key=value`},
 		{[]string{"--labels", "zone=eu,=x"}, `--labels: "=x" is not key=value`},
+		{[]string{"--labels", "zone=eu,it's=x"}, `--labels: key "it's" must be 1 to 63 letters, digits`},
+		{[]string{"--labels", "a b=x"}, `--labels: key "a b" must be 1 to 63 letters`},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--server", "ftp://host"}, "--server: new client"},
 		{[]string{"extra"}, `unknown command "extra"`},
@@ -165,6 +177,164 @@ func TestWorkerCapacity(t *testing.T) {
 	}
 }
 
+func TestOfferedGPUs(t *testing.T) {
+	t.Parallel()
+	detected := []capacity.GPU{{Index: 3, Name: "T4"}, {Index: 0, Name: "T4"}, {Index: 1, Name: "A100"}, {Index: 3}}
+	for _, tc := range []struct {
+		name       string
+		detected   []capacity.GPU
+		overridden bool
+		n          int
+		want       []string
+	}{
+		{name: "detected, ascending, once each", detected: detected, want: []string{"0", "1", "3"}},
+		{name: "none detected", want: []string{}},
+		{name: "--gpus N names 0 to N-1", overridden: true, n: 3, want: []string{"0", "1", "2"}},
+		{name: "--gpus 0", overridden: true, want: []string{}},
+		{name: "--gpus wins over detection", detected: detected, overridden: true, n: 1, want: []string{"0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, offeredGPUs(tc.detected, tc.overridden, tc.n))
+		})
+	}
+}
+
+// leaseServer is a worker protocol server that registers the worker, leases it one run, and
+// asks it to drain once that run is complete, so that `stint worker` exits 0.
+type leaseServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	lease    *apitype.Lease // handed out on the first poll
+	capacity apitype.Capacity
+	logs     strings.Builder
+	done     chan struct{} // closed when the completion arrives
+	complete apitype.Completion
+}
+
+func newLeaseServer(t *testing.T, lease apitype.Lease) *leaseServer {
+	t.Helper()
+	s := &leaseServer{lease: &lease, done: make(chan struct{})}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	drained := func() bool {
+		select {
+		case <-s.done:
+			return true
+		default:
+			return false
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/workers/register", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.RegisterRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		s.mu.Lock()
+		s.capacity = req.Capacity
+		s.mu.Unlock()
+		reply(w, apitype.RegisterResponse{
+			Worker:            &apitype.Worker{ID: req.ID, Capacity: req.Capacity, State: "active"},
+			Session:           "s1",
+			HeartbeatInterval: apitype.Duration(time.Second),
+			LeaseTTL:          apitype.Duration(time.Minute),
+		})
+	})
+	mux.HandleFunc("POST /v1/workers/{id}/lease", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		l := s.lease
+		s.lease = nil
+		s.mu.Unlock()
+		if l != nil {
+			reply(w, apitype.LeaseResponse{Leases: []apitype.Lease{*l}})
+			return
+		}
+		select {
+		case <-s.done:
+			reply(w, apitype.LeaseResponse{Leases: []apitype.Lease{}, Drain: true})
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("POST /v1/workers/{id}/heartbeat", func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, apitype.HeartbeatResponse{Drain: drained()})
+	})
+	mux.HandleFunc("POST /v1/attempts/logs", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.LogChunksRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		s.mu.Lock()
+		for _, c := range req.Chunks { // one attempt, shipped in order
+			s.logs.WriteString(c.Data)
+		}
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /v1/attempts/complete", func(w http.ResponseWriter, r *http.Request) {
+		var req apitype.CompleteRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		resp := apitype.CompleteResponse{}
+		s.mu.Lock()
+		for _, c := range req.Completions {
+			resp.Results = append(resp.Results, apitype.CompletionResult{RunID: c.RunID, Accepted: true})
+			if !drained() {
+				s.complete = c
+				close(s.done)
+			}
+		}
+		s.mu.Unlock()
+		reply(w, resp)
+	})
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// TestWorkerGPUDevices runs `stint worker` against a server that leases it a shell job needing
+// GPUs: the job sees the devices the worker detected (or the --gpus override names) in
+// CUDA_VISIBLE_DEVICES.
+func TestWorkerGPUDevices(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("the worker runs commands on unix only")
+	}
+	for _, tc := range []struct {
+		name string
+		smi  string
+		args []string
+		need int
+		want string
+		gpu  int
+	}{
+		{name: "detected indices", smi: "3, Tesla T4, 15360 MiB\n1, Tesla T4, 15360 MiB\n", need: 2, want: "1,3|1,3", gpu: 2},
+		{name: "lowest detected first", smi: "3, Tesla T4, 15360 MiB\n1, Tesla T4, 15360 MiB\n", need: 1, want: "1|1", gpu: 2},
+		{name: "--gpus N offers 0 to N-1", args: []string{"--gpus", "3"}, need: 3, want: "0,1,2|0,1,2", gpu: 3},
+		{name: "too many", args: []string{"--gpus", "1"}, need: 2, gpu: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newLeaseServer(t, apitype.Lease{
+				RunID: "r1", JobID: "j1", JobName: "gpu-job", Attempt: 1, Token: "tok",
+				Shell:        `echo "$CUDA_VISIBLE_DEVICES|$STINT_GPUS"`,
+				Env:          map[string]string{"CUDA_VISIBLE_DEVICES": "job-value"},
+				Requirements: &apitype.Requirements{GPU: tc.need},
+			})
+			code, out := runWorker(t, &fakeHost{smi: tc.smi}, append([]string{"--server", srv.URL, "--slots", "2"}, tc.args...)...)
+			require.Equal(t, 0, code, out)
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			require.Equal(t, tc.gpu, srv.capacity.GPU)
+			if tc.want == "" {
+				require.Equal(t, "failed", srv.complete.Status)
+				require.Equal(t, fmt.Sprintf("needs %d GPUs, %d of %d free on this worker", tc.need, tc.gpu, tc.gpu), srv.complete.Error)
+				require.Empty(t, srv.logs.String(), "the job did not run")
+				return
+			}
+			require.Equal(t, "succeeded", srv.complete.Status, srv.complete.Error)
+			require.Equal(t, tc.want+"\n", srv.logs.String())
+		})
+	}
+}
+
 // TestWorkerServerList checks --server takes a list: the first server is down, the second answers.
 func TestWorkerServerList(t *testing.T) {
 	t.Parallel()
@@ -200,6 +370,7 @@ func TestWorkerHelp(t *testing.T) {
 		"a comma-separated list of the servers of one cluster", "env STINT_SERVER",
 		"--token (env STINT_TOKEN)", "--worker-token",
 		"--cpu", "cpu.max", "--memory MB", "memory.max", "--gpus", "nvidia-smi", "--slots", "--labels", "--id",
+		"CUDA_VISIBLE_DEVICES and STINT_GPUS", "devices are 0 to N-1",
 	} {
 		require.Contains(t, out, want)
 	}
