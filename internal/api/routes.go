@@ -56,6 +56,7 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/hooks/{id}", Auth: authOpen, Handle: (*API).hook},
 		{Method: "POST", Path: "/v1/jobs/{id}/pause", Auth: authUser, Handle: (*API).pauseJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/resume", Auth: authUser, Handle: (*API).resumeJob},
+		{Method: "POST", Path: "/v1/plan", Auth: authUser, Handle: (*API).plan},
 
 		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},

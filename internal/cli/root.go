@@ -71,6 +71,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newJobTriggerCmd(cfg),
 		newBackfillCmd(cfg),
 		newApplyCmd(cfg),
+		newPlanCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

@@ -185,8 +185,10 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	require.Equal(t, model.PendingRetryBackoff, r.PendingCode)
 	require.Equal(t, expired.Add(3*time.Second), r.ScheduledFor, "backoff of 3s (jitter midpoint)")
 	require.Equal(t, model.AttemptLost, r.Attempts[0].Status)
-	// w1, if it still polls, is told to kill it, once.
-	require.Equal(t, []string{run.ID}, lease(t, e, "w1", 0, 0).Lost)
+	// w1, if it still polls, is told to kill it, once (the push follows the store's commit).
+	var lost []string
+	waitFor(t, func() bool { lost = append(lost, lease(t, e, "w1", 0, 0).Lost...); return len(lost) > 0 }, "w1 told of its lost attempt")
+	require.Equal(t, []string{run.ID}, lost)
 	require.Empty(t, lease(t, e, "w1", 0, 0).Lost)
 
 	// The late completion of the lost attempt is refused (fencing).
