@@ -97,8 +97,11 @@ func (at *attempt) signalLocked(sig syscall.Signal) {
 
 // env is the process environment: the worker's, then the job's, then stint's variables, and
 // for an attempt given GPU devices CUDA_VISIBLE_DEVICES and STINT_GPUS naming them (later
-// entries win in exec.Cmd.Env). An attempt given no devices keeps whatever
-// CUDA_VISIBLE_DEVICES the worker's or the job's environment has.
+// entries win in exec.Cmd.Env), with CUDA_DEVICE_ORDER=PCI_BUS_ID: the devices are
+// nvidia-smi's indices, which follow the PCI bus, while CUDA's default order puts the
+// fastest device first and would name other devices on a host of mixed GPUs. An attempt
+// given no devices keeps whatever CUDA_VISIBLE_DEVICES the worker's or the job's
+// environment has.
 func (at *attempt) env() []string {
 	l := at.lease
 	base := os.Environ()
@@ -120,7 +123,7 @@ func (at *attempt) env() []string {
 	)
 	if len(at.task.GPUs) > 0 {
 		devices := strings.Join(at.task.GPUs, ",")
-		env = append(env, "CUDA_VISIBLE_DEVICES="+devices, "STINT_GPUS="+devices)
+		env = append(env, "CUDA_VISIBLE_DEVICES="+devices, "STINT_GPUS="+devices, "CUDA_DEVICE_ORDER=PCI_BUS_ID")
 	}
 	return env
 }

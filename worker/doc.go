@@ -77,7 +77,8 @@
 // in Config.GPUs order, before it starts, and holds them until its process has exited or its
 // handler has returned, whatever the outcome. A command's environment then has
 // CUDA_VISIBLE_DEVICES and STINT_GPUS set to the devices, comma-separated ("0,2"), replacing
-// any value from the worker's or the job's env; a handler finds them in Task.GPUs. A run that
+// any value from the worker's or the job's env, and CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA
+// numbers devices as nvidia-smi does; a handler finds them in Task.GPUs. A run that
 // needs no GPU is left alone: it gets no STINT_GPUS, and CUDA_VISIBLE_DEVICES is whatever the
 // worker's environment and the job's env say (unset, usually, so such a process sees every
 // device).

@@ -20,33 +20,36 @@ import (
 // no STINT_GPUS.
 func TestGPUCommandEnv(t *testing.T) {
 	t.Parallel()
-	const script = `echo "${CUDA_VISIBLE_DEVICES-unset}|${STINT_GPUS-unset}"`
-	inherited := "unset"
+	const script = `echo "${CUDA_VISIBLE_DEVICES-unset}|${STINT_GPUS-unset}|${CUDA_DEVICE_ORDER-unset}"`
+	inherited, order := "unset", "unset"
 	if v, ok := os.LookupEnv("CUDA_VISIBLE_DEVICES"); ok {
 		inherited = v
+	}
+	if v, ok := os.LookupEnv("CUDA_DEVICE_ORDER"); ok {
+		order = v
 	}
 	tests := []struct {
 		name  string
 		lease apitype.Lease
 		want  string
 	}{
-		{name: "shell", lease: gpuLease(shellLease("r", script), 2), want: "5,7|5,7"},
-		{name: "argv", lease: gpuLease(apitype.Lease{RunID: "r", Token: "t", Command: []string{"sh", "-c", script}}, 1), want: "5|5"},
+		{name: "shell", lease: gpuLease(shellLease("r", script), 2), want: "5,7|5,7|PCI_BUS_ID"},
+		{name: "argv", lease: gpuLease(apitype.Lease{RunID: "r", Token: "t", Command: []string{"sh", "-c", script}}, 1), want: "5|5|PCI_BUS_ID"},
 		{name: "overrides the job's env", lease: func() apitype.Lease {
 			l := gpuLease(shellLease("r", script), 3)
 			l.Env = map[string]string{"CUDA_VISIBLE_DEVICES": "0,1,2,3", "STINT_GPUS": "x"}
 			return l
-		}(), want: "5,7,9|5,7,9"},
+		}(), want: "5,7,9|5,7,9|PCI_BUS_ID"},
 		{name: "no requirements: the job's value", lease: func() apitype.Lease {
 			l := shellLease("r", script)
 			l.Env = map[string]string{"CUDA_VISIBLE_DEVICES": "job"}
 			return l
-		}(), want: "job|unset"},
+		}(), want: "job|unset|" + order},
 		{name: "no GPU needed: the worker's value", lease: func() apitype.Lease {
 			l := shellLease("r", script)
 			l.Requirements = &apitype.Requirements{CPU: 1, MemoryMB: 64}
 			return l
-		}(), want: inherited + "|unset"},
+		}(), want: inherited + "|unset|" + order},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

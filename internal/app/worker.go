@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +29,7 @@ type workerFlags struct {
 	cpu                 float64
 	memoryMB            mbFlag
 	gpus, slots         int
+	drainTimeout        time.Duration
 	logLevel, logFormat string
 }
 
@@ -96,6 +99,8 @@ devices are 0 to N-1.
 				Handlers: map[string]worker.Handler{"noop": worker.Noop},
 				Commands: true,
 				Logger:   log.With("worker", id),
+				// 0 would mean the agent's default; the flag's 0 means stop at once.
+				DrainTimeout: cmp.Or(f.drainTimeout, time.Nanosecond),
 			})
 			if err != nil {
 				return fmt.Errorf("start worker: %w", err)
@@ -113,6 +118,8 @@ devices are 0 to N-1.
 	fl.Var(&f.memoryMB, "memory", "memory offered, in MB (default: detected)")
 	fl.IntVar(&f.gpus, "gpus", 0, "GPUs offered (default: detected with nvidia-smi)")
 	fl.IntVar(&f.slots, "slots", 0, "attempts run at once (default: one per CPU offered)")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout,
+		"on SIGTERM or a remote drain, how long running attempts may finish before they are stopped (-1s: no limit)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	return cmd
@@ -129,6 +136,9 @@ func (f *workerFlags) validate(cmd *cobra.Command) error {
 	}
 	if given("gpus") && f.gpus < 0 {
 		return cli.Usagef("--gpus: must not be negative, got %d", f.gpus)
+	}
+	if given("drain-timeout") && f.drainTimeout < 0 && f.drainTimeout != -time.Second {
+		return cli.Usagef("--drain-timeout: must be 0 or more, or -1s for no limit, got %s", f.drainTimeout)
 	}
 	if given("slots") && f.slots < 1 {
 		return cli.Usagef("--slots: must be at least 1, got %d", f.slots)

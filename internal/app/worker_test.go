@@ -112,6 +112,8 @@ func TestWorkerFlagsRefused(t *testing.T) {
 		{[]string{"--memory", "-5"}, "--memory: must not be negative, got -5"},
 		{[]string{"--memory", "16Gi"}, `invalid argument "16Gi" for "--memory" flag: want a whole number of MB such as 16384`},
 		{[]string{"--gpus", "-1"}, "--gpus: must not be negative, got -1"},
+		{[]string{"--drain-timeout", "-5s"}, "--drain-timeout: must be 0 or more, or -1s for no limit, got -5s"},
+		{[]string{"--drain-timeout", "soon"}, `invalid argument "soon" for "--drain-timeout" flag`},
 		{[]string{"--labels", "bad"}, `--labels: "bad" is not key=value`},
 		{[]string{"--labels", "zone=eu,=x"}, `--labels: "=x" is not key=value`},
 		{[]string{"--labels", "zone=eu,it's=x"}, `--labels: key "it's" must be 1 to 63 letters, digits`},
