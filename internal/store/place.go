@@ -19,6 +19,8 @@ type Placer struct {
 	LoadOthers func() ([]placement.Room, error)
 	// HeldUntil is the earliest end of a hold Pick made (zero when none).
 	HeldUntil time.Time
+	// SawConstrained is set once Pick was offered a run with requirements.
+	SawConstrained bool
 
 	others []placement.Room
 	loaded bool
@@ -26,17 +28,19 @@ type Placer struct {
 
 // Pick returns the indices of cands to lease, and books them on Self.
 func (p *Placer) Pick(cands []placement.Candidate) ([]int, error) {
-	if p.Hold > 0 && !p.loaded && p.LoadOthers != nil {
-		for _, c := range cands {
-			if placement.Constrained(c.Req) {
-				others, err := p.LoadOthers()
-				if err != nil {
-					return nil, err
-				}
-				p.others, p.loaded = others, true
-				break
-			}
+	for _, c := range cands {
+		if !placement.Constrained(c.Req) {
+			continue
 		}
+		p.SawConstrained = true
+		if p.Hold > 0 && !p.loaded && p.LoadOthers != nil {
+			others, err := p.LoadOthers()
+			if err != nil {
+				return nil, err
+			}
+			p.others, p.loaded = others, true
+		}
+		break
 	}
 	take, held := placement.Pack(&p.Self, p.others, cands, p.Now, p.Hold)
 	if !held.IsZero() && (p.HeldUntil.IsZero() || held.Before(p.HeldUntil)) {

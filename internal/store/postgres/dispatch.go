@@ -133,6 +133,16 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 	if len(queues) == 0 {
 		return &store.Leased{}, nil
 	}
+	if len(queues) == 1 && queues[0].maxConcurrency == 0 && queues[0].rate == nil && p.Now.UnixNano() >= s.placedUntil.Load() {
+		// One statement is one transaction: no BEGIN and COMMIT round trips.
+		leases, err := leaseUnplaced(ctx, s.pool, p, queues[0].name)
+		if err != nil {
+			return nil, fmt.Errorf("lease runs: %w", err)
+		}
+		if len(leases) > 0 {
+			return &store.Leased{Leases: leases}, nil
+		}
+	}
 	out := &store.Leased{}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		*out = store.Leased{}
@@ -182,6 +192,9 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 			}
 		}
 		out.HeldUntil = placer.HeldUntil
+		if placer.SawConstrained {
+			s.placedUntil.Store(p.Now.Add(placedPathFor).UnixNano())
+		}
 		return nil
 	})
 	if err != nil {
@@ -213,6 +226,60 @@ func lockQueueSlots(ctx context.Context, tx pgx.Tx, queue string) (int, error) {
 		return 0, translate(err, "count running in queue %s", queue)
 	}
 	return limit - running, nil
+}
+
+// placedPathFor is how long LeaseRuns goes straight to the placing path after it met runs
+// with requirements: while such runs are queued, the one-statement path would mostly find
+// them and lease nothing.
+const placedPathFor = time.Second
+
+// leaseUnplacedSQL leases up to $2 queued runs of queue $1 in one statement when none of
+// them has requirements (they book nothing, so there is nothing to place): if any of the
+// runs it picks has some, it leases nothing and LeaseRuns takes the placing path. Unless
+// the queue was paused since it was listed. The lease token is a random UUID.
+//
+// The plan must not depend on statistics (see TestPlans): the picked runs are joined back
+// by primary key, one index probe each. The planner cannot know how many a LIMIT $2 takes
+// and guesses a tenth of the queue, so a plain join hashed all runs when the backlog
+// looked large; "id = ANY (ARRAY(...))" guesses ten, which a connection that first leased
+// while the table was nearly empty planned as a sequential scan of runs, and kept as its
+// generic plan until autovacuum analyzed the table. The test on picked.status (always
+// true) has the planner's default selectivity for a column without statistics, so picked
+// looks a few hundred times smaller than the LIMIT guess, small enough for probes to win
+// whatever the table's size.
+const leaseUnplacedSQL = `WITH picked AS MATERIALIZED (
+		SELECT r.id, r.status,
+			r.req_cpu > 0 OR r.req_memory_mb > 0 OR r.req_gpu > 0 OR r.req_labels IS NOT NULL AS placed
+		FROM runs r
+		WHERE r.status = 'queued' AND r.queue = $1%s
+			AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
+		ORDER BY r.priority DESC, r.scheduled_for, r.id
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE runs r SET
+		status = 'running',
+		attempt = r.attempt + 1,
+		worker_id = $3,
+		lease_token = gen_random_uuid()::text,
+		lease_expires_at = $4,
+		started_at = coalesce(r.started_at, $5),
+		attempt_started_at = $5,
+		pending_code = '',
+		pending_reason = ''
+	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
+		AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.placed)
+	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
+
+// leaseUnplaced runs leaseUnplacedSQL for up to p.Max runs of queue.
+func leaseUnplaced(ctx context.Context, q querier, p *store.LeaseRunsParams, queue string) ([]*model.Lease, error) {
+	exp := utc(p.Now.Add(p.LeaseTTL))
+	filter, fargs := handlerFilter(p, 6)
+	rows, err := q.Query(ctx, fmt.Sprintf(leaseUnplacedSQL, filter), append([]any{queue, p.Max, p.WorkerID, exp, utc(p.Now)}, fargs...)...)
+	if err != nil {
+		return nil, translate(err, "lease from queue %s", queue)
+	}
+	return scanLeases(rows, exp, queue)
 }
 
 // workerRoomSQL locks worker $1's row and reads its labels and declared capacity. What its
@@ -385,8 +452,14 @@ func leaseFromQueue(ctx context.Context, tx pgx.Tx, p *store.LeaseRunsParams, pl
 	if err != nil {
 		return nil, translate(err, "lease from queue %s", queue)
 	}
+	return scanLeases(rows, exp, queue)
+}
+
+// scanLeases reads the rows of a lease statement (runs, then their job's spec) as leases in
+// lease order, and closes rows.
+func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, error) {
 	defer rows.Close()
-	out := make([]*model.Lease, 0, len(picked))
+	var out []*model.Lease
 	for rows.Next() {
 		var (
 			r                        runRow

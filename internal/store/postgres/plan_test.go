@@ -32,6 +32,7 @@ type planCase struct {
 func hotPlanCases(now time.Time) []planCase {
 	lp := &store.LeaseRunsParams{WorkerID: "w", Max: 100, Handlers: []string{"noop"}, Commands: true}
 	filter, fargs := handlerFilter(lp, 7)
+	ufilter, ufargs := handlerFilter(lp, 6)
 	qfilter, qargs := handlerFilter(lp, 1)
 	ids := []string{id.New(now), id.New(now)}
 	// A plan that reaches runs other than through its primary key or the index its state
@@ -50,6 +51,8 @@ func hotPlanCases(now time.Time) []planCase {
 	return []planCase{
 		{"lease candidates", fmt.Sprintf(candidatesSQL, filter), append([]any{"default", 8.0, int64(4096), 2, `{"zone": "eu"}`, 100}, fargs...),
 			[]string{"runs_queued"}, noScan},
+		{"lease, nothing to place", fmt.Sprintf(leaseUnplacedSQL, ufilter), append([]any{"default", 100, "w", now, now}, ufargs...),
+			[]string{"runs_queued", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
 		{"lease claim", claimSQL, []any{ids, "w", now, now}, []string{"Index Scan using runs_pkey on runs r", "jobs_pkey"}, noScan},
 		{"worker booked", workerBookedSQL, []any{"w"}, []string{"runs_placed"}, noScan},
 		{"live rooms", liveRoomsSQL, []any{now, "w"}, []string{"runs_placed"}, noScan},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +43,9 @@ type Store struct {
 	// queues holds names of queues known to exist. Queues are never deleted, so a name
 	// once seen stays true; CreateJobs skips creating those.
 	queues sync.Map
+	// placedUntil (Unix ns of a lease's Now) turns off LeaseRuns' one-statement path until
+	// then: a lease met runs with requirements, which only the placing path can hand out.
+	placedUntil atomic.Int64
 }
 
 func (s *Store) queueKnown(name string) bool {
