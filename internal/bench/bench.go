@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -35,6 +36,9 @@ type Config struct {
 	// WorkerBinary is the stint executable those processes run (default: this one).
 	WorkerBinary string
 	Handler      string // no-op handler kind (default "noop")
+	// CPU, when above 0, makes each job of drain and steady ask that many CPUs, so that
+	// leases take the placing path (the local worker offers the host's CPUs).
+	CPU float64
 	BatchSize    int    // jobs per batch insert
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).
 	InsertWorkers int
@@ -147,6 +151,9 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		hc:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		queue: "bench-" + workload + "-" + id.New(time.Now())[:10],
 		res:   &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
+	}
+	if cfg.CPU > 0 {
+		r.res.Params["cpu per job"] = strconv.FormatFloat(cfg.CPU, 'g', -1, 64)
 	}
 	if err := w(ctx, r); err != nil {
 		return nil, fmt.Errorf("bench %s: %w", workload, err)

@@ -78,6 +78,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
+	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file")

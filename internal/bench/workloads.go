@@ -15,7 +15,7 @@ import (
 // drain: insert N no-op jobs with the queue paused, resume it, time until all succeeded.
 func drain(ctx context.Context, r *runner) error {
 	return insertThenDrain(ctx, r, "jobs", func(int) apitype.JobSpec {
-		return apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue}
+		return apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue, Requirements: r.requirements()}
 	})
 }
 
@@ -24,6 +24,14 @@ func execWorkload(ctx context.Context, r *runner) error {
 	return insertThenDrain(ctx, r, "processes", func(int) apitype.JobSpec {
 		return apitype.JobSpec{Command: []string{"true"}, Queue: r.queue}
 	})
+}
+
+// requirements are what each job of drain and steady asks of a worker: Config.CPU, or none.
+func (r *runner) requirements() *apitype.Requirements {
+	if r.cfg.CPU <= 0 {
+		return nil
+	}
+	return &apitype.Requirements{CPU: r.cfg.CPU}
 }
 
 func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int) apitype.JobSpec) error {
@@ -85,7 +93,7 @@ func steady(ctx context.Context, r *runner) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			spec := &apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue}
+			spec := &apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue, Requirements: r.requirements()}
 			for time.Now().Before(stop) && ctx.Err() == nil {
 				if err := r.submit(ctx, "/v1/jobs", spec, 1); err != nil {
 					failed.Add(1)

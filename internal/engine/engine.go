@@ -531,6 +531,7 @@ func (e *Engine) rescueLoop(ctx context.Context) {
 			e.log.Warn("attempts lost: lease expired", "runs", len(runs))
 			e.pushLost(runs)
 			e.wakeFor(runs)
+			e.capacityFreed(runs)
 			e.changes.Notify()
 			if len(runs) == batch {
 				continue

@@ -90,3 +90,34 @@ func TestLeaseBestFitGoesToTheTighterWorker(t *testing.T) {
 	require.Len(t, resp.Leases, 1)
 	require.Equal(t, cpuRun.ID, resp.Leases[0].RunID)
 }
+
+// An attempt that ends frees the capacity it booked: a poll parked because the next run
+// did not fit is woken, though no run became queued.
+func TestLeaseWokenWhenCapacityFrees(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	registerWith(t, e, "w", apitype.Capacity{CPU: 2, Slots: 4}, nil)
+	one := submitNeeding(t, e, b, model.Requirements{CPU: 2})
+	other := submitNeeding(t, e, b, model.Requirements{CPU: 2})
+	resp := lease(t, e, "w", 4, 0)
+	require.Len(t, resp.Leases, 1)
+	first, second := one, other
+	if resp.Leases[0].RunID != one.ID {
+		first, second = other, one
+	}
+
+	got := make(chan *apitype.LeaseResponse, 1)
+	go func() { got <- lease(t, e, "w", 3, time.Hour) }()
+	waitTimer(t, b, t0.Add(e.cfg.MaxLeaseWait)) // parked: second does not fit
+	_, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
+		{RunID: first.ID, Token: resp.Leases[0].Token, Status: "succeeded"},
+	}})
+	require.NoError(t, err)
+	select {
+	case resp := <-got:
+		require.Len(t, resp.Leases, 1)
+		require.Equal(t, second.ID, resp.Leases[0].RunID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked poll was not woken when capacity freed")
+	}
+}

@@ -273,16 +273,32 @@ func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([
 	if err != nil {
 		return nil, err
 	}
-	var requeued []*model.Run
+	var requeued, ended []*model.Run
 	for _, r := range res {
-		if r.Err == nil && r.Run != nil && !r.Run.Status.Final() {
-			requeued = append(requeued, r.Run)
+		if r.Err == nil && r.Run != nil {
+			ended = append(ended, r.Run)
+			if !r.Run.Status.Final() {
+				requeued = append(requeued, r.Run)
+			}
 		}
 		requeued = append(requeued, r.Admitted...)
 	}
 	e.wakeFor(requeued)
+	e.capacityFreed(ended)
 	e.changes.Notify()
 	return res, nil
+}
+
+// capacityFreed wakes the workers' long polls when attempts that booked capacity ended:
+// queued runs that did not fit their worker may fit now, and a worker that still has free
+// slots does not ask again on its own.
+func (e *Engine) capacityFreed(ended []*model.Run) {
+	for _, r := range ended {
+		if r.Requirements.CPU > 0 || r.Requirements.MemoryMB > 0 || r.Requirements.GPU > 0 {
+			e.work.Notify()
+			return
+		}
+	}
 }
 
 // FieldError is a bad field in a protocol request; the API answers it with 400.
