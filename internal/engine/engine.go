@@ -173,6 +173,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("start engine: %w", err)
 	}
+	// Likewise a crash between a run's end and the resolution of its dependants.
+	resolved, err := e.store.ResolvePending(ctx, e.clock.Now())
+	if err != nil {
+		cancel()
+		return fmt.Errorf("start engine: %w", err)
+	}
+	admitted = append(admitted, resolved...)
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
 		cancel()

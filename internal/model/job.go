@@ -114,6 +114,36 @@ type RateLimit struct {
 
 // Dependency is an edge: this run waits for run RunID to reach Condition.
 type Dependency struct {
-	RunID     string `json:"run"`
-	Condition string `json:"condition"` // succeeded | failed | finished
+	RunID     string    `json:"run"`
+	Condition Condition `json:"condition"`
 }
+
+// Condition is what a dependency waits for its upstream run to do.
+type Condition string
+
+// Dependency conditions.
+const (
+	CondSucceeded Condition = "succeeded" // the upstream run succeeded
+	CondFailed    Condition = "failed"    // the upstream run failed (for good)
+	CondFinished  Condition = "finished"  // the upstream run reached any final state
+)
+
+// Valid reports whether c is a known condition.
+func (c Condition) Valid() bool { return c == CondSucceeded || c == CondFailed || c == CondFinished }
+
+// Met reports whether an upstream run in state s meets c; Broken whether it never can (s
+// is final and does not meet it).
+func (c Condition) Met(s RunStatus) bool {
+	switch c {
+	case CondSucceeded:
+		return s == RunSucceeded
+	case CondFailed:
+		return s == RunFailed
+	case CondFinished:
+		return s.Final()
+	}
+	return false
+}
+
+// Broken reports whether an upstream run in state s can no longer meet c.
+func (c Condition) Broken(s RunStatus) bool { return s.Final() && !c.Met(s) }

@@ -39,6 +39,12 @@ type Run struct {
 	// Requirements are the job's, as they were when the run was created: what an attempt
 	// books on its worker's capacity.
 	Requirements Requirements
+	// DependsOn are the runs this one waits for (status waiting, PendingCode
+	// waiting_on_dependencies) before it may run; it is skipped when one can no longer
+	// meet its condition. Given when the run is created; filled by GetRun.
+	DependsOn []Dependency
+	// HasDependants is set once another run depends on this one: its end resolves them.
+	HasDependants bool
 
 	// The current lease, while Status is running.
 	WorkerID       string

@@ -34,6 +34,21 @@ type CreateJobResult struct {
 	Replaced []*model.Run
 }
 
+// CreateGraphParams are the arguments of CreateGraph: new jobs with their first runs, and
+// runs of existing jobs, any of whose runs may have DependsOn.
+type CreateGraphParams struct {
+	Jobs []NewJob
+	Runs []*model.Run
+	Now  time.Time
+}
+
+// Graph is what CreateGraph created: the jobs, and the runs (the jobs' first runs, then
+// the runs of existing jobs), in the order given, as stored.
+type Graph struct {
+	Jobs []*model.Job
+	Runs []*model.Run
+}
+
 // GetJobParams find one job: by id, or by name within Namespace.
 type GetJobParams struct {
 	Namespace string
@@ -187,7 +202,8 @@ type CompleteAttemptsParams struct {
 type CompletionResult struct {
 	Run *model.Run // the run after the change; nil when Err is set
 	Err error      // model.ErrLeaseLost when the token was stale
-	// Admitted lists held runs that took the concurrency slot this run freed.
+	// Admitted lists the runs this end changed in turn: held runs that took the concurrency
+	// slot it freed, and dependants it released or skipped.
 	Admitted []*model.Run
 }
 

@@ -126,6 +126,20 @@ type Store interface {
 	// NextDue returns the earliest ScheduledFor among scheduled runs; ok is false when there
 	// is none.
 	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+	// ResolvePending resolves the dependants of runs whose end was recorded but whose
+	// dependants were not resolved with it (a store that resolves them in a transaction of
+	// their own, after a crash in between); servers call it at start. It returns the runs
+	// it changed.
+	ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error)
+	// CreateGraph creates jobs with their first runs and runs of existing jobs, with the
+	// dependencies between them, in one transaction: all or nothing. Runs are created in the
+	// order given (the jobs' runs first, then Runs), so a run may depend on any run created
+	// before it or already stored; a run with DependsOn starts as PrepareDependencies says.
+	// Any entry that cannot be created (a name, id or idempotency key taken, a job or an
+	// upstream run missing) fails the whole with an error naming it (model.ErrConflict,
+	// model.ErrNotFound), and nothing is written. Runs with dependencies may have no
+	// concurrency limit.
+	CreateGraph(ctx context.Context, p *CreateGraphParams) (*Graph, error)
 	// LeaseRuns hands up to Max queued runs to a worker. It takes queues in order of queue
 	// priority (highest first), skipping paused queues, queues at their MaxConcurrency and
 	// rate-limited queues with no turn left at Now (a lease takes a turn per run), and within a queue runs by run priority (highest first), then

@@ -151,9 +151,25 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 	var (
 		replaced []*model.Run
 		release  time.Time
+		unmet    int
 	)
+	if len(r.DependsOn) > 0 {
+		if r.Concurrency != nil {
+			return store.CreateRunResult{}, fmt.Errorf("run %s: dependencies and a concurrency limit together are not supported", r.ID)
+		}
+		if unmet, err = prepareDeps(ctx, tx, r, now); errors.Is(err, model.ErrNotFound) {
+			return store.CreateRunResult{Err: err}, nil
+		} else if err != nil {
+			return store.CreateRunResult{}, err
+		}
+	}
 	if r.Concurrency != nil {
 		if replaced, release, err = store.AdmitNew(slotTx{ctx, tx}, r, now); err != nil {
+			return store.CreateRunResult{}, err
+		}
+		// The runs it cancelled ended: their dependants are skipped (or released, for
+		// those that only wait for them to finish).
+		if _, err := store.Resolve(depTx{ctx, tx}, replaced, now); err != nil {
 			return store.CreateRunResult{}, err
 		}
 	}
@@ -179,6 +195,11 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 		}
 	}
 	r.Requirements = *inserted[r.ID]
+	if len(r.DependsOn) > 0 {
+		if err := insertDeps(ctx, tx, r, unmet); err != nil {
+			return store.CreateRunResult{}, err
+		}
+	}
 	return store.CreateRunResult{Run: r, Replaced: replaced}, nil
 }
 

@@ -640,6 +640,10 @@ var endSQL = `WITH c AS (
 		UPDATE run_slots s SET state = 'done'
 		FROM u WHERE s.run_id = u.id AND u.status IN ('succeeded', 'failed', 'cancelled') AND s.state <> 'done'
 		RETURNING s.run_id, s.key
+	), outbox AS (
+		INSERT INTO dep_outbox (run_id)
+		SELECT u.id FROM u WHERE u.has_dependants AND u.status IN ('succeeded', 'failed', 'cancelled')
+		ON CONFLICT DO NOTHING
 	)
 	SELECT ` + strings.ReplaceAll(runCols, "r.", "u.") + `, u.ended_token,
 		(SELECT f.key FROM freed f WHERE f.run_id = u.id) FROM u`
@@ -818,7 +822,10 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			failIDs = append(failIDs, c.RunID)
 		}
 	}
-	var changed map[string]ended
+	var (
+		changed map[string]ended
+		inTx    map[string][]*model.Run // dependants resolved in the transaction, by upstream
+	)
 	err := s.retry(ctx, func() error {
 		if !anyFails {
 			var err error
@@ -848,12 +855,34 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 				}
 				decided[i] = decide(l.run, l.policy, e.c, now, p.Backoff)
 			}
-			changed, err = endAttempts(ctx, tx, now, decided)
-			return err
+			if changed, err = endAttempts(ctx, tx, now, decided); err != nil {
+				return err
+			}
+			inTx = map[string][]*model.Run{}
+			for _, e := range changed {
+				if inTx[e.run.ID], err = resolveInTx(ctx, tx, []*model.Run{e.run}, now); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("complete attempts: %w", err)
+	}
+	resolved := inTx
+	if !anyFails {
+		// Ended by a statement of its own, which put the runs with dependants in the
+		// outbox: resolve them now (ResolvePending does it after a crash).
+		var ended []*model.Run
+		for _, e := range changed {
+			ended = append(ended, e.run)
+		}
+		if ids := dependantsEnded(ended); len(ids) > 0 {
+			if resolved, err = s.resolveOutbox(ctx, ids, now); err != nil {
+				return nil, fmt.Errorf("complete attempts: %w", err)
+			}
+		}
 	}
 	for i, c := range p.Completions {
 		e, ok := changed[c.RunID]
@@ -862,12 +891,15 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			continue
 		}
 		res[i].Run = e.run
+		res[i].Admitted = append(res[i].Admitted, resolved[c.RunID]...)
 		if e.freed != "" {
 			// The slot was freed with the end; its held runs are admitted now, in a
 			// transaction of their own (AdmitHeld repairs a crash in between).
-			if res[i].Admitted, err = s.admitKeys(ctx, []string{e.freed}, now); err != nil {
+			admitted, err := s.admitKeys(ctx, []string{e.freed}, now)
+			if err != nil {
 				return nil, fmt.Errorf("complete attempts: %w", err)
 			}
+			res[i].Admitted = append(res[i].Admitted, admitted...)
 		}
 	}
 	return res, nil
@@ -947,5 +979,22 @@ func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now
 		}
 		out = append(out, admitted...)
 	}
-	return out, nil
+	resolved, err := resolveInTx(ctx, tx, out, now)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, resolved...), nil
+}
+
+// resolveInTx resolves, in tx, the dependants of the runs that endSQL ended in tx, and
+// takes them off the outbox it put them in.
+func resolveInTx(ctx context.Context, tx pgx.Tx, runs []*model.Run, now time.Time) ([]*model.Run, error) {
+	ids := dependantsEnded(runs)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM dep_outbox WHERE run_id = ANY($1::text[])`, ids); err != nil {
+		return nil, fmt.Errorf("resolve dependencies: %w", err)
+	}
+	return store.Resolve(depTx{ctx, tx}, runs, now)
 }

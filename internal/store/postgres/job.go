@@ -100,7 +100,7 @@ type newJob struct {
 // which skips the entries that clash and tells which they were.
 func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]store.CreateJobResult, error) {
 	for _, e := range p.Jobs {
-		if e.Run != nil && e.Run.Concurrency != nil {
+		if !store.Plain(e.Run) {
 			return s.createJobsTx(ctx, p)
 		}
 	}
@@ -663,7 +663,7 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if err != nil {
 			return fmt.Errorf("delete job %s: %w", p.ID, err)
 		}
-		admitted, err := freeSlots(ctx, tx, runs, p.Now)
+		admitted, err := settle(ctx, tx, runs, p.Now)
 		out = append(runs, admitted...)
 		return err
 	})

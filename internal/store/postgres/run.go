@@ -199,7 +199,9 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 // ends meanwhile shows either as running or as finished, never as both or neither.
 func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+runCols+`, a.n, a.worker_id, a.status, a.exit_code,
-			a.error, a.started_at, a.finished_at
+			a.error, a.started_at, a.finished_at,
+			(SELECT json_agg(json_build_object('run', d.upstream_run_id, 'condition', d.condition) ORDER BY d.upstream_run_id)
+				FROM run_deps d WHERE d.run_id = r.id)
 		FROM runs r LEFT JOIN attempts a ON a.run_id = r.id
 		WHERE r.id = $1
 		ORDER BY a.n`, id)
@@ -216,13 +218,15 @@ func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
 			n, exit                  *int32
 			worker, astatus, aerr    *string
 			started, finished        *time.Time
+			deps                     []model.Dependency
 		)
-		dest := append(runDest(&row, &status, &pending, &trigger, &args), &n, &worker, &astatus, &exit, &aerr, &started, &finished)
+		dest := append(runDest(&row, &status, &pending, &trigger, &args), &n, &worker, &astatus, &exit, &aerr, &started, &finished, &deps)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, translate(err, "get run %s", id)
 		}
 		if r == nil {
 			fixRun(&row, status, pending, trigger, args)
+			row.DependsOn = deps
 			r = &row
 			r.Attempts = []model.Attempt{}
 		}
@@ -340,7 +344,7 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 		if out, err = cancelRuns(ctx, tx, p); err != nil {
 			return err
 		}
-		admitted, err := freeSlots(ctx, tx, out, p.Now)
+		admitted, err := settle(ctx, tx, out, p.Now)
 		if err != nil {
 			return err
 		}

@@ -280,10 +280,10 @@ func readmit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (*mode
 // hasLimit reports whether any of runs is created under a concurrency limit: such batches
 // are written run by run in one transaction (admission counts and locks per key).
 func hasLimit(runs []*model.Run) bool {
-	return slices.ContainsFunc(runs, func(r *model.Run) bool { return r != nil && r.Concurrency != nil })
+	return slices.ContainsFunc(runs, func(r *model.Run) bool { return !store.Plain(r) })
 }
 
-// createRunsTx is CreateRuns for batches with limits.
+// createRunsTx is CreateRuns for batches with limits or dependencies.
 func (s *Store) createRunsTx(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
 	out := make([]store.CreateRunResult, len(p.Runs))
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -377,6 +377,9 @@ func createJobTx(ctx context.Context, tx pgx.Tx, e store.NewJob, now time.Time) 
 	if rr.Err != nil || rr.Existing {
 		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = $1`, j.ID); err != nil {
 			return store.CreateJobResult{}, fmt.Errorf("undo job %s: %w", j.ID, err)
+		}
+		if rr.Err != nil {
+			return store.CreateJobResult{Err: rr.Err}, nil
 		}
 		return store.CreateJobResult{Err: fmt.Errorf("run %s: id or idempotency key taken: %w", e.Run.ID, model.ErrConflict)}, nil
 	}

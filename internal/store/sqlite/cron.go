@@ -110,11 +110,22 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 // one.
 func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) (store.CreateRunResult, error) {
 	if r.Concurrency == nil {
+		unmet := 0
+		if len(r.DependsOn) > 0 {
+			var err error
+			if unmet, err = t.prepareDeps(r, now); errors.Is(err, model.ErrNotFound) {
+				return store.CreateRunResult{Err: err}, nil
+			} else if err != nil {
+				return store.CreateRunResult{}, err
+			}
+		}
 		// The common case: insert, and look for what it clashed with only if it did.
 		stored, ok, err := t.insertRun(ins, r, ji)
 		switch {
 		case err != nil:
 			return store.CreateRunResult{}, err
+		case ok && len(r.DependsOn) > 0:
+			return store.CreateRunResult{Run: stored}, t.insertDeps(r, unmet)
 		case ok:
 			return store.CreateRunResult{Run: stored}, nil
 		}
@@ -127,6 +138,9 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 		}
 		return store.CreateRunResult{Err: fmt.Errorf("run %s: id taken: %w", r.ID, model.ErrConflict)}, nil
 	}
+	if len(r.DependsOn) > 0 {
+		return store.CreateRunResult{}, fmt.Errorf("run %s: dependencies and a concurrency limit together are not supported", r.ID)
+	}
 	// Under a limit, duplicates are found first: a run that is not created must not have
 	// cancelled anything (policy replace).
 	if prev, err := t.existingRun(r); err != nil {
@@ -136,6 +150,11 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 	}
 	replaced, release, err := store.AdmitNew(slotTx{t: t}, r, now)
 	if err != nil {
+		return store.CreateRunResult{}, err
+	}
+	// The runs it cancelled ended: their dependants are skipped (or released, for those
+	// that only wait for them to finish).
+	if _, err := store.Resolve(depTx{t}, replaced, now); err != nil {
 		return store.CreateRunResult{}, err
 	}
 	stored, ok, err := t.insertRun(ins, r, ji)

@@ -383,7 +383,7 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 		for i := range out {
 			if out[i].Run != nil && out[i].Run.Status.Final() {
 				var err error
-				if out[i].Admitted, err = t.freeSlots([]*model.Run{out[i].Run}, p.Now); err != nil {
+				if out[i].Admitted, err = t.settle([]*model.Run{out[i].Run}, p.Now); err != nil {
 					return err
 				}
 			}
@@ -630,7 +630,7 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 		if err := e.flush(); err != nil {
 			return err
 		}
-		admitted, err := t.freeSlots(out, p.Now)
+		admitted, err := t.settle(out, p.Now)
 		out = append(out, admitted...)
 		return err
 	})

@@ -38,7 +38,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
 		ok := false
-		if !slices.ContainsFunc(p.Jobs, func(nj store.NewJob) bool { return nj.Run != nil && nj.Run.Concurrency != nil }) {
+		if !slices.ContainsFunc(p.Jobs, func(nj store.NewJob) bool { return !store.Plain(nj.Run) }) {
 			var err error
 			if ok, err = t.createJobsFast(p.Jobs, specs, out); err != nil {
 				return err
@@ -236,17 +236,20 @@ func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte, 
 		return store.CreateJobResult{}, err
 	}
 	if rr.Err != nil || rr.Existing {
-		return t.undoJob(j, nj.Run)
+		return t.undoJob(j, nj.Run, rr.Err)
 	}
 	out.Run, out.Replaced = rr.Run, rr.Replaced
 	return out, nil
 }
 
-// undoJob deletes a job whose first run could not be created: its id or idempotency key
-// is taken.
-func (t *wtx) undoJob(j *model.Job, r *model.Run) (store.CreateJobResult, error) {
+// undoJob deletes a job whose first run could not be created: the run's error runErr, or,
+// when nil, its id or idempotency key is taken.
+func (t *wtx) undoJob(j *model.Job, r *model.Run, runErr error) (store.CreateJobResult, error) {
 	if _, err := t.stmt(t.ws.deleteJob).ExecContext(t.ctx, j.ID); err != nil {
 		return store.CreateJobResult{}, fmt.Errorf("undo job: %w", err)
+	}
+	if runErr != nil {
+		return store.CreateJobResult{Err: runErr}, nil
 	}
 	return store.CreateJobResult{Err: fmt.Errorf("run %s: id or idempotency key taken: %w", r.ID, model.ErrConflict)}, nil
 }
@@ -473,7 +476,7 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if out, err = t.cancelJobRuns(p.ID, "job deleted", p.Now); err != nil {
 			return err
 		}
-		admitted, err := t.freeSlots(out, p.Now)
+		admitted, err := t.settle(out, p.Now)
 		out = append(out, admitted...)
 		return err
 	})

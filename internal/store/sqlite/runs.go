@@ -38,7 +38,7 @@ func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]st
 			}
 		}
 		ok := false
-		if found && !slices.ContainsFunc(p.Runs, func(r *model.Run) bool { return r.Concurrency != nil }) {
+		if found && !slices.ContainsFunc(p.Runs, func(r *model.Run) bool { return !store.Plain(r) }) {
 			var err error
 			ok, err = t.allOrNothing(func() (bool, error) {
 				return t.insertAll(runsInsert, len(p.Runs), func(i int) []any {
@@ -146,6 +146,21 @@ func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
 		r.Attempts = append(r.Attempts, model.Attempt{
 			RunID: id, N: r.Attempt, WorkerID: r.WorkerID, Status: model.AttemptRunning, StartedAt: fromMicros(rr.attemptStarted),
 		})
+	}
+	deps, err := tx.QueryContext(ctx, `SELECT upstream_run_id, condition FROM run_deps WHERE run_id = ?`, id)
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: dependencies: %w", id, err)
+	}
+	defer deps.Close()
+	for deps.Next() {
+		var d model.Dependency
+		if err := deps.Scan(&d.RunID, &d.Condition); err != nil {
+			return nil, fmt.Errorf("get run %s: dependencies: %w", id, err)
+		}
+		r.DependsOn = append(r.DependsOn, d)
+	}
+	if err := deps.Err(); err != nil {
+		return nil, fmt.Errorf("get run %s: dependencies: %w", id, err)
 	}
 	return r, nil
 }
@@ -263,7 +278,7 @@ func (s *Store) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*m
 			}
 			out = append(out, runs...)
 		}
-		admitted, err := t.freeSlots(out, p.Now)
+		admitted, err := t.settle(out, p.Now)
 		out = append(out, admitted...)
 		return err
 	})

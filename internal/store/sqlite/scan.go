@@ -15,7 +15,7 @@ type scanner interface{ Scan(dest ...any) error }
 const runCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, scheduled_for, created_at, started_at, finished_at, attempt, max_attempts,
 	idempotency_key, cancel_requested, error, worker_id, lease_token, lease_expires_at, attempt_started_at,
-	req_cpu, req_memory_mb, req_gpu, req_labels`
+	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants`
 
 // runRow is a scanned runs row: the run as the model sees it, plus the raw lease columns
 // that an ended attempt is written from.
@@ -38,11 +38,12 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 		idem, worker, token                   sql.NullString
 		cancel                                int
 		labels                                string
+		hasDeps                               int
 	)
 	dest := []any{&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
 		&trigger, &args, &sched, &created, &started, &finished, &r.Attempt, &r.MaxAttempts,
 		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart,
-		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels}
+		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps}
 	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err
@@ -50,6 +51,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 	if r.Requirements.Labels, err = store.LabelsFromColumn(labels); err != nil {
 		return runRow{}, fmt.Errorf("run %s: %w", r.ID, err)
 	}
+	r.HasDependants = hasDeps != 0
 	r.Status = model.RunStatus(status)
 	r.PendingCode = model.PendingCode(pending)
 	r.Trigger = model.Trigger(trigger)

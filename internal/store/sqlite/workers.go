@@ -59,7 +59,7 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			if err := e.flush(); err != nil {
 				return err
 			}
-			admitted, err := t.freeSlots(lost, p.Now)
+			admitted, err := t.settle(lost, p.Now)
 			lost = append(lost, admitted...)
 			return err
 		}

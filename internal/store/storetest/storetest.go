@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Cron", testCron},
 		{"Limits", testLimits},
 		{"Placement", testPlacement},
+		{"Dependencies", testDeps},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

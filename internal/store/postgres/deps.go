@@ -1,0 +1,280 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// settle does, in the transaction that ended runs, what their ends entail: held runs take
+// the concurrency slots they free, and their dependants are released or skipped. It returns
+// the runs that changed because of it.
+func settle(ctx context.Context, tx pgx.Tx, runs []*model.Run, now time.Time) ([]*model.Run, error) {
+	admitted, err := freeSlots(ctx, tx, runs, now)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := store.Resolve(depTx{ctx, tx}, runs, now)
+	if err != nil {
+		return nil, err
+	}
+	return append(admitted, resolved...), nil
+}
+
+// depTx is store.DepTx over a transaction.
+type depTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func condTexts(cs []model.Condition) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// meetSQL counts one dependency as met for the waiting dependants of $1 through edges
+// whose condition is in $2; it returns them with their unmet count. Two upstream runs of
+// one dependant ending at once update its row one after the other (the second sees the
+// first's count), so exactly one of them brings it to zero.
+const meetSQL = `UPDATE runs r SET deps_pending = r.deps_pending - 1,
+		pending_reason = CASE WHEN r.deps_pending = 2 THEN 'waiting for 1 upstream run'
+			WHEN r.deps_pending > 2 THEN 'waiting for ' || (r.deps_pending - 1) || ' upstream runs' ELSE r.pending_reason END
+	FROM run_deps e
+	WHERE e.upstream_run_id = $1 AND e.condition = ANY($2::text[]) AND r.id = e.run_id
+		AND r.status = 'waiting' AND r.pending_code = 'waiting_on_dependencies'
+	RETURNING ` + runCols + `, r.deps_pending`
+
+func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error) {
+	rows, err := d.tx.Query(d.ctx, meetSQL, upstream, condTexts(met))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ready []*model.Run
+	for rows.Next() {
+		var (
+			r                        runRow
+			status, pending, trigger string
+			args                     []byte
+			left                     int32
+		)
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &left)...); err != nil {
+			return nil, err
+		}
+		fixRun(&r, status, pending, trigger, args)
+		if left == 0 {
+			ready = append(ready, &r.Run)
+		}
+	}
+	return ready, rows.Err()
+}
+
+// skipSQL skips the waiting dependants of $3 through edges whose condition is in $4; the
+// error names the upstream run, its state ($2) and the edge's condition
+// (store.BrokenReason).
+const skipSQL = `UPDATE runs r SET status = 'skipped', finished_at = $1, pending_code = '', pending_reason = '',
+		error = 'skipped: upstream run ' || $3::text || ' ended ' || $2::text || ', needed ' || e.condition
+	FROM run_deps e
+	WHERE e.upstream_run_id = $3 AND e.condition = ANY($4::text[]) AND r.id = e.run_id AND r.status = 'waiting'
+	RETURNING ` + runCols
+
+func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error) {
+	rows, err := d.tx.Query(d.ctx, skipSQL, utc(now), string(u.Status), u.ID, condTexts(broken))
+	if err != nil {
+		return nil, err
+	}
+	skipped, err := collectRuns(rows)
+	return models(skipped), err
+}
+
+func (d depTx) SetRunnable(runs []*model.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	ids, status, code, reason := make([]string, len(runs)), make([]string, len(runs)), make([]string, len(runs)), make([]string, len(runs))
+	for i, r := range runs {
+		ids[i], status[i], code[i], reason[i] = r.ID, string(r.Status), string(r.PendingCode), r.PendingReason
+	}
+	_, err := d.tx.Exec(d.ctx, `UPDATE runs r SET status = v.status, pending_code = v.code, pending_reason = v.reason
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, status, code, reason) WHERE r.id = v.id`,
+		ids, status, code, reason)
+	if err != nil {
+		return fmt.Errorf("release runs: %w", err)
+	}
+	return nil
+}
+
+// prepareDeps reads the states of r's upstream runs and sets r's starting state from them
+// (store.PrepareDependencies). It returns the number of unmet dependencies, or a
+// model.ErrNotFound naming an upstream run that does not exist.
+func prepareDeps(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (int, error) {
+	ids := make([]string, len(r.DependsOn))
+	for i, d := range r.DependsOn {
+		ids[i] = d.RunID
+	}
+	rows, err := tx.Query(ctx, `SELECT id, status FROM runs WHERE id = ANY($1::text[])`, ids)
+	if err != nil {
+		return 0, fmt.Errorf("run %s: upstream runs: %w", r.ID, err)
+	}
+	ups := map[string]model.RunStatus{}
+	for rows.Next() {
+		var id, status string
+		if err := rows.Scan(&id, &status); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("run %s: upstream runs: %w", r.ID, err)
+		}
+		ups[id] = model.RunStatus(status)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("run %s: upstream runs: %w", r.ID, err)
+	}
+	for _, d := range r.DependsOn {
+		if _, ok := ups[d.RunID]; !ok {
+			return 0, fmt.Errorf("run %s: upstream run %s: %w", r.ID, d.RunID, model.ErrNotFound)
+		}
+	}
+	return store.PrepareDependencies(r, ups, now), nil
+}
+
+// insertDeps writes the edges of the new run r and its unmet count, and marks its upstream
+// runs as having dependants.
+func insertDeps(ctx context.Context, tx pgx.Tx, r *model.Run, unmet int) error {
+	ups, conds := make([]string, len(r.DependsOn)), make([]string, len(r.DependsOn))
+	for i, d := range r.DependsOn {
+		ups[i], conds[i] = d.RunID, string(d.Condition)
+	}
+	_, err := tx.Exec(ctx, `WITH e AS (
+			INSERT INTO run_deps (run_id, upstream_run_id, condition)
+			SELECT $1, u, c FROM unnest($2::text[], $3::text[]) AS v(u, c)
+			ON CONFLICT DO NOTHING
+		), m AS (
+			UPDATE runs SET has_dependants = true WHERE id = ANY($2::text[]) AND NOT has_dependants
+		)
+		UPDATE runs SET deps_pending = $4 WHERE id = $1 AND $4 > 0`, r.ID, ups, conds, unmet)
+	if err != nil {
+		return fmt.Errorf("run %s: dependencies: %w", r.ID, err)
+	}
+	return nil
+}
+
+// CreateGraph creates jobs, runs and the dependencies between them, all or nothing; see
+// store.Store.
+func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*store.Graph, error) {
+	now := utc(p.Now)
+	out := &store.Graph{}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		*out = store.Graph{}
+		for i, e := range p.Jobs {
+			if e.Job == nil {
+				return fmt.Errorf("entry %d: no job", i)
+			}
+			res, err := createJobTx(ctx, tx, e, now)
+			switch {
+			case err != nil:
+				return fmt.Errorf("job %q: %w", e.Job.Name, err)
+			case res.Err != nil:
+				return res.Err
+			case res.Existing:
+				return fmt.Errorf("job %q: idempotency key %q taken: %w", e.Job.Name, e.Job.IdempotencyKey, model.ErrConflict)
+			}
+			out.Jobs = append(out.Jobs, res.Job)
+			if res.Run != nil {
+				out.Runs = append(out.Runs, res.Run)
+			}
+		}
+		for _, r := range p.Runs {
+			res, err := createRunTx(ctx, tx, r, now)
+			switch {
+			case err != nil:
+				return err
+			case res.Err != nil:
+				return res.Err
+			case res.Existing:
+				return fmt.Errorf("run %s: idempotency key or cron instant taken: %w", r.ID, model.ErrConflict)
+			}
+			out.Runs = append(out.Runs, res.Run)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "create graph")
+	}
+	return out, nil
+}
+
+// ResolvePending resolves the dependants of the runs in dep_outbox: runs whose end was
+// recorded by a statement of its own (see endSQL), whose resolution right after did not
+// happen (a crash, or another server's, in between). It returns the runs it changed.
+func (s *Store) ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error) {
+	byRun, err := s.resolveOutbox(ctx, nil, now)
+	if err != nil {
+		return nil, err
+	}
+	var out []*model.Run
+	for _, rs := range byRun {
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// outboxBatch bounds the outbox rows one resolution transaction takes.
+const outboxBatch = 1000
+
+// resolveOutbox resolves, in one transaction, the dependants of the outbox's runs (those of
+// ids, or any when ids is nil), removing them from the outbox. Rows another server is
+// resolving are skipped. It returns the runs it changed, by the upstream run that caused it.
+func (s *Store) resolveOutbox(ctx context.Context, ids []string, now time.Time) (map[string][]*model.Run, error) {
+	now = utc(now)
+	var out map[string][]*model.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = map[string][]*model.Run{}
+		rows, err := tx.Query(ctx, `WITH o AS (
+				DELETE FROM dep_outbox WHERE run_id IN (
+					SELECT run_id FROM dep_outbox WHERE $1::text[] IS NULL OR run_id = ANY($1::text[])
+					ORDER BY run_id LIMIT $2 FOR UPDATE SKIP LOCKED)
+				RETURNING run_id
+			)
+			SELECT `+runCols+` FROM runs r JOIN o ON r.id = o.run_id ORDER BY r.id`, ids, outboxBatch)
+		if err != nil {
+			return err
+		}
+		ended, err := collectRuns(rows)
+		if err != nil {
+			return err
+		}
+		for _, u := range models(ended) {
+			changed, err := store.Resolve(depTx{ctx, tx}, []*model.Run{u}, now)
+			if err != nil {
+				return err
+			}
+			out[u.ID] = changed
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "resolve dependencies")
+	}
+	return out, nil
+}
+
+// dependantsEnded lists the ids of the final runs among runs that have dependants.
+func dependantsEnded(runs []*model.Run) []string {
+	var ids []string
+	for _, r := range runs {
+		if r != nil && r.HasDependants && r.Status.Final() {
+			ids = append(ids, r.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}

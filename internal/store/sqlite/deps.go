@@ -1,0 +1,205 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// settle does, in the transaction that ended runs, what their ends entail: held runs take
+// the concurrency slots they free, and their dependants are released or skipped. It returns
+// the runs that changed because of it.
+func (t *wtx) settle(runs []*model.Run, now time.Time) ([]*model.Run, error) {
+	admitted, err := t.freeSlots(runs, now)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := store.Resolve(depTx{t}, runs, now)
+	if err != nil {
+		return nil, err
+	}
+	return append(admitted, resolved...), nil
+}
+
+// depTx is store.DepTx over a write transaction.
+type depTx struct{ t *wtx }
+
+// condArgs are the conditions of an edge filter, as the three parameters of
+// "condition IN (?, ?, ?)" (unused ones never match).
+func condArgs(cs []model.Condition) []any {
+	out := []any{"", "", ""}
+	for i, c := range cs {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// meetSQL counts one dependency as met for the waiting dependants of $1 through edges of
+// the given conditions; it returns them with their unmet count.
+const meetSQL = `UPDATE runs SET deps_pending = deps_pending - 1,
+		pending_reason = CASE WHEN deps_pending = 2 THEN 'waiting for 1 upstream run'
+			WHEN deps_pending > 2 THEN 'waiting for ' || (deps_pending - 1) || ' upstream runs' ELSE pending_reason END
+	WHERE status = 'waiting' AND pending_code = 'waiting_on_dependencies' AND id IN (
+		SELECT run_id FROM run_deps WHERE upstream_run_id = ? AND condition IN (?, ?, ?))
+	RETURNING ` + runCols + `, deps_pending`
+
+func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error) {
+	rows, err := d.t.tx.QueryContext(d.t.ctx, meetSQL, append([]any{upstream}, condArgs(met)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ready []*model.Run
+	for rows.Next() {
+		var left int
+		rr, err := scanRun(rows, &left)
+		if err != nil {
+			return nil, err
+		}
+		if left == 0 {
+			ready = append(ready, rr.run)
+		}
+	}
+	return ready, rows.Err()
+}
+
+// skipSQL skips the waiting dependants of $3 through edges of the given conditions; the
+// error names the upstream run, its state and the edge's condition (store.BrokenReason).
+const skipSQL = `UPDATE runs SET status = 'skipped', finished_at = ?1, pending_code = '', pending_reason = '',
+		error = 'skipped: upstream run ' || ?3 || ' ended ' || ?2 || ', needed ' ||
+			(SELECT condition FROM run_deps WHERE run_id = runs.id AND upstream_run_id = ?3)
+	WHERE status = 'waiting' AND id IN (
+		SELECT run_id FROM run_deps WHERE upstream_run_id = ?3 AND condition IN (?4, ?5, ?6))
+	RETURNING ` + runCols
+
+func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error) {
+	args := append([]any{micros(now), string(u.Status), u.ID}, condArgs(broken)...)
+	skipped, err := scanRuns(d.t.tx.QueryContext(d.t.ctx, skipSQL, args...))
+	if err != nil {
+		return nil, err
+	}
+	return runsOf(skipped), nil
+}
+
+func (d depTx) SetRunnable(runs []*model.Run) error {
+	for _, r := range runs {
+		if _, err := d.t.tx.ExecContext(d.t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
+			string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
+			return fmt.Errorf("release run %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// prepareDeps reads the states of r's upstream runs and sets r's starting state from them
+// (store.PrepareDependencies). It returns the number of unmet dependencies, or a
+// model.ErrNotFound naming an upstream run that does not exist.
+func (t *wtx) prepareDeps(r *model.Run, now time.Time) (int, error) {
+	ups := make(map[string]model.RunStatus, len(r.DependsOn))
+	for _, d := range r.DependsOn {
+		var status string
+		err := t.tx.QueryRowContext(t.ctx, `SELECT status FROM runs WHERE id = ?`, d.RunID).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("run %s: upstream run %s: %w", r.ID, d.RunID, model.ErrNotFound)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("run %s: upstream run %s: %w", r.ID, d.RunID, err)
+		}
+		ups[d.RunID] = model.RunStatus(status)
+	}
+	return store.PrepareDependencies(r, ups, now), nil
+}
+
+// insertDeps writes the edges of the new run r, its unmet count, and marks its upstream
+// runs as having dependants.
+func (t *wtx) insertDeps(r *model.Run, unmet int) error {
+	for _, d := range r.DependsOn {
+		if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_deps (run_id, upstream_run_id, condition) VALUES (?, ?, ?)
+			ON CONFLICT DO NOTHING`, r.ID, d.RunID, string(d.Condition)); err != nil {
+			return fmt.Errorf("run %s: dependency on %s: %w", r.ID, d.RunID, err)
+		}
+		if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET has_dependants = 1 WHERE id = ? AND has_dependants = 0`, d.RunID); err != nil {
+			return fmt.Errorf("run %s: mark upstream %s: %w", r.ID, d.RunID, err)
+		}
+	}
+	if unmet > 0 {
+		if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET deps_pending = ? WHERE id = ?`, unmet, r.ID); err != nil {
+			return fmt.Errorf("run %s: dependencies: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// CreateGraph creates jobs, runs and the dependencies between them, all or nothing; see
+// store.Store.
+func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*store.Graph, error) {
+	specs := make([][]byte, len(p.Jobs))
+	for i, nj := range p.Jobs {
+		if nj.Job == nil {
+			return nil, fmt.Errorf("create graph: entry %d: no job", i)
+		}
+		b, err := json.Marshal(nj.Job.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("create graph: job %q: encode spec: %w", nj.Job.Name, err)
+		}
+		specs[i] = b
+	}
+	out := &store.Graph{}
+	err := s.write(ctx, func(t *wtx) error {
+		*out = store.Graph{}
+		queues := map[string]bool{}
+		insJob, insRun := t.stmt(t.ws.insertJob), t.stmt(t.ws.insertRun)
+		for i, nj := range p.Jobs {
+			res, err := t.createJob(insJob, insRun, nj, specs[i], p.Now)
+			switch {
+			case err != nil:
+				return fmt.Errorf("job %q: %w", nj.Job.Name, err)
+			case res.Err != nil:
+				return res.Err
+			case res.Existing:
+				return fmt.Errorf("job %q: idempotency key %q taken: %w", nj.Job.Name, nj.Job.IdempotencyKey, model.ErrConflict)
+			}
+			out.Jobs = append(out.Jobs, res.Job)
+			if res.Run != nil {
+				out.Runs = append(out.Runs, res.Run)
+				queues[res.Run.Queue] = true
+			}
+		}
+		jobQ := t.stmt(t.ws.jobForRun)
+		for _, r := range p.Runs {
+			ji, err := scanJobInfo(jobQ.QueryRowContext(t.ctx, r.JobID))
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("run %s: job %s: %w", r.ID, r.JobID, err)
+			}
+			res, err := t.createRun(insRun, r, ji, p.Now)
+			switch {
+			case err != nil:
+				return err
+			case res.Err != nil:
+				return res.Err
+			case res.Existing:
+				return fmt.Errorf("run %s: idempotency key or cron instant taken: %w", r.ID, model.ErrConflict)
+			}
+			out.Runs = append(out.Runs, res.Run)
+			queues[r.Queue] = true
+		}
+		return t.ensureQueues(queues, p.Now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create graph: %w", err)
+	}
+	return out, nil
+}
+
+// ResolvePending has nothing to do: SQLite resolves dependants in the transaction that
+// ends their upstream run.
+func (s *Store) ResolvePending(context.Context, time.Time) ([]*model.Run, error) { return nil, nil }
