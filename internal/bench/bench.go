@@ -38,8 +38,8 @@ type Config struct {
 	Handler      string // no-op handler kind (default "noop")
 	// CPU, when above 0, makes each job of drain and steady ask that many CPUs, so that
 	// leases take the placing path (the local worker offers the host's CPUs).
-	CPU float64
-	BatchSize    int    // jobs per batch insert
+	CPU       float64
+	BatchSize int // jobs per batch insert
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).
 	InsertWorkers int
 	Lead          time.Duration // scheduled: how far ahead the instant is

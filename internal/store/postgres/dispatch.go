@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"

@@ -17,7 +17,9 @@ import (
 // skipped (with the reason) the moment one can no longer hold, skips cascading, resolution
 // in the transaction of the upstream's end, and graphs created all or nothing.
 func testDeps(t *testing.T, open OpenFunc) {
-	dep := func(r *model.Run, c model.Condition) model.Dependency { return model.Dependency{RunID: r.ID, Condition: c} }
+	dep := func(r *model.Run, c model.Condition) model.Dependency {
+		return model.Dependency{RunID: r.ID, Condition: c}
+	}
 	// after creates a run of a new job that depends on deps.
 	after := func(f *fx, name string, deps ...model.Dependency) *model.Run {
 		f.t.Helper()
@@ -205,7 +207,9 @@ func testDeps(t *testing.T, open OpenFunc) {
 		before := f.countJobs()
 		d, e := f.job("d"), f.job("e")
 		rd := f.run(d)
-		re := f.run(e, func(r *model.Run) { r.DependsOn = []model.Dependency{{RunID: "missing", Condition: model.CondSucceeded}} })
+		re := f.run(e, func(r *model.Run) {
+			r.DependsOn = []model.Dependency{{RunID: "missing", Condition: model.CondSucceeded}}
+		})
 		_, err = f.s.CreateGraph(f.ctx, &store.CreateGraphParams{Now: t0, Jobs: []store.NewJob{{Job: d, Run: rd}, {Job: e, Run: re}}})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		require.Equal(t, before, f.countJobs())
