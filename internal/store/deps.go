@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -124,3 +125,7 @@ func PrepareDependencies(r *model.Run, ups map[string]model.RunStatus, now time.
 // Plain reports whether r can go in with the batch inserts: no concurrency limit to admit
 // it under and no dependencies to check (nil is plain).
 func Plain(r *model.Run) bool { return r == nil || r.Concurrency == nil && len(r.DependsOn) == 0 }
+
+// ErrStale answers a cron fire whose schedule moved since it was read (another server
+// fired it): nothing was written.
+var ErrStale = errors.New("stale fire")

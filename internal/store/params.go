@@ -39,7 +39,33 @@ type CreateJobResult struct {
 type CreateGraphParams struct {
 	Jobs []NewJob
 	Runs []*model.Run
-	Now  time.Time
+	// PipelineRun, when set, is written with the runs, which are its steps: Steps[i] names
+	// the step of Runs[i]. For a cron fire (Trigger cron), FireNext is where the
+	// pipeline's next fire moves: the fire happens only if the pipeline's NextFireAt is
+	// still PipelineRun.ScheduledFor (else ErrStale), and a pipeline fires once per instant.
+	PipelineRun *model.PipelineRun
+	Steps       []string
+	FireNext    *time.Time
+	Now         time.Time
+}
+
+// PutPipelineParams are the arguments of PutPipeline.
+type PutPipelineParams struct {
+	Pipeline *model.Pipeline
+	Now      time.Time
+}
+
+// ListPipelineRunsParams page a pipeline's runs, newest first.
+type ListPipelineRunsParams struct {
+	PipelineID string
+	Limit      int    // <= 0: 20
+	Cursor     string // the id of the last pipeline run of the previous page
+}
+
+// PipelineRunPage is one page of pipeline runs, each with its steps' runs.
+type PipelineRunPage struct {
+	Runs       []*model.PipelineRun
+	NextCursor string
 }
 
 // Graph is what CreateGraph created: the jobs, and the runs (the jobs' first runs, then

@@ -82,8 +82,8 @@ type Store interface {
 
 	// Cron
 
-	// NextFire returns the earliest NextFireAt after After (zero: any) among enabled jobs;
-	// ok is false when none has one.
+	// NextFire returns the earliest NextFireAt after After (zero: any) among enabled jobs
+	// and pipelines; ok is false when none has one.
 	NextFire(ctx context.Context, after time.Time) (t time.Time, ok bool, err error)
 	// DueJobs returns the enabled jobs whose NextFireAt <= Now, earliest first, at most
 	// Limit (<= 0: 100).
@@ -126,6 +126,26 @@ type Store interface {
 	// NextDue returns the earliest ScheduledFor among scheduled runs; ok is false when there
 	// is none.
 	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+	// Pipelines
+
+	// PutPipeline creates the pipeline, or replaces the spec, enabled flag and next fire of
+	// the one with its namespace and name, keeping that one's id and creation time. It
+	// returns the pipeline as stored and whether it was created.
+	PutPipeline(ctx context.Context, p *PutPipelineParams) (*model.Pipeline, bool, error)
+	// GetPipeline finds a pipeline by id, then by name within Namespace.
+	GetPipeline(ctx context.Context, p *GetJobParams) (*model.Pipeline, error)
+	// ListPipelines lists the pipelines of a namespace (all when empty) by name.
+	ListPipelines(ctx context.Context, namespace string) ([]*model.Pipeline, error)
+	// DeletePipeline deletes a pipeline; its runs stay, as history.
+	DeletePipeline(ctx context.Context, id string) error
+	// GetPipelineRun returns a pipeline run with its steps' runs.
+	GetPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error)
+	// ListPipelineRuns pages a pipeline's runs, newest first, with their steps' runs.
+	ListPipelineRuns(ctx context.Context, p *ListPipelineRunsParams) (*PipelineRunPage, error)
+	// DuePipelines returns enabled pipelines whose NextFireAt is at or before now, earliest
+	// first, at most limit (<= 0: 100).
+	DuePipelines(ctx context.Context, now time.Time, limit int) ([]*model.Pipeline, error)
+
 	// ResolvePending resolves the dependants of runs whose end was recorded but whose
 	// dependants were not resolved with it (a store that resolves them in a transaction of
 	// their own, after a crash in between); servers call it at start. It returns the runs

@@ -15,8 +15,11 @@ import (
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
 func (s *Store) NextFire(ctx context.Context, after time.Time) (time.Time, bool, error) {
 	var t *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT min(next_fire_at) FROM jobs
-		WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)`,
+	if err := s.pool.QueryRow(ctx, `SELECT least(
+		(SELECT min(next_fire_at) FROM jobs
+			WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)),
+		(SELECT min(next_fire_at) FROM pipelines
+			WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)))`,
 		afterTime(after)).Scan(&t); err != nil {
 		return time.Time{}, false, translate(err, "next fire")
 	}

@@ -170,10 +170,18 @@ func insertDeps(ctx context.Context, tx pgx.Tx, r *model.Run, unmet int) error {
 // CreateGraph creates jobs, runs and the dependencies between them, all or nothing; see
 // store.Store.
 func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*store.Graph, error) {
+	if p.PipelineRun != nil && len(p.Steps) != len(p.Runs) {
+		return nil, fmt.Errorf("create graph: %d steps for %d runs", len(p.Steps), len(p.Runs))
+	}
 	now := utc(p.Now)
 	out := &store.Graph{}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		*out = store.Graph{}
+		if p.PipelineRun != nil {
+			if err := firePipeline(ctx, tx, p); err != nil {
+				return err
+			}
+		}
 		for i, e := range p.Jobs {
 			if e.Job == nil {
 				return fmt.Errorf("entry %d: no job", i)
@@ -203,6 +211,9 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 				return fmt.Errorf("run %s: idempotency key or cron instant taken: %w", r.ID, model.ErrConflict)
 			}
 			out.Runs = append(out.Runs, res.Run)
+		}
+		if p.PipelineRun != nil {
+			return insertSteps(ctx, tx, p.PipelineRun.ID, p.Steps, out.Runs[len(out.Runs)-len(p.Runs):])
 		}
 		return nil
 	})

@@ -15,8 +15,12 @@ import (
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
 func (s *Store) NextFire(ctx context.Context, after time.Time) (time.Time, bool, error) {
 	var v sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT min(next_fire_at) FROM jobs INDEXED BY jobs_next_fire
-		WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at > ?`, afterMicros(after)).Scan(&v)
+	err := s.r.QueryRowContext(ctx, `SELECT min(x) FROM (
+		SELECT min(next_fire_at) AS x FROM jobs INDEXED BY jobs_next_fire
+			WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at > ?1
+		UNION ALL
+		SELECT min(next_fire_at) FROM pipelines INDEXED BY pipelines_next_fire
+			WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at > ?1)`, afterMicros(after)).Scan(&v)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next fire: %w", err)
 	}

@@ -150,10 +150,18 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 		}
 		specs[i] = b
 	}
+	if p.PipelineRun != nil && len(p.Steps) != len(p.Runs) {
+		return nil, fmt.Errorf("create graph: %d steps for %d runs", len(p.Steps), len(p.Runs))
+	}
 	out := &store.Graph{}
 	err := s.write(ctx, func(t *wtx) error {
 		*out = store.Graph{}
 		queues := map[string]bool{}
+		if p.PipelineRun != nil {
+			if err := t.firePipeline(p); err != nil {
+				return err
+			}
+		}
 		insJob, insRun := t.stmt(t.ws.insertJob), t.stmt(t.ws.insertRun)
 		for i, nj := range p.Jobs {
 			res, err := t.createJob(insJob, insRun, nj, specs[i], p.Now)
@@ -191,6 +199,11 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 			}
 			out.Runs = append(out.Runs, res.Run)
 			queues[r.Queue] = true
+		}
+		if p.PipelineRun != nil {
+			if err := t.insertSteps(p.PipelineRun.ID, p.Steps, out.Runs[len(out.Runs)-len(p.Runs):]); err != nil {
+				return err
+			}
 		}
 		return t.ensureQueues(queues, p.Now)
 	})

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Limits", testLimits},
 		{"Placement", testPlacement},
 		{"Dependencies", testDeps},
+		{"Pipelines", testPipelines},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
