@@ -41,8 +41,9 @@ type CreateGraphParams struct {
 	Runs []*model.Run
 	// PipelineRun, when set, is written with the runs, which are its steps: Steps[i] names
 	// the step of Runs[i]. For a cron fire (Trigger cron), FireNext is where the
-	// pipeline's next fire moves: the fire happens only if the pipeline's NextFireAt is
-	// still PipelineRun.ScheduledFor (else ErrStale), and a pipeline fires once per instant.
+	// pipeline's next fire moves (the zero time: nowhere): the fire happens only if the
+	// pipeline's NextFireAt is still PipelineRun.ScheduledFor (else ErrStale), and a
+	// pipeline fires once per instant.
 	PipelineRun *model.PipelineRun
 	Steps       []string
 	FireNext    *time.Time

@@ -142,6 +142,9 @@ type Store interface {
 	GetPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error)
 	// ListPipelineRuns pages a pipeline's runs, newest first, with their steps' runs.
 	ListPipelineRuns(ctx context.Context, p *ListPipelineRunsParams) (*PipelineRunPage, error)
+	// SetPipelineNextFire moves an enabled pipeline's next fire to next (nil: none) if it is
+	// still expect (compare and set), and reports whether it was.
+	SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error)
 	// DuePipelines returns enabled pipelines whose NextFireAt is at or before now, earliest
 	// first, at most limit (<= 0: 100).
 	DuePipelines(ctx context.Context, now time.Time, limit int) ([]*model.Pipeline, error)

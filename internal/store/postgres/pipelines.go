@@ -117,13 +117,27 @@ func (s *Store) DuePipelines(ctx context.Context, now time.Time, limit int) ([]*
 	return out, nil
 }
 
+// SetPipelineNextFire moves a pipeline's next fire if it is still expect.
+func (s *Store) SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE pipelines SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
+		utcPtr(next), id, utc(expect))
+	if err != nil {
+		return false, translate(err, "pipeline %s: next fire", id)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
 // firePipeline starts a pipeline run inside a graph's transaction: for a cron fire, the
 // compare-and-set of the pipeline's next fire; then the pipeline run's row.
 func firePipeline(ctx context.Context, tx pgx.Tx, p *store.CreateGraphParams) error {
 	pr := p.PipelineRun
 	if p.FireNext != nil {
+		var next *time.Time
+		if !p.FireNext.IsZero() {
+			next = utcPtr(p.FireNext)
+		}
 		tag, err := tx.Exec(ctx, `UPDATE pipelines SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
-			utc(*p.FireNext), pr.PipelineID, utc(pr.ScheduledFor))
+			next, pr.PipelineID, utc(pr.ScheduledFor))
 		if err != nil {
 			return fmt.Errorf("pipeline %s: next fire: %w", pr.PipelineID, err)
 		}

@@ -138,13 +138,32 @@ func (s *Store) DuePipelines(ctx context.Context, now time.Time, limit int) ([]*
 	return out, rows.Err()
 }
 
+// SetPipelineNextFire moves a pipeline's next fire if it is still expect.
+func (s *Store) SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error) {
+	var moved bool
+	err := s.write(ctx, func(t *wtx) error {
+		res, err := t.tx.ExecContext(t.ctx, `UPDATE pipelines SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?`,
+			nullMicros(next), id, micros(expect))
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		moved = n > 0
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("pipeline %s: next fire: %w", id, err)
+	}
+	return moved, nil
+}
+
 // firePipeline starts a pipeline run inside a graph's transaction: for a cron fire, the
 // compare-and-set of the pipeline's next fire; then the pipeline run's row.
 func (t *wtx) firePipeline(p *store.CreateGraphParams) error {
 	pr := p.PipelineRun
 	if p.FireNext != nil {
 		res, err := t.tx.ExecContext(t.ctx, `UPDATE pipelines SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?`,
-			micros(*p.FireNext), pr.PipelineID, micros(pr.ScheduledFor))
+			nullMicros(nonZero(p.FireNext)), pr.PipelineID, micros(pr.ScheduledFor))
 		if err != nil {
 			return fmt.Errorf("pipeline %s: next fire: %w", pr.PipelineID, err)
 		}
@@ -284,4 +303,12 @@ func fillSteps(ctx context.Context, tx *sql.Tx, prs []*model.PipelineRun) error 
 		byID[prID].Steps[step] = rr.run
 	}
 	return rows.Err()
+}
+
+// nonZero is t, or nil when t is the zero time (a schedule with no further instant).
+func nonZero(t *time.Time) *time.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return t
 }
