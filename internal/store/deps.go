@@ -122,6 +122,14 @@ func PrepareDependencies(r *model.Run, ups map[string]model.RunStatus, now time.
 	return unmet
 }
 
+// Reopen sets the state a final run starts again in (see Store.ReopenRuns), given its
+// dependencies (r.DependsOn) and their upstream runs' states: it returns the unmet count.
+func Reopen(r *model.Run, ups map[string]model.RunStatus, now time.Time) int {
+	r.ScheduledFor, r.FinishedAt, r.Error, r.CancelRequested = now, nil, "", false
+	Release(r, now)
+	return PrepareDependencies(r, ups, now)
+}
+
 // Plain reports whether r can go in with the batch inserts: no concurrency limit to admit
 // it under and no dependencies to check (nil is plain).
 func Plain(r *model.Run) bool { return r == nil || r.Concurrency == nil && len(r.DependsOn) == 0 }

@@ -154,6 +154,12 @@ type CancelRunsParams struct {
 	Now    time.Time
 }
 
+// ReopenRunsParams name the runs to run again, upstream ones first.
+type ReopenRunsParams struct {
+	RunIDs []string
+	Now    time.Time
+}
+
 // RetryRunParams name the run to reopen.
 type RetryRunParams struct {
 	ID  string

@@ -79,6 +79,15 @@ type Store interface {
 	// StartedAt (the first attempt's start) and Trigger stay. A run whose job was deleted is
 	// model.ErrInvalidState too: nothing could run it.
 	RetryRun(ctx context.Context, p *RetryRunParams) (*model.Run, error)
+	// ReopenRuns runs final runs (in any final state) again, in one transaction, given
+	// upstream first: a failed pipeline step and what depends on it. Each gets a fresh
+	// attempt budget (MaxAttempts = Attempt + its job's retry max_attempts), ScheduledFor =
+	// Now, FinishedAt and Error cleared, and starts as a new run with its dependencies
+	// would (PrepareDependencies over its upstream runs' states now; a run reopened before
+	// it in the call is unmet): waiting, queued, or skipped again. A run that is not final,
+	// or whose job was deleted, is model.ErrInvalidState, an unknown id model.ErrNotFound,
+	// and then nothing changes.
+	ReopenRuns(ctx context.Context, p *ReopenRunsParams) ([]*model.Run, error)
 
 	// Cron
 

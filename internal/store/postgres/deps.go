@@ -289,3 +289,88 @@ func dependantsEnded(runs []*model.Run) []string {
 	slices.Sort(ids)
 	return ids
 }
+
+// ReopenRuns runs final runs again, upstream first; see store.Store.
+func (s *Store) ReopenRuns(ctx context.Context, p *store.ReopenRunsParams) ([]*model.Run, error) {
+	now := utc(p.Now)
+	var out []*model.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = out[:0]
+		for _, id := range p.RunIDs {
+			r, err := reopenTx(ctx, tx, id, now)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "reopen runs")
+	}
+	return out, nil
+}
+
+// reopenTx runs one final run again.
+func reopenTx(ctx context.Context, tx pgx.Tx, id string, now time.Time) (*model.Run, error) {
+	var (
+		row                      runRow
+		status, pending, trigger string
+		args, spec               []byte
+	)
+	err := tx.QueryRow(ctx, `SELECT `+runCols+`, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)
+		FROM runs r WHERE r.id = $1 FOR UPDATE`, id).Scan(append(runDest(&row, &status, &pending, &trigger, &args), &spec)...)
+	if err != nil {
+		return nil, translate(err, "run %s", id)
+	}
+	fixRun(&row, status, pending, trigger, args)
+	r := &row.Run
+	switch {
+	case !r.Status.Final():
+		return nil, fmt.Errorf("run is %s: %w", r.Status, model.ErrInvalidState)
+	case spec == nil:
+		return nil, fmt.Errorf("its job was deleted: %w", model.ErrInvalidState)
+	}
+	var js model.JobSpec
+	if err := decodeSpec(spec, &js); err != nil {
+		return nil, fmt.Errorf("job %s: %w", r.JobID, err)
+	}
+	rows, err := tx.Query(ctx, `SELECT d.upstream_run_id, d.condition, u.status FROM run_deps d
+		JOIN runs u ON u.id = d.upstream_run_id WHERE d.run_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("dependencies: %w", err)
+	}
+	ups := map[string]model.RunStatus{}
+	r.DependsOn = nil
+	for rows.Next() {
+		var (
+			d  model.Dependency
+			st string
+		)
+		if err := rows.Scan(&d.RunID, &d.Condition, &st); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("dependencies: %w", err)
+		}
+		r.DependsOn = append(r.DependsOn, d)
+		ups[d.RunID] = model.RunStatus(st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dependencies: %w", err)
+	}
+	unmet := store.Reopen(r, ups, now)
+	updated, err := scanRun(tx.QueryRow(ctx, `UPDATE runs r SET status = $2, pending_code = $3, pending_reason = $4,
+		scheduled_for = $5, max_attempts = r.attempt + $6, finished_at = $7, error = $8, cancel_requested = false,
+		deps_pending = $9
+		WHERE r.id = $1 RETURNING `+runCols,
+		id, string(r.Status), string(r.PendingCode), r.PendingReason, utc(r.ScheduledFor), max(1, js.Retry.MaxAttempts),
+		utcPtr(r.FinishedAt), r.Error, unmet))
+	if err != nil {
+		return nil, fmt.Errorf("reopen: %w", err)
+	}
+	if len(r.DependsOn) == 0 {
+		return readmit(ctx, tx, &updated.Run, now)
+	}
+	updated.DependsOn = r.DependsOn
+	return &updated.Run, nil
+}

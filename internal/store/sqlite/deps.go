@@ -216,3 +216,81 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 // ResolvePending has nothing to do: SQLite resolves dependants in the transaction that
 // ends their upstream run.
 func (s *Store) ResolvePending(context.Context, time.Time) ([]*model.Run, error) { return nil, nil }
+
+// ReopenRuns runs final runs again, upstream first; see store.Store.
+func (s *Store) ReopenRuns(ctx context.Context, p *store.ReopenRunsParams) ([]*model.Run, error) {
+	var out []*model.Run
+	err := s.write(ctx, func(t *wtx) error {
+		out = out[:0]
+		e := t.ender(p.Now, nil)
+		for _, id := range p.RunIDs {
+			r, err := t.reopen(e, id, p.Now)
+			if err != nil {
+				return fmt.Errorf("run %s: %w", id, err)
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reopen runs: %w", err)
+	}
+	return out, nil
+}
+
+// reopen runs one final run again.
+func (t *wtx) reopen(e *ender, id string, now time.Time) (*model.Run, error) {
+	var job int
+	rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+`, EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
+		FROM runs WHERE id = ?`, id), &job)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	r := rr.run
+	switch {
+	case !r.Status.Final():
+		return nil, fmt.Errorf("run is %s: %w", r.Status, model.ErrInvalidState)
+	case job == 0:
+		return nil, fmt.Errorf("its job was deleted: %w", model.ErrInvalidState)
+	}
+	policy, err := e.policy(r.JobID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT d.upstream_run_id, d.condition, u.status FROM run_deps d
+		JOIN runs u ON u.id = d.upstream_run_id WHERE d.run_id = ?`, id)
+	if err != nil {
+		return nil, fmt.Errorf("dependencies: %w", err)
+	}
+	ups := map[string]model.RunStatus{}
+	r.DependsOn = nil
+	for rows.Next() {
+		var (
+			d      model.Dependency
+			status string
+		)
+		if err := rows.Scan(&d.RunID, &d.Condition, &status); err != nil {
+			_ = rows.Close()
+			return nil, fmt.Errorf("dependencies: %w", err)
+		}
+		r.DependsOn = append(r.DependsOn, d)
+		ups[d.RunID] = model.RunStatus(status)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("dependencies: %w", err)
+	}
+	unmet := store.Reopen(r, ups, now)
+	updated, err := scanRun(t.tx.QueryRowContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
+		scheduled_for = ?, max_attempts = attempt + ?, finished_at = ?, error = ?, cancel_requested = 0, deps_pending = ?
+		WHERE id = ? RETURNING `+runCols,
+		string(r.Status), string(r.PendingCode), r.PendingReason, micros(r.ScheduledFor), max(1, policy.MaxAttempts),
+		nullMicros(r.FinishedAt), r.Error, unmet, id))
+	if err != nil {
+		return nil, fmt.Errorf("reopen: %w", err)
+	}
+	if len(r.DependsOn) == 0 {
+		return t.readmit(updated.run, now)
+	}
+	updated.run.DependsOn = r.DependsOn
+	return updated.run, nil
+}

@@ -228,6 +228,50 @@ func testDeps(t *testing.T, open OpenFunc) {
 		require.Equal(t, model.RunWaiting, g.Runs[1].Status)
 	})
 
+	t.Run("ReopenFromFailedStep", func(t *testing.T) {
+		f := setup(t, open)
+		_, a := f.submit("extract")
+		b := after(f, "transform", dep(a, model.CondSucceeded))
+		c := after(f, "load", dep(b, model.CondSucceeded))
+		l := f.leaseOne("w", t0)
+		f.complete(store.Completion{RunID: a.ID, Token: l.Token, Status: model.AttemptFailed, ExitCode: intp(1)}, at(time.Second), nil)
+		require.Equal(t, model.RunSkipped, f.getRun(c.ID).Status)
+
+		// A run that is not final refuses, and nothing changes.
+		_, other := f.submit("other")
+		_, err := f.s.ReopenRuns(f.ctx, &store.ReopenRunsParams{RunIDs: []string{a.ID, other.ID}, Now: at(2 * time.Second)})
+		require.ErrorIs(t, err, model.ErrInvalidState)
+		require.Equal(t, model.RunFailed, f.getRun(a.ID).Status)
+		_, err = f.s.ReopenRuns(f.ctx, &store.ReopenRunsParams{RunIDs: []string{"nope"}, Now: at(2 * time.Second)})
+		require.ErrorIs(t, err, model.ErrNotFound)
+		_, err = f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{other.ID}, Now: at(2 * time.Second)})
+		require.NoError(t, err)
+
+		now := at(3 * time.Second)
+		reopened, err := f.s.ReopenRuns(f.ctx, &store.ReopenRunsParams{RunIDs: []string{a.ID, b.ID, c.ID}, Now: now})
+		require.NoError(t, err)
+		require.Len(t, reopened, 3)
+		gotA := f.getRun(a.ID)
+		require.Equal(t, model.RunQueued, gotA.Status)
+		require.Equal(t, 2, gotA.MaxAttempts, "a fresh budget after the attempt made")
+		require.Nil(t, gotA.FinishedAt)
+		require.Empty(t, gotA.Error)
+		require.Len(t, gotA.Attempts, 1, "the failed attempt stays in the history")
+		for _, r := range []*model.Run{b, c} {
+			got := f.getRun(r.ID)
+			require.Equal(t, model.RunWaiting, got.Status, r.JobName)
+			require.Equal(t, model.PendingDependencies, got.PendingCode)
+			require.Empty(t, got.Error)
+		}
+		// Run again, step after step.
+		for i, r := range []*model.Run{a, b, c} {
+			l := f.leaseOne("w", now.Add(time.Duration(i)*time.Second))
+			require.Equal(t, r.ID, l.Run.ID)
+			f.finish(l, model.AttemptSucceeded, intp(0), now.Add(time.Duration(i)*time.Second))
+		}
+		require.Equal(t, 2, f.getRun(a.ID).Attempt)
+	})
+
 	t.Run("ConcurrentEndsReleaseOnce", func(t *testing.T) {
 		f := setup(t, open)
 		const n = 8
