@@ -80,7 +80,10 @@ type RateLimit struct {
 	Per  Duration `json:"per"`
 }
 
-// Dependency is an edge to an upstream run.
+// Dependency is an edge to an upstream run: the run named by Run (an existing run's id) or,
+// in an entry of POST /v1/dags only, by Ref (the name of another entry of the request); give
+// exactly one of them. Condition is what the upstream run must do: "succeeded" (the
+// default), "failed" or "finished" (any final state).
 type Dependency struct {
 	Run       string `json:"run,omitempty"`
 	Ref       string `json:"ref,omitempty"`

@@ -28,7 +28,10 @@ type Run struct {
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
 	Error           string          `json:"error,omitempty"`
 	WorkerID        string          `json:"worker_id,omitempty"`
-	Attempts        []Attempt       `json:"attempts,omitempty"`
+	// DependsOn are the runs this one waits for, each with its condition (Run and
+	// Condition set); empty when it waits for none.
+	DependsOn []Dependency `json:"depends_on,omitempty"`
+	Attempts  []Attempt    `json:"attempts,omitempty"`
 }
 
 // Attempt is one execution of a run.

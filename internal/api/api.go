@@ -19,7 +19,7 @@ type Config struct {
 	// WorkerToken, when set, is a bearer token the worker protocol routes accept; they also
 	// accept UserToken. With neither set the worker routes are open.
 	WorkerToken string
-	// MaxBodyBytes caps request bodies (default 1 MiB); POST /v1/jobs/batch allows 64 MiB
+	// MaxBodyBytes caps request bodies (default 1 MiB); POST /v1/jobs/batch and POST /v1/dags allow 64 MiB
 	// and POST /v1/attempts/logs 8 MiB, or MaxBodyBytes when that is larger.
 	MaxBodyBytes int64
 	// Metrics, when set, serves GET /metrics.

@@ -45,6 +45,10 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 			return invalidField("dry_run", "must be true or false")
 		}
 	}
+	if len(spec.DependsOn) > 0 {
+		return invalidField("depends_on", "applies to a job's first run, which PUT /v1/jobs/{name} does not create: "+
+			"submit the run with POST /v1/jobs or POST /v1/dags")
+	}
 	now := a.clock.Now()
 	vj, errs := buildDefinition(&spec, "", now)
 	if len(errs) > 0 {

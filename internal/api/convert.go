@@ -101,6 +101,12 @@ func runToAPI(r *model.Run) *apitype.Run {
 		Error:           r.Error,
 		WorkerID:        r.WorkerID,
 	}
+	if len(r.DependsOn) > 0 {
+		out.DependsOn = make([]apitype.Dependency, len(r.DependsOn))
+		for i, d := range r.DependsOn {
+			out.DependsOn[i] = apitype.Dependency{Run: d.RunID, Condition: string(d.Condition)}
+		}
+	}
 	if len(r.Attempts) > 0 {
 		out.Attempts = make([]apitype.Attempt, len(r.Attempts))
 		for i, at := range r.Attempts {

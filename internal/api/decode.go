@@ -20,7 +20,7 @@ import (
 // Body limits.
 const (
 	defaultMaxBody = 1 << 20  // 1 MiB
-	batchMaxBody   = 64 << 20 // POST /v1/jobs/batch
+	batchMaxBody   = 64 << 20 // POST /v1/jobs/batch, POST /v1/dags
 	logsMaxBody    = 8 << 20  // POST /v1/attempts/logs: a worker's batch of output
 )
 

@@ -37,6 +37,11 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) error {
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}
+	if errs, err := a.missingUpstream(r.Context(), upstreamOf(vj.Run, "")); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return invalidFields(errs)
+	}
 	res, err := a.eng.SubmitJobs(r.Context(), []store.NewJob{{Job: vj.Job, Run: vj.Run}})
 	if err != nil {
 		return err
@@ -65,6 +70,9 @@ func createResult(res store.CreateJobResult, prefix string, job *model.Job) (api
 		if errors.Is(res.Err, model.ErrConflict) {
 			return apitype.CreateJobResponse{}, false, conflict(prefix+"name",
 				fmt.Sprintf("a job named %q already exists in namespace %q", job.Name, job.Namespace))
+		}
+		if errors.Is(res.Err, model.ErrNotFound) { // an upstream run gone since it was checked
+			return apitype.CreateJobResponse{}, false, invalidField(prefix+"depends_on", res.Err.Error())
 		}
 		return apitype.CreateJobResponse{}, false, res.Err
 	case res.Conflict:
@@ -128,9 +136,18 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	if len(errs) > 0 {
 		return batchErrors(http.StatusBadRequest, errs)
 	}
+	var ups []upstreamRef
+	for i, nj := range jobs {
+		ups = append(ups, upstreamOf(nj.Run, batchEntry(i))...)
+	}
+	if errs, err := a.missingUpstream(r.Context(), ups); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return batchErrors(http.StatusBadRequest, errs)
+	}
 	// Names already taken: refuse the whole batch rather than create part of it. (A name
 	// taken between this check and the commit fails that entry alone; its item says so.)
-	if errs, err := a.takenNames(r.Context(), jobs); err != nil {
+	if errs, err := a.takenNames(r.Context(), jobs, batchEntry); err != nil {
 		return err
 	} else if len(errs) > 0 {
 		return batchErrors(http.StatusConflict, errs)
@@ -212,9 +229,12 @@ func (a *API) createJobsMinimal(w http.ResponseWriter, r *http.Request, jobs []s
 	return nil
 }
 
+// batchEntry names entry i of a batch: "jobs[3].".
+func batchEntry(i int) string { return fmt.Sprintf("jobs[%d].", i) }
+
 // takenNames returns a field error for every entry whose name already belongs to a job,
-// unless the entry's idempotency key is that job's (a replay).
-func (a *API) takenNames(ctx context.Context, jobs []store.NewJob) ([]apitype.FieldError, error) {
+// unless the entry's idempotency key is that job's (a replay). prefix names entry i.
+func (a *API) takenNames(ctx context.Context, jobs []store.NewJob, prefix func(i int) string) ([]apitype.FieldError, error) {
 	var errs []apitype.FieldError
 	for i, nj := range jobs {
 		j := nj.Job
@@ -235,9 +255,49 @@ func (a *API) takenNames(ctx context.Context, jobs []store.NewJob) ([]apitype.Fi
 			continue
 		}
 		errs = append(errs, apitype.FieldError{
-			Field:   fmt.Sprintf("jobs[%d].name", i),
+			Field:   prefix(i) + "name",
 			Message: fmt.Sprintf("a job named %q already exists in namespace %q", j.Name, j.Namespace),
 		})
+	}
+	return errs, nil
+}
+
+// upstreamRef is a run id that a request names as an upstream run, and the field naming it.
+type upstreamRef struct{ field, runID string }
+
+// upstreamOf lists the upstream runs of a job's first run (nil: none); prefix names the job
+// within the request.
+func upstreamOf(run *model.Run, prefix string) []upstreamRef {
+	if run == nil {
+		return nil
+	}
+	out := make([]upstreamRef, len(run.DependsOn))
+	for i, d := range run.DependsOn {
+		out[i] = upstreamRef{field: fmt.Sprintf("%sdepends_on[%d].run", prefix, i), runID: d.RunID}
+	}
+	return out
+}
+
+// missingUpstream returns a field error for each upstream run that does not exist, asking
+// the store once per distinct run.
+func (a *API) missingUpstream(ctx context.Context, refs []upstreamRef) ([]apitype.FieldError, error) {
+	found := make(map[string]bool, len(refs))
+	var errs []apitype.FieldError
+	for _, u := range refs {
+		ok, known := found[u.runID]
+		if !known {
+			_, err := a.store.GetRun(ctx, u.runID)
+			switch {
+			case err == nil:
+				ok = true
+			case !errors.Is(err, model.ErrNotFound):
+				return nil, fmt.Errorf("check upstream run %s: %w", u.runID, err)
+			}
+			found[u.runID] = ok
+		}
+		if !ok {
+			errs = append(errs, apitype.FieldError{Field: u.field, Message: "no run with this id"})
+		}
 	}
 	return errs, nil
 }

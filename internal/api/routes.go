@@ -20,7 +20,7 @@ type bodySize int
 
 const (
 	bodyDefault bodySize = iota // Config.MaxBodyBytes
-	bodyBatch                   // 64 MiB
+	bodyBatch                   // 64 MiB: POST /v1/jobs/batch, POST /v1/dags
 	bodyLogs                    // 8 MiB
 )
 
@@ -57,6 +57,7 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/jobs/{id}/pause", Auth: authUser, Handle: (*API).pauseJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/resume", Auth: authUser, Handle: (*API).resumeJob},
 		{Method: "POST", Path: "/v1/plan", Auth: authUser, Handle: (*API).plan},
+		{Method: "POST", Path: "/v1/dags", Auth: authUser, Body: bodyBatch, Handle: (*API).createDAG},
 
 		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},

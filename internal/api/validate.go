@@ -52,16 +52,46 @@ func (f *fieldErrors) add(field, format string, args ...any) {
 type validJob struct {
 	Job *model.Job
 	Run *model.Run // nil when the job gets no run now (disabled)
+	// Deps is the spec's depends_on, checked, in order. For POST /v1/jobs they are in
+	// Run.DependsOn too; a DAG entry's refs are resolved by the DAG's handler.
+	Deps []jobDep
 }
+
+// jobDep is a checked entry of a spec's depends_on: Run (an existing run's id) or, in a DAG
+// entry only, Ref (another entry's name), with the condition (default succeeded).
+type jobDep struct {
+	Run, Ref  string
+	Condition model.Condition
+}
+
+// depsMode says what a spec's depends_on may name.
+type depsMode int
+
+const (
+	depsOfJob   depsMode = iota // POST /v1/jobs, its batch, POST /v1/plan: runs only
+	depsOfEntry                 // an entry of POST /v1/dags: refs too, and the entry must run once
+)
 
 // buildJob validates spec and turns it into a job with id, defaults and request hash filled,
 // plus its first run (via engine.NewRun) unless the job is disabled or scheduled. now is the
 // submission time. prefix names the spec within the request ("" for POST /v1/jobs,
 // "jobs[3]." in a batch). It returns every bad field at once; with any, the job is nil.
+// depends_on entries must name runs (refs exist only in DAG requests); whether those runs
+// exist is for the caller to check (missingUpstream).
 func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, []apitype.FieldError) {
+	return buildJobIn(spec, prefix, now, depsOfJob)
+}
+
+// buildJobIn is buildJob with the dependency rules of mode.
+func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMode) (*validJob, []apitype.FieldError) {
+	fe := &fieldErrors{prefix: prefix}
+	deps := checkDeps(spec, mode, fe)
 	vj, errs := buildDefinition(spec, prefix, now)
-	if len(errs) > 0 || vj.Job.Spec.Schedule != nil || !vj.Job.Enabled {
-		return vj, errs
+	if errs = append(errs, fe.errs...); len(errs) > 0 {
+		return nil, errs
+	}
+	if vj.Job.Spec.Schedule != nil || !vj.Job.Enabled {
+		return vj, nil
 	}
 	job := vj.Job
 	if job.Spec.Concurrency.Key != "" { // the first run has the job's own args
@@ -77,7 +107,84 @@ func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, [
 		due = now.Add(spec.Delay.Std())
 	}
 	vj.Run = engine.NewRun(job, model.TriggerSubmit, nil, due, now)
+	if len(deps) > 0 && vj.Run.Concurrency != nil {
+		fe.add("depends_on", "a run with dependencies cannot have a concurrency or rate limit")
+		fe.add("concurrency", "a job with depends_on cannot have a concurrency or rate limit")
+		return nil, fe.errs
+	}
+	vj.Deps = deps
+	if mode == depsOfJob {
+		for _, d := range deps {
+			vj.Run.DependsOn = append(vj.Run.DependsOn, model.Dependency{RunID: d.Run, Condition: d.Condition})
+		}
+	}
 	return vj, nil
+}
+
+// checkDeps checks a spec's depends_on under the rules of mode, recording bad fields in fe,
+// and returns its entries with their defaults. It is linear in the entries: an entry that
+// repeats an upstream is found through a map.
+func checkDeps(spec *apitype.JobSpec, mode depsMode, fe *fieldErrors) []jobDep {
+	switch {
+	case mode == depsOfEntry && spec.Schedule != nil:
+		fe.add("schedule", "a DAG entry runs once, when its dependencies allow: it cannot have a schedule")
+	case mode == depsOfEntry && spec.Enabled != nil && !*spec.Enabled:
+		fe.add("enabled", "a DAG entry must run: it cannot be disabled")
+	case len(spec.DependsOn) == 0:
+	case spec.Schedule != nil:
+		fe.add("depends_on", "applies to a job's first run, and a job with a schedule has none")
+		fe.add("schedule", "a job with depends_on cannot have a schedule")
+	case spec.Enabled != nil && !*spec.Enabled:
+		fe.add("depends_on", "applies to a job's first run, and a disabled job has none")
+		fe.add("enabled", "a job with depends_on cannot be disabled")
+	}
+	if len(spec.DependsOn) == 0 {
+		return nil
+	}
+	out := make([]jobDep, len(spec.DependsOn))
+	seen := make(map[jobDep]int, len(spec.DependsOn)) // upstream (condition left empty) -> index
+	for i, d := range spec.DependsOn {
+		path := func(field string) string { return fmt.Sprintf("depends_on[%d]%s", i, field) }
+		run, ref := strings.TrimSpace(d.Run), d.Ref
+		if strings.TrimSpace(ref) == "" {
+			ref = ""
+		}
+		upField := ".run"
+		switch {
+		case mode == depsOfJob && d.Ref != "":
+			fe.add(path(".ref"), "refs name entries of a DAG request (POST /v1/dags); here give run, the id of an existing run")
+			continue
+		case mode == depsOfJob && run == "":
+			fe.add(path(".run"), "is required: the id of the run to wait for")
+			continue
+		case mode == depsOfEntry && run != "" && ref != "":
+			fe.add(path(""), "give one of ref (an entry of this request) and run (an existing run's id), not both")
+			continue
+		case mode == depsOfEntry && run == "" && ref == "":
+			fe.add(path(""), "needs ref (an entry of this request) or run (an existing run's id)")
+			continue
+		case ref != "":
+			upField = ".ref"
+		}
+		if run != "" && (run != d.Run || len(run) > maxKeyLen || hasControl(run)) {
+			fe.add(path(".run"), "is not a run id")
+			continue
+		}
+		cond := model.Condition(d.Condition)
+		if cond == "" {
+			cond = model.CondSucceeded
+		} else if !cond.Valid() {
+			fe.add(path(".condition"), "must be one of succeeded, failed, finished")
+		}
+		up := jobDep{Run: run, Ref: ref}
+		if j, dup := seen[up]; dup {
+			fe.add(path(upField), "repeats depends_on[%d]: name each upstream run once", j)
+			continue
+		}
+		seen[up] = i
+		out[i] = jobDep{Run: run, Ref: ref, Condition: cond}
+	}
+	return out
 }
 
 // buildDefinition is buildJob without the first run: the job alone, with its next fire
@@ -260,10 +367,6 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 	ms.Schedule = scheduleToModel(spec.Schedule, fe)
 	ms.Concurrency = concurrencyToModel(spec.Concurrency, fe)
 
-	// Later issues: refuse rather than store something that would be ignored.
-	if len(spec.DependsOn) > 0 {
-		fe.add("depends_on", "not supported yet")
-	}
 	return ms
 }
 

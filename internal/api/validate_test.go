@@ -147,7 +147,22 @@ func TestBuildJob(t *testing.T) {
 		{name: "bad misfire", body: `{"command": ["a"], "schedule": {"cron": "@daily", "misfire": "maybe", "misfire_limit": -1}}`,
 			want: []string{"schedule.misfire", "schedule.misfire_limit"}},
 		{name: "schedule with run_at", body: `{"command": ["a"], "schedule": {"cron": "@daily"}, "delay": "1m"}`, want: []string{"schedule"}},
-		{name: "depends_on not yet", body: `{"command": ["a"], "depends_on": [{"run": "x"}]}`, want: []string{"depends_on"}},
+		{name: "depends_on", body: `{"command": ["a"], "depends_on": [{"run": "x"}, {"run": "y", "condition": "finished"}]}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.Equal(t, []model.Dependency{{RunID: "x", Condition: model.CondSucceeded}, {RunID: "y", Condition: model.CondFinished}},
+					vj.Run.DependsOn, "the condition defaults to succeeded")
+			}},
+		{name: "depends_on bad entries",
+			body: `{"command": ["a"], "depends_on": [{"condition": "failed"}, {"run": "x", "condition": "done"}, {"ref": "b"}, {"run": "y"}, {"run": "y", "condition": "failed"}]}`,
+			want: []string{"depends_on[0].run", "depends_on[1].condition", "depends_on[2].ref", "depends_on[4].run"}},
+		{name: "depends_on with a schedule", body: `{"command": ["a"], "schedule": {"cron": "@daily"}, "depends_on": [{"run": "x"}]}`,
+			want: []string{"depends_on", "schedule"}},
+		{name: "depends_on disabled", body: `{"command": ["a"], "enabled": false, "depends_on": [{"run": "x"}]}`,
+			want: []string{"depends_on", "enabled"}},
+		{name: "depends_on with a concurrency limit", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}, "depends_on": [{"run": "x"}]}`,
+			want: []string{"depends_on", "concurrency"}},
+		{name: "depends_on with a rate limit", body: `{"command": ["a"], "concurrency": {"rate": {"rate": 1, "per": "1s"}}, "depends_on": [{"run": "x"}]}`,
+			want: []string{"depends_on", "concurrency"}},
 		{name: "bad label keys", body: `{"command": ["a"], "requirements": {"gpu": 4, "labels": {"": "x", "a\"b": "y", "ok": "z"}}}`,
 			want: []string{"requirements.labels", "requirements.labels"}},
 		{name: "concurrency forbid", body: `{"command": ["a"], "concurrency": {"policy": "forbid"}}`, check: func(t *testing.T, vj *validJob) {

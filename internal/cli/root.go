@@ -72,6 +72,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newBackfillCmd(cfg),
 		newApplyCmd(cfg),
 		newPlanCmd(cfg),
+		newDAGsCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

@@ -85,6 +85,13 @@ func (cfg *config) printRun(w io.Writer, r *apitype.Run) error {
 	if r.IdempotencyKey != "" {
 		t.row("Idempotency key:", r.IdempotencyKey)
 	}
+	for i, d := range r.DependsOn {
+		label := ""
+		if i == 0 {
+			label = "Depends on:"
+		}
+		t.row(label, d.Run+" "+d.Condition)
+	}
 	t.row("Scheduled for:", cfg.when(&r.ScheduledFor))
 	t.row("Created:", cfg.when(&r.CreatedAt))
 	t.row("Started:", cfg.when(r.StartedAt))

@@ -59,6 +59,30 @@ Attempt:        0
 `,
 		},
 		{
+			name: "get a run waiting on dependencies",
+			args: []string{"runs", "get", "r3"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r3", answer: `{"id":"r3","job_id":"j1","status":"waiting",
+				"pending_code":"waiting_on_dependencies","pending_reason":"waiting for 2 upstream runs (run r1 to be succeeded, ...)",
+				"queue":"default","trigger":"submit","scheduled_for":"2030-01-02T12:00:00Z","created_at":"2030-01-02T12:00:00Z",
+				"depends_on":[{"run":"r1","condition":"succeeded"},{"run":"r2","condition":"finished"}]}`}},
+			stdout: `ID:             r3
+Job:            j1
+Status:         waiting (waiting_on_dependencies)
+Waiting:        waiting for 2 upstream runs (run r1 to be succeeded, ...)
+Queue:          default
+Priority:       0
+Trigger:        submit
+Depends on:     r1 succeeded
+                r2 finished
+Scheduled for:  2030-01-02 12:00:00 (just now)
+Created:        2030-01-02 12:00:00 (just now)
+Started:        -
+Finished:       -
+Duration:       -
+Attempt:        0
+`,
+		},
+		{
 			name:      "get json",
 			args:      []string{"runs", "get", "r1", "--json"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running","scheduled_for":"2030-01-02T11:50:00Z","created_at":"2030-01-02T11:50:00Z"}`}},

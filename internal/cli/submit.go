@@ -24,6 +24,7 @@ type submitFlags struct {
 	memory                                           memoryFlag
 	runAt                                            timeFlag
 	args, env, labels                                kvFlag
+	after                                            afterFlag
 	tags                                             []string
 	wait, follow, quiet                              bool
 	json                                             *bool
@@ -36,7 +37,8 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 		Short: "Submit a job: a command, a shell script or a handler",
 		Long: "Submit a job. What it runs is exactly one of a command (after --), a shell script\n" +
 			"(--shell, run with /bin/sh -c) or a handler kind served by SDK workers (--handler).\n" +
-			"A job with no --cron schedule gets one run at once, due now, at --run-at or after --delay.\n\n" +
+			"A job with no --cron schedule gets one run at once, due now, at --run-at or after --delay;\n" +
+			"with --after it waits until the runs named hold their conditions (and is skipped if one never can).\n\n" +
 			"Prints the run and the job it belongs to. With --wait it waits for the run to end and\n" +
 			"prints how it ended; with --follow it streams the run's logs meanwhile. Both exit 0 only\n" +
 			"when the run succeeded.",
@@ -44,7 +46,8 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 			"  stint submit --shell 'echo hi; sleep 5' --wait\n" +
 			"  stint submit --name report --queue reports --cpu 2 --memory 4G --retries 3 --backoff 30s -- ./report\n" +
 			"  stint submit --handler email --arg to=ops@example.com --arg subject=hello\n" +
-			"  stint submit --name nightly --cron '0 3 * * *' --timezone Europe/Paris -- ./nightly",
+			"  stint submit --name nightly --cron '0 3 * * *' --timezone Europe/Paris -- ./nightly\n" +
+			"  stint submit --after 01jd3x5k8q9r2s4t6v8w0y2z4a --after 01jd3x5m0b1c2d3e4f5g6h7j8k:finished -- ./load",
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			return runSubmit(cmd, cfg, &f, argv)
 		},
@@ -78,6 +81,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.IntVar(&f.gpu, "gpu", 0, "GPUs an attempt needs")
 	fl.Var(&f.labels, "label", "worker label KEY=VALUE the job needs, repeatable")
 	fl.StringArrayVar(&f.tags, "tag", nil, "tag, repeatable")
+	fl.Var(&f.after, "after", "run only after run RUN_ID succeeded (RUN_ID:failed, RUN_ID:finished for the other conditions), repeatable")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, print how it ended, exit 0 only if it succeeded")
 	fl.BoolVar(&f.follow, "follow", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
@@ -97,6 +101,8 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		return Usagef("--json and --follow: --follow prints logs, not JSON")
 	case (f.wait || f.follow) && f.cron != "":
 		return Usagef("--cron with --wait or --follow: a scheduled job has no run to wait for")
+	case len(f.after.deps) > 0 && f.cron != "":
+		return Usagef("--after with --cron: --after holds the job's one run, and a scheduled job has none")
 	}
 	c, err := cfg.client(cmd)
 	if err != nil {
@@ -200,6 +206,7 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec,
 		RunAt:          f.runAt.t,
 		IdempotencyKey: f.idempotencyKey,
 		Tags:           f.tags,
+		DependsOn:      f.after.deps,
 	}
 	changed := cmd.Flags().Changed
 	if changed("priority") {

@@ -1,0 +1,66 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
+)
+
+func TestSubmitDAGCall(t *testing.T) {
+	t.Parallel()
+	runCalls(t, []callCase{
+		{
+			name: "submit dag",
+			call: func(ctx context.Context, c *client.Client) (any, error) {
+				return c.SubmitDAG(ctx, &apitype.DAGRequest{Namespace: "etl", Runs: map[string]apitype.JobSpec{
+					"extract": {Command: []string{"./extract"}},
+					"load": {Shell: "./load", DependsOn: []apitype.Dependency{
+						{Ref: "extract"}, {Run: "r0", Condition: "finished"},
+					}},
+				}})
+			},
+			method: http.MethodPost, path: "/v1/dags",
+			body: `{"namespace":"etl","runs":{"extract":{"command":["./extract"]},
+				"load":{"shell":"./load","depends_on":[{"ref":"extract"},{"run":"r0","condition":"finished"}]}}}`,
+			answer: answer{Status: http.StatusCreated, Body: `{"runs":{"extract":"r1","load":"r2"},"jobs":{"extract":"j1","load":"j2"}}`},
+			check: func(t *testing.T, got any) {
+				resp := got.(*apitype.DAGResponse)
+				require.Equal(t, map[string]string{"extract": "r1", "load": "r2"}, resp.Runs)
+				require.Equal(t, map[string]string{"extract": "j1", "load": "j2"}, resp.Jobs)
+			},
+		},
+		{
+			name: "submit dag with a cycle",
+			call: func(ctx context.Context, c *client.Client) (any, error) {
+				return c.SubmitDAG(ctx, &apitype.DAGRequest{Runs: map[string]apitype.JobSpec{
+					"a": {Handler: "noop", DependsOn: []apitype.Dependency{{Ref: "a"}}},
+				}})
+			},
+			method: http.MethodPost, path: "/v1/dags",
+			body: `{"runs":{"a":{"handler":"noop","depends_on":[{"ref":"a"}]}}}`,
+			answer: answer{Status: http.StatusBadRequest, ContentType: "application/problem+json",
+				Body: `{"title":"Bad Request","status":400,"errors":[{"field":"runs.a.depends_on[0].ref","message":"self-edge"}]}`},
+			wantError: "runs.a.depends_on[0].ref",
+			check: func(t *testing.T, got any) {
+				require.Nil(t, got.(*apitype.DAGResponse))
+			},
+		},
+	})
+}
+
+func TestSubmitDAGProblem(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, answer{Status: http.StatusBadRequest, ContentType: "application/problem+json",
+		Body: `{"title":"Bad Request","status":400,"errors":[{"field":"runs.load.depends_on[0].ref","message":"cycle: load -> transform -> load"}]}`})
+	_, err := newClient(t, f.URL).SubmitDAG(context.Background(), &apitype.DAGRequest{})
+	var p *apitype.Problem
+	require.True(t, errors.As(err, &p), "err: %v", err)
+	require.Equal(t, "runs.load.depends_on[0].ref", p.Errors[0].Field)
+	require.Equal(t, "cycle: load -> transform -> load", p.Errors[0].Message)
+}

@@ -1,0 +1,164 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// maxDAGRuns caps the entries of POST /v1/dags, as maxBatchJobs caps a batch: one request
+// is one transaction.
+const maxDAGRuns = maxBatchJobs
+
+// dagEntry names entry name of a DAG request in field paths: "runs.load.".
+func dagEntry(name string) string { return "runs." + name + "." }
+
+// createDAG serves POST /v1/dags: runs with the dependencies between them, each entry a job
+// spec validated as POST /v1/jobs validates it (fields named runs.<entry>.), whose
+// depends_on may name other entries (ref) as well as existing runs (run). Everything is
+// checked first (refs, cycles, upstream runs, names) and then created in one transaction:
+// all or nothing. Validation and ordering are linear in entries plus edges.
+func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
+	var req apitype.DAGRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case len(req.Runs) == 0:
+		return invalidField("runs", "must hold at least one entry")
+	case len(req.Runs) > maxDAGRuns:
+		return invalidField("runs", fmt.Sprintf("must hold at most %d entries, got %d", maxDAGRuns, len(req.Runs)))
+	}
+	ns := req.Namespace
+	if ns == "" {
+		ns = model.DefaultNamespace
+	} else if !namePattern.MatchString(ns) {
+		return invalidField("namespace", nameRule)
+	}
+
+	// Entries in name order, so that answers (which cycle, which error first) do not
+	// depend on the order of a map.
+	names := sortedKeys(req.Runs)
+	index := make(map[string]int, len(names))
+	for i, name := range names {
+		index[name] = i
+	}
+	now := a.clock.Now()
+	entries := make([]engine.GraphEntry, len(names))
+	var errs []apitype.FieldError
+	var ups []upstreamRef
+	jobNames := make(map[string]string) // job name -> entry
+	keys := make(map[string]string)     // idempotency key -> entry
+	for i, name := range names {
+		if !namePattern.MatchString(name) {
+			errs = append(errs, apitype.FieldError{Field: mapPath("runs", name), Message: "entry names " + nameRule})
+			continue
+		}
+		prefix := dagEntry(name)
+		spec := req.Runs[name]
+		if spec.Namespace == "" {
+			spec.Namespace = ns
+		} else if spec.Namespace != ns {
+			errs = append(errs, apitype.FieldError{Field: prefix + "namespace",
+				Message: fmt.Sprintf("must be the request's namespace (%q) or left out", ns)})
+			continue
+		}
+		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry)
+		if len(fe) > 0 {
+			errs = append(errs, fe...)
+			continue
+		}
+		if spec.Name != "" {
+			if other, dup := jobNames[vj.Job.Name]; dup {
+				errs = append(errs, apitype.FieldError{Field: prefix + "name", Message: "repeats the name of runs." + other})
+			} else {
+				jobNames[vj.Job.Name] = name
+			}
+		}
+		if key := vj.Job.IdempotencyKey; key != "" {
+			if other, dup := keys[key]; dup {
+				errs = append(errs, apitype.FieldError{Field: prefix + "idempotency_key", Message: "repeats the idempotency_key of runs." + other})
+			} else {
+				keys[key] = name
+			}
+		}
+		deps := make([]engine.GraphDep, len(vj.Deps))
+		for j, d := range vj.Deps {
+			if d.Run != "" {
+				deps[j] = engine.GraphDep{RunID: d.Run, Condition: d.Condition}
+				ups = append(ups, upstreamRef{field: fmt.Sprintf("%sdepends_on[%d].run", prefix, j), runID: d.Run})
+				continue
+			}
+			up, ok := index[d.Ref]
+			switch {
+			case !ok:
+				errs = append(errs, apitype.FieldError{Field: fmt.Sprintf("%sdepends_on[%d].ref", prefix, j),
+					Message: fmt.Sprintf("no entry named %q", d.Ref)})
+			case up == i:
+				errs = append(errs, apitype.FieldError{Field: fmt.Sprintf("%sdepends_on[%d].ref", prefix, j),
+					Message: fmt.Sprintf("self-edge: entry %q cannot depend on itself", name)})
+			}
+			deps[j] = engine.GraphDep{Entry: up, Condition: d.Condition}
+		}
+		entries[i] = engine.GraphEntry{Job: vj.Job, Run: vj.Run, Deps: deps}
+	}
+	if len(errs) > 0 {
+		return batchErrors(http.StatusBadRequest, errs)
+	}
+	if _, err := engine.OrderGraph(entries); err != nil {
+		var ce *engine.CycleError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		path := make([]string, len(ce.Path))
+		for k, i := range ce.Path {
+			path[k] = names[i]
+		}
+		return batchErrors(http.StatusBadRequest, []apitype.FieldError{{
+			Field:   fmt.Sprintf("%sdepends_on[%d].ref", dagEntry(names[ce.Path[0]]), ce.Dep),
+			Message: "cycle: " + strings.Join(path, " -> "),
+		}})
+	}
+	if errs, err := a.missingUpstream(r.Context(), ups); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return batchErrors(http.StatusBadRequest, errs)
+	}
+	jobs := make([]store.NewJob, len(entries))
+	for i, en := range entries {
+		jobs[i] = store.NewJob{Job: en.Job, Run: en.Run}
+	}
+	entryOf := func(i int) string { return dagEntry(names[i]) }
+	if errs, err := a.takenNames(r.Context(), jobs, entryOf); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return batchErrors(http.StatusConflict, errs)
+	}
+
+	g, err := a.eng.SubmitGraph(r.Context(), entries)
+	switch {
+	case errors.Is(err, model.ErrConflict):
+		// A name taken since the check above, or an idempotency key already used.
+		if errs, cerr := a.takenNames(r.Context(), jobs, entryOf); cerr == nil && len(errs) > 0 {
+			return batchErrors(http.StatusConflict, errs)
+		}
+		return &httpError{status: http.StatusConflict, detail: err.Error() + "; nothing was created"}
+	case errors.Is(err, model.ErrNotFound):
+		return &httpError{status: http.StatusBadRequest, detail: err.Error() + "; nothing was created"}
+	case err != nil:
+		return err
+	}
+	out := apitype.DAGResponse{Runs: make(map[string]string, len(names)), Jobs: make(map[string]string, len(names))}
+	for i, name := range names {
+		out.Runs[name] = g.Runs[i].ID
+		out.Jobs[name] = g.Jobs[i].ID
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
