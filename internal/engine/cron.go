@@ -51,8 +51,12 @@ func (c *schedules) get(s *model.Schedule) (*cron.Schedule, error) {
 // first instant after now, or nil when the job does not fire (no schedule, disabled,
 // paused, an expression with no further instant, or one that does not parse).
 func NextFireAt(j *model.Job, now time.Time) *time.Time {
-	s := j.Spec.Schedule
-	if s == nil || s.Paused || !j.Enabled {
+	return scheduleNext(j.Spec.Schedule, j.Enabled, now)
+}
+
+// scheduleNext is the first instant of s after now, or nil when it does not fire.
+func scheduleNext(s *model.Schedule, enabled bool, now time.Time) *time.Time {
+	if s == nil || s.Paused || !enabled {
 		return nil
 	}
 	sc, err := cron.Parse(s.Cron, s.Timezone)
@@ -105,8 +109,16 @@ func (e *Engine) cronLoop(ctx context.Context) {
 			e.retryLater(ctx, "fire cron jobs", err)
 			continue
 		}
-		if fired {
+		firedPipelines, heldPipeline, err := e.firePipelines(ctx, now, horizon)
+		if err != nil {
+			e.retryLater(ctx, "fire pipelines", err)
+			continue
+		}
+		if fired || firedPipelines {
 			continue // more may be due
+		}
+		if !heldPipeline.IsZero() && (held.IsZero() || heldPipeline.Before(held)) {
+			held = heldPipeline
 		}
 		next, ok, err := e.store.NextFire(ctx, horizon)
 		if err != nil {
@@ -176,15 +188,28 @@ func (e *Engine) fireDue(ctx context.Context, now, horizon time.Time) (bool, tim
 // planFire decides what a due job fires at now: the runs for its due instants under its
 // misfire policy, and its next fire.
 func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
-	due := *j.NextFireAt
-	f := store.Fire{JobID: j.ID, Expect: due}
-	s := j.Spec.Schedule
+	f := store.Fire{JobID: j.ID, Expect: *j.NextFireAt}
+	var fire []time.Time
+	fire, f.Next = e.planInstants("job", j.ID, j.Name, j.Spec.Schedule, *j.NextFireAt, now)
+	for _, at := range fire {
+		r := NewRun(j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
+		r.ScheduledFor = at                             // the instant it fires for: one run per (job, instant)
+		f.Runs = append(f.Runs, r)
+	}
+	return f
+}
+
+// planInstants decides which instants of schedule s, due since due, fire at now under its
+// misfire policy, and where the schedule goes next (nil: nowhere). kind, id and name name
+// the job or pipeline in logs.
+func (e *Engine) planInstants(kind, id, name string, s *model.Schedule, due, now time.Time) ([]time.Time, *time.Time) {
 	sc, err := e.sched.get(s)
 	if err != nil {
-		// Stop the schedule rather than retry it forever; the job's page shows no next fire.
-		e.log.Error("cron schedule no longer parses; it stops firing", "job", j.ID, "cron", s.Cron, "timezone", s.Timezone, "err", err)
-		return f
+		// Stop the schedule rather than retry it forever; its page shows no next fire.
+		e.log.Error("cron schedule no longer parses; it stops firing", kind, id, "cron", s.Cron, "timezone", s.Timezone, "err", err)
+		return nil, nil
 	}
+	var next *time.Time
 	limit := s.MisfireLimit
 	if limit <= 0 {
 		limit = DefaultMisfireLimit
@@ -193,7 +218,7 @@ func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
 	instants := append([]time.Time{due}, missed...)
 	last := instants[len(instants)-1]
 	if n := sc.NextAfter(last, now); !n.IsZero() {
-		f.Next = &n
+		next = &n
 	}
 	grace := e.cfg.MisfireGrace
 	var fire []time.Time
@@ -217,15 +242,10 @@ func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
 			count += "+"
 		}
 		e.log.Warn("cron misfire: instants missed while no server fired them",
-			"job", j.ID, "name", j.Name, "policy", misfirePolicy(s), "missed", count,
+			kind, id, "name", name, "policy", misfirePolicy(s), "missed", count,
 			"first", due.UTC(), "runs", len(fire), "limit", limit)
 	}
-	for _, at := range fire {
-		r := NewRun(j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
-		r.ScheduledFor = at                             // the instant it fires for: one run per (job, instant)
-		f.Runs = append(f.Runs, r)
-	}
-	return f
+	return fire, next
 }
 
 func misfirePolicy(s *model.Schedule) string {
