@@ -102,9 +102,10 @@ func (d depTx) SetRunnable(runs []*model.Run) error {
 // model.ErrNotFound naming an upstream run that does not exist.
 func (t *wtx) prepareDeps(r *model.Run, now time.Time) (int, error) {
 	ups := make(map[string]model.RunStatus, len(r.DependsOn))
+	q := t.stmt(t.ws.runStatus)
 	for _, d := range r.DependsOn {
 		var status string
-		err := t.tx.QueryRowContext(t.ctx, `SELECT status FROM runs WHERE id = ?`, d.RunID).Scan(&status)
+		err := q.QueryRowContext(t.ctx, d.RunID).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, fmt.Errorf("run %s: upstream run %s: %w", r.ID, d.RunID, model.ErrNotFound)
 		}
@@ -119,17 +120,17 @@ func (t *wtx) prepareDeps(r *model.Run, now time.Time) (int, error) {
 // insertDeps writes the edges of the new run r, its unmet count, and marks its upstream
 // runs as having dependants.
 func (t *wtx) insertDeps(r *model.Run, unmet int) error {
+	ins, mark := t.stmt(t.ws.insertDep), t.stmt(t.ws.markUpstream)
 	for _, d := range r.DependsOn {
-		if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO run_deps (run_id, upstream_run_id, condition) VALUES (?, ?, ?)
-			ON CONFLICT DO NOTHING`, r.ID, d.RunID, string(d.Condition)); err != nil {
+		if _, err := ins.ExecContext(t.ctx, r.ID, d.RunID, string(d.Condition)); err != nil {
 			return fmt.Errorf("run %s: dependency on %s: %w", r.ID, d.RunID, err)
 		}
-		if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET has_dependants = 1 WHERE id = ? AND has_dependants = 0`, d.RunID); err != nil {
+		if _, err := mark.ExecContext(t.ctx, d.RunID); err != nil {
 			return fmt.Errorf("run %s: mark upstream %s: %w", r.ID, d.RunID, err)
 		}
 	}
 	if unmet > 0 {
-		if _, err := t.tx.ExecContext(t.ctx, `UPDATE runs SET deps_pending = ? WHERE id = ?`, unmet, r.ID); err != nil {
+		if _, err := t.stmt(t.ws.setDepsPending).ExecContext(t.ctx, unmet, r.ID); err != nil {
 			return fmt.Errorf("run %s: dependencies: %w", r.ID, err)
 		}
 	}

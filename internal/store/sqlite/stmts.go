@@ -35,6 +35,10 @@ type writeStmts struct {
 	runningCount   *sql.Stmt
 	leaseQueues    *sql.Stmt
 	claim          *sql.Stmt
+	runStatus      *sql.Stmt
+	insertDep      *sql.Stmt
+	markUpstream   *sql.Stmt
+	setDepsPending *sql.Stmt
 	workerRoom     *sql.Stmt
 	workerBooked   *sql.Stmt
 	savepoint      *sql.Stmt
@@ -135,6 +139,10 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.runningCount = p(runningCountSQL)
 	s.leaseQueues = p(`SELECT name, max_concurrency, rate, rate_per_us FROM queues WHERE paused = 0 ORDER BY priority DESC, name`)
 	s.claim = p(claimSQL)
+	s.runStatus = p(`SELECT status FROM runs WHERE id = ?`)
+	s.insertDep = p(`INSERT INTO run_deps (run_id, upstream_run_id, condition) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`)
+	s.markUpstream = p(`UPDATE runs SET has_dependants = 1 WHERE id = ? AND has_dependants = 0`)
+	s.setDepsPending = p(`UPDATE runs SET deps_pending = ? WHERE id = ?`)
 	s.workerRoom = p(`SELECT labels, cap_cpu, cap_memory_mb, cap_gpu FROM workers WHERE id = ?`)
 	s.workerBooked = p(workerBookedSQL)
 	s.savepoint = p(`SAVEPOINT fast`)
@@ -252,7 +260,7 @@ func (s *writeStmts) close() error {
 	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
 		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.jobSpec, s.endAttemptRun,
 		s.activeRun, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
-		s.runningCount, s.leaseQueues, s.claim, s.workerRoom, s.workerBooked, s.savepoint, s.release, s.rollbackTo} {
+		s.runningCount, s.leaseQueues, s.claim, s.runStatus, s.insertDep, s.markUpstream, s.setDepsPending, s.workerRoom, s.workerBooked, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
