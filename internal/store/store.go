@@ -120,8 +120,9 @@ type Store interface {
 
 	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
 	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)
-	// SetWebhookSecret creates or replaces the webhook secret of a job (model.ErrNotFound
-	// when the job does not exist). DeleteJob deletes it with the job.
+	// SetWebhookSecret creates or replaces the webhook secret of a job or a pipeline (JobID
+	// names either; model.ErrNotFound when neither exists). DeleteJob and DeletePipeline
+	// delete it with the job or pipeline.
 	SetWebhookSecret(ctx context.Context, p *SetWebhookSecretParams) error
 	// WebhookSecret returns a job's webhook secret; model.ErrNotFound when it has none.
 	WebhookSecret(ctx context.Context, jobID string) (string, error)

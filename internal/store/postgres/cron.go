@@ -209,7 +209,7 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 // SetWebhookSecret creates or replaces a job's webhook secret.
 func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretParams) error {
 	tag, err := s.pool.Exec(ctx, `INSERT INTO job_secrets (job_id, secret, created_at)
-		SELECT id, $2, $3 FROM jobs WHERE id = $1
+		SELECT id, $2, $3 FROM (SELECT id FROM jobs WHERE id = $1 UNION ALL SELECT id FROM pipelines WHERE id = $1) o
 		ON CONFLICT (job_id) DO UPDATE SET secret = $2, created_at = $3`, p.JobID, p.Secret, utc(p.Now))
 	if err != nil {
 		return translate(err, "set webhook secret of job %s", p.JobID)

@@ -90,11 +90,14 @@ func collectPipelines(rows pgx.Rows) ([]*model.Pipeline, error) {
 
 // DeletePipeline deletes a pipeline; its runs stay.
 func (s *Store) DeletePipeline(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM pipelines WHERE id = $1`, id)
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM pipelines WHERE id = $1 RETURNING id),
+		s AS (DELETE FROM job_secrets WHERE job_id IN (SELECT id FROM d))
+		SELECT count(*) FROM d`, id).Scan(&n)
 	if err != nil {
 		return translate(err, "delete pipeline %s", id)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("delete pipeline %s: %w", id, model.ErrNotFound)
 	}
 	return nil

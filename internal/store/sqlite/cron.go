@@ -178,7 +178,8 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretParams) error {
 	err := s.write(ctx, func(t *wtx) error {
 		var one int
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM jobs WHERE id = ?`, p.JobID).Scan(&one); err != nil {
+		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM jobs WHERE id = ?1 UNION ALL SELECT 1 FROM pipelines WHERE id = ?1`,
+			p.JobID).Scan(&one); err != nil {
 			return mapErr(err)
 		}
 		_, err := t.tx.ExecContext(t.ctx, `INSERT INTO job_secrets (job_id, secret, created_at) VALUES (?1, ?2, ?3)

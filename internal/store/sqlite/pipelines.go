@@ -112,6 +112,9 @@ func (s *Store) DeletePipeline(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("delete pipeline %s: %w", id, model.ErrNotFound)
 		}
+		if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM job_secrets WHERE job_id = ?`, id); err != nil {
+			return fmt.Errorf("delete pipeline %s: webhook secret: %w", id, err)
+		}
 		return nil
 	})
 }

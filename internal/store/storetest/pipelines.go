@@ -83,7 +83,15 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"backup", "etl"}, []string{list[0].Name, list[1].Name})
 
+		// A pipeline has a webhook secret like a job, deleted with it.
+		require.NoError(t, f.s.SetWebhookSecret(f.ctx, &store.SetWebhookSecretParams{JobID: pl.ID, Secret: "s3cret", Now: t0}))
+		secret, err := f.s.WebhookSecret(f.ctx, pl.ID)
+		require.NoError(t, err)
+		require.Equal(t, "s3cret", secret)
+
 		require.NoError(t, f.s.DeletePipeline(f.ctx, pl.ID))
+		_, err = f.s.WebhookSecret(f.ctx, pl.ID)
+		require.ErrorIs(t, err, model.ErrNotFound)
 		_, err = f.s.GetPipeline(f.ctx, &store.GetJobParams{IDOrName: "etl"})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		require.ErrorIs(t, f.s.DeletePipeline(f.ctx, pl.ID), model.ErrNotFound)
