@@ -280,7 +280,39 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.Runs = page.Runs[:limit]
 		page.NextCursor = page.Runs[limit-1].ID
 	}
+	if err := s.fillDeps(ctx, page.Runs); err != nil {
+		return nil, translate(err, "list runs")
+	}
 	return page, nil
+}
+
+// fillDeps reads the dependencies of runs (edges never change once written, so a read
+// apart from the runs' is consistent with it).
+func (s *Store) fillDeps(ctx context.Context, runs []*model.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	byID := make(map[string]*model.Run, len(runs))
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		byID[r.ID], ids[i] = r, r.ID
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id, upstream_run_id, condition FROM run_deps WHERE run_id = ANY($1::text[])`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			d  model.Dependency
+		)
+		if err := rows.Scan(&id, &d.RunID, &d.Condition); err != nil {
+			return err
+		}
+		byID[id].DependsOn = append(byID[id].DependsOn, d)
+	}
+	return rows.Err()
 }
 
 // listRunsSQL builds the query of ListRuns for at most limit rows (p.Status, when set, must

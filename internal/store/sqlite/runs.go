@@ -184,7 +184,40 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		page.Runs = page.Runs[:limit]
 		page.NextCursor = page.Runs[limit-1].ID
 	}
+	if err := s.fillDeps(ctx, page.Runs); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
 	return page, nil
+}
+
+// fillDeps reads the dependencies of runs (edges never change once written, so a read
+// apart from the runs' is consistent with it).
+func (s *Store) fillDeps(ctx context.Context, runs []*model.Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	byID := make(map[string]*model.Run, len(runs))
+	args := make([]any, len(runs))
+	for i, r := range runs {
+		byID[r.ID], args[i] = r, r.ID
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT run_id, upstream_run_id, condition FROM run_deps
+		WHERE run_id IN (?`+strings.Repeat(", ?", len(runs)-1)+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("dependencies: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id string
+			d  model.Dependency
+		)
+		if err := rows.Scan(&id, &d.RunID, &d.Condition); err != nil {
+			return fmt.Errorf("dependencies: %w", err)
+		}
+		byID[id].DependsOn = append(byID[id].DependsOn, d)
+	}
+	return rows.Err()
 }
 
 // listRunsSQL builds ListRuns' query, choosing the index that serves its filters. ok is

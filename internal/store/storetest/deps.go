@@ -37,6 +37,10 @@ func testDeps(t *testing.T, open OpenFunc) {
 		require.Equal(t, "waiting for run "+up.ID+" to be succeeded", down.PendingReason)
 		got := f.getRun(down.ID)
 		require.Equal(t, []model.Dependency{dep(up, model.CondSucceeded)}, got.DependsOn)
+		page, err := f.s.ListRuns(f.ctx, &store.ListRunsParams{Status: model.RunWaiting})
+		require.NoError(t, err)
+		require.Len(t, page.Runs, 1)
+		require.Equal(t, []model.Dependency{dep(up, model.CondSucceeded)}, page.Runs[0].DependsOn, "lists show dependencies too")
 		require.True(t, f.getRun(up.ID).HasDependants)
 
 		// Not leasable while waiting.
