@@ -7,10 +7,12 @@ import (
 
 // PipelineSpec is the body of PUT /v1/pipelines/{name}: a named DAG of jobs with an
 // optional schedule. Each entry of Steps is a job spec as POST /v1/jobs takes it (without
-// name, schedule or concurrency limit); its depends_on names other steps (Ref), with a
-// condition (default succeeded). Each trigger (cron, manual, webhook) creates a pipeline
-// run: one run per step and the edges between them.
+// name, schedule, concurrency limit, idempotency key, run_at or delay); its depends_on
+// names other steps (Ref), with a condition (default succeeded). Each trigger (cron,
+// manual) creates a pipeline run: one run per step and the edges between them.
 type PipelineSpec struct {
+	// Name is the name in the path, or empty (a file for `stint apply` names each pipeline).
+	Name      string             `json:"name,omitempty"`
 	Namespace string             `json:"namespace,omitempty"`
 	Enabled   *bool              `json:"enabled,omitempty"` // default true
 	Schedule  *Schedule          `json:"schedule,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/stint-dev/stint/apitype"
 )
@@ -36,6 +37,36 @@ func (c *Client) PutPipeline(ctx context.Context, name string, spec *apitype.Pip
 	return pipelineCall[apitype.Pipeline](ctx, c, "put pipeline", http.MethodPut, name, "", nil, spec)
 }
 
+// ApplyPipeline makes the pipeline named spec.Name in namespace ("": the client's) match
+// spec (PUT /v1/pipelines/{name}), and reports whether it was created. With dryRun the
+// server checks everything and writes nothing: the answer is the pipeline as it would be,
+// and created says whether it would be created.
+func (c *Client) ApplyPipeline(ctx context.Context, namespace string, spec *apitype.PipelineSpec, dryRun bool) (*apitype.Pipeline, bool, error) {
+	path, err := pathOf("apply pipeline", "/v1/pipelines/", spec.Name, "")
+	if err != nil {
+		return nil, false, err
+	}
+	q := c.jobQuery()
+	if namespace != "" {
+		q = url.Values{"namespace": {namespace}}
+	}
+	if dryRun {
+		if q == nil {
+			q = url.Values{}
+		}
+		q.Set("dry_run", "true")
+	}
+	var out apitype.Pipeline
+	status, err := c.do(ctx, nil, http.MethodPut, path, q, spec, &out)
+	if err != nil {
+		return nil, false, err
+	}
+	if dryRun {
+		return &out, out.ID == "", nil
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
 // GetPipeline returns a pipeline by id or name (GET /v1/pipelines/{name}).
 func (c *Client) GetPipeline(ctx context.Context, name string) (*apitype.Pipeline, error) {
 	return pipelineCall[apitype.Pipeline](ctx, c, "get pipeline", http.MethodGet, name, "", nil, nil)
@@ -50,8 +81,21 @@ func (c *Client) ListPipelines(ctx context.Context) (*apitype.PipelineList, erro
 	return &out, nil
 }
 
-// DeletePipeline deletes a pipeline (DELETE /v1/pipelines/{name}); its runs and its steps'
-// jobs stay.
+// ListPipelinesIn lists the pipelines of namespace (GET /v1/pipelines?namespace=); "" is
+// the client's namespace.
+func (c *Client) ListPipelinesIn(ctx context.Context, namespace string) (*apitype.PipelineList, error) {
+	if namespace == "" {
+		return c.ListPipelines(ctx)
+	}
+	var out apitype.PipelineList
+	if _, err := c.do(ctx, nil, http.MethodGet, "/v1/pipelines", url.Values{"namespace": {namespace}}, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeletePipeline deletes a pipeline and the jobs of its steps, cancelling their active runs
+// (DELETE /v1/pipelines/{name}); the runs stay, as history.
 func (c *Client) DeletePipeline(ctx context.Context, name string) error {
 	_, err := pipelineCall[struct{}](ctx, c, "delete pipeline", http.MethodDelete, name, "", nil, nil)
 	return err
@@ -60,7 +104,11 @@ func (c *Client) DeletePipeline(ctx context.Context, name string) error {
 // TriggerPipeline starts a run of a pipeline now (POST /v1/pipelines/{name}/trigger); args
 // (may be nil) reach every step's run, over the pipeline's own.
 func (c *Client) TriggerPipeline(ctx context.Context, name string, req *apitype.PipelineTrigger) (*apitype.PipelineRun, error) {
-	return pipelineCall[apitype.PipelineRun](ctx, c, "trigger pipeline", http.MethodPost, name, "/trigger", nil, req)
+	var in any // a nil *PipelineTrigger would be sent as "null"
+	if req != nil {
+		in = req
+	}
+	return pipelineCall[apitype.PipelineRun](ctx, c, "trigger pipeline", http.MethodPost, name, "/trigger", nil, in)
 }
 
 // ListPipelineRuns pages a pipeline's runs, newest first (GET /v1/pipelines/{name}/runs);
@@ -95,3 +143,30 @@ func (c *Client) RetryPipelineRun(ctx context.Context, name, id, from string) (*
 	return pipelineCall[apitype.PipelineRun](ctx, c, "retry pipeline run", http.MethodPost, name, "/runs/"+url.PathEscape(id)+"/retry",
 		nil, &apitype.PipelineRetry{From: from})
 }
+
+// WaitPipelineRun asks for a pipeline run every poll interval (see WithPollInterval) until
+// done holds for it, and returns that run. It returns early with the error of a failed
+// GetPipelineRun, or with ctx's error.
+func (c *Client) WaitPipelineRun(ctx context.Context, name, id string, done func(*apitype.PipelineRun) bool) (*apitype.PipelineRun, error) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		pr, err := c.GetPipelineRun(ctx, name, id)
+		if err != nil {
+			return nil, err
+		}
+		if done(pr) {
+			return pr, nil
+		}
+		t.Reset(c.pollInterval)
+	}
+}
+
+// PipelineFinished reports whether a pipeline run as a whole has ended (every step's run
+// is final): a predicate for WaitPipelineRun.
+func PipelineFinished(pr *apitype.PipelineRun) bool { return pr.Status != "" && pr.Status != "running" }

@@ -59,6 +59,16 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/plan", Auth: authUser, Handle: (*API).plan},
 		{Method: "POST", Path: "/v1/dags", Auth: authUser, Body: bodyBatch, Handle: (*API).createDAG},
 
+		{Method: "GET", Path: "/v1/pipelines", Auth: authUser, Handle: (*API).listPipelines},
+		{Method: "PUT", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).putPipeline},
+		{Method: "GET", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).getPipeline},
+		{Method: "DELETE", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).deletePipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Auth: authUser, Handle: (*API).triggerPipeline},
+		{Method: "GET", Path: "/v1/pipelines/{name}/runs", Auth: authUser, Handle: (*API).listPipelineRuns},
+		{Method: "GET", Path: "/v1/pipelines/{name}/runs/{id}", Auth: authUser, Handle: (*API).getPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Auth: authUser, Handle: (*API).retryPipelineRun},
+
 		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelRun},

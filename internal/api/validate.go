@@ -70,6 +70,7 @@ type depsMode int
 const (
 	depsOfJob   depsMode = iota // POST /v1/jobs, its batch, POST /v1/plan: runs only
 	depsOfEntry                 // an entry of POST /v1/dags: refs too, and the entry must run once
+	depsOfStep                  // a step of PUT /v1/pipelines/{name}: refs only, run by the pipeline's triggers
 )
 
 // buildJob validates spec and turns it into a job with id, defaults and request hash filled,
@@ -89,6 +90,10 @@ func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMo
 	vj, errs := buildDefinition(spec, prefix, now)
 	if errs = append(errs, fe.errs...); len(errs) > 0 {
 		return nil, errs
+	}
+	if mode == depsOfStep { // a definition: the pipeline's triggers make its runs
+		vj.Deps = deps
+		return vj, nil
 	}
 	if vj.Job.Spec.Schedule != nil || !vj.Job.Enabled {
 		return vj, nil
@@ -125,7 +130,14 @@ func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMo
 // and returns its entries with their defaults. It is linear in the entries: an entry that
 // repeats an upstream is found through a map.
 func checkDeps(spec *apitype.JobSpec, mode depsMode, fe *fieldErrors) []jobDep {
+	if mode == depsOfStep && spec.Concurrency != nil {
+		fe.add("concurrency", "a pipeline step cannot have a concurrency or rate limit: its runs wait on each other")
+	}
 	switch {
+	case mode == depsOfStep && spec.Schedule != nil:
+		fe.add("schedule", "a pipeline step runs when the pipeline is triggered: give the schedule to the pipeline")
+	case mode == depsOfStep && spec.Enabled != nil && !*spec.Enabled:
+		fe.add("enabled", "a pipeline step must run: it cannot be disabled (disable the pipeline instead)")
 	case mode == depsOfEntry && spec.Schedule != nil:
 		fe.add("schedule", "a DAG entry runs once, when its dependencies allow: it cannot have a schedule")
 	case mode == depsOfEntry && spec.Enabled != nil && !*spec.Enabled:
@@ -156,6 +168,12 @@ func checkDeps(spec *apitype.JobSpec, mode depsMode, fe *fieldErrors) []jobDep {
 			continue
 		case mode == depsOfJob && run == "":
 			fe.add(path(".run"), "is required: the id of the run to wait for")
+			continue
+		case mode == depsOfStep && d.Run != "":
+			fe.add(path(".run"), "a pipeline step waits for other steps of its pipeline: give ref, the name of a step")
+			continue
+		case mode == depsOfStep && ref == "":
+			fe.add(path(".ref"), "is required: the name of the step to wait for")
 			continue
 		case mode == depsOfEntry && run != "" && ref != "":
 			fe.add(path(""), "give one of ref (an entry of this request) and run (an existing run's id), not both")

@@ -73,6 +73,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newApplyCmd(cfg),
 		newPlanCmd(cfg),
 		newDAGsCmd(cfg),
+		newPipelinesCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

@@ -101,14 +101,15 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 	return cmd
 }
 
-// jobFile is what `stint apply -f` reads: the jobs of one namespace.
+// jobFile is what `stint apply -f` reads: the jobs and pipelines of one namespace.
 type jobFile struct {
-	Namespace string            `json:"namespace,omitempty"`
-	Jobs      []apitype.JobSpec `json:"jobs"`
+	Namespace string                 `json:"namespace,omitempty"`
+	Jobs      []apitype.JobSpec      `json:"jobs"`
+	Pipelines []apitype.PipelineSpec `json:"pipelines,omitempty"`
 }
 
 // readJobFile parses a YAML (or JSON) job file. Unknown fields are errors naming the field;
-// every job needs a name, once.
+// every job and every pipeline needs a name, once.
 func readJobFile(b []byte) (*jobFile, error) {
 	js, err := yaml.YAMLToJSON(b)
 	if err != nil {
@@ -133,6 +134,19 @@ func readJobFile(b []byte) (*jobFile, error) {
 		}
 		seen[j.Name] = i
 	}
+	seen = map[string]int{}
+	for i, p := range f.Pipelines {
+		switch {
+		case p.Name == "":
+			return nil, fmt.Errorf("pipelines[%d].name: every pipeline of a file needs a name", i)
+		case p.Namespace != "" && p.Namespace != f.Namespace:
+			return nil, fmt.Errorf("pipelines[%d].namespace: set the file's namespace instead (pipelines of a file share it)", i)
+		}
+		if k, dup := seen[p.Name]; dup {
+			return nil, fmt.Errorf("pipelines[%d].name: %q is also pipelines[%d]", i, p.Name, k)
+		}
+		seen[p.Name] = i
+	}
 	return &f, nil
 }
 
@@ -143,17 +157,25 @@ func newApplyCmd(cfg *config) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE [--prune] [--dry-run]",
-		Short: "Create or update the jobs of a file by name, and print what changed",
-		Long: `Make the server's jobs match a file (YAML or JSON):
+		Short: "Create or update the jobs and pipelines of a file by name, and print what changed",
+		Long: `Make the server's jobs and pipelines match a file (YAML or JSON):
 
     namespace: reports        # optional; default "default"
     jobs:
       - name: nightly
         command: [python3, report.py]
         schedule: {cron: "0 2 * * *", timezone: Europe/Berlin}
+    pipelines:                # optional: see stint pipelines put --help
+      - name: etl
+        schedule: {cron: "0 3 * * *"}
+        steps:
+          extract: {command: [./extract.sh]}
+          load:    {command: [./load.sh], depends_on: [{ref: extract}]}
 
 Each job is created when missing and updated when it differs; the output says which
-fields changed. --prune deletes the jobs of the namespace that the file no longer has.`,
+fields changed. Each pipeline is created or its definition replaced (PUT
+/v1/pipelines/{name}). --prune deletes the jobs of the namespace that the file no longer
+has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 		Args: args(),
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the job file (- for standard input)")
@@ -203,6 +225,16 @@ fields changed. --prune deletes the jobs of the namespace that the file no longe
 			}
 			fmt.Fprintln(w, line+suffix)
 		}
+		for i := range f.Pipelines {
+			p := &f.Pipelines[i]
+			pl, created, err := c.ApplyPipeline(cmd.Context(), f.Namespace, p, dryRun)
+			if err != nil {
+				fmt.Fprintf(w, "pipeline/%s failed: %v\n", p.Name, err)
+				failed = errors.Join(failed, err)
+				continue
+			}
+			fmt.Fprintln(w, pipelineAction(p.Name, created, len(pl.Steps))+suffix)
+		}
 		if prune && failed == nil {
 			if err := pruneJobs(cmd, c, f, dryRun, suffix); err != nil {
 				return err
@@ -226,6 +258,11 @@ func pruneJobs(cmd *cobra.Command, c *client.Client, f *jobFile, dryRun bool, su
 	for _, j := range f.Jobs {
 		keep[j.Name] = true
 	}
+	for _, p := range f.Pipelines { // the jobs of the file's pipelines' steps
+		for step := range p.Steps {
+			keep[p.Name+"."+step] = true
+		}
+	}
 	var gone []*apitype.Job
 	opts := client.ListJobsOptions{Namespace: ns, Limit: 1000}
 	for {
@@ -243,6 +280,10 @@ func pruneJobs(cmd *cobra.Command, c *client.Client, f *jobFile, dryRun bool, su
 		}
 		opts.Cursor = page.NextCursor
 	}
+	gone, err := withoutStepJobs(cmd.Context(), c, ns, gone)
+	if err != nil {
+		return err
+	}
 	slices.SortFunc(gone, func(a, b *apitype.Job) int { return strings.Compare(a.Name, b.Name) })
 	for _, j := range gone {
 		if !dryRun {
@@ -253,4 +294,25 @@ func pruneJobs(cmd *cobra.Command, c *client.Client, f *jobFile, dryRun bool, su
 		fmt.Fprintf(cmd.OutOrStdout(), "job/%s deleted (pruned)%s\n", j.Name, suffix)
 	}
 	return nil
+}
+
+// withoutStepJobs drops from jobs those that run a step of a pipeline of namespace ns (a
+// pipeline applied from another file, say): pruning them would break the pipeline. Step
+// jobs are named pipeline.step, so the pipelines are only asked for when a job's name has a
+// dot.
+func withoutStepJobs(ctx context.Context, c *client.Client, ns string, jobs []*apitype.Job) ([]*apitype.Job, error) {
+	if !slices.ContainsFunc(jobs, func(j *apitype.Job) bool { return strings.Contains(j.Name, ".") }) {
+		return jobs, nil
+	}
+	pls, err := c.ListPipelinesIn(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	steps := map[string]bool{}
+	for _, p := range pls.Items {
+		for _, s := range p.Steps {
+			steps[s.JobID] = true
+		}
+	}
+	return slices.DeleteFunc(jobs, func(j *apitype.Job) bool { return steps[j.ID] }), nil
 }

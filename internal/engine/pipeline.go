@@ -145,8 +145,8 @@ func (e *Engine) putStepJob(ctx context.Context, def *PipelineDef, sd StepDef, o
 }
 
 // TriggerPipeline starts a run of pipeline pl now: a run per step, with the edges between
-// them, created at once. args (a JSON object, or empty) are laid over the pipeline's own
-// and reach every step's run.
+// them, created at once. args (a JSON object, or empty) are laid over the pipeline's own,
+// and those over each step's job's own args, for the step's run.
 func (e *Engine) TriggerPipeline(ctx context.Context, pl *model.Pipeline, trigger model.Trigger, args json.RawMessage) (*model.PipelineRun, error) {
 	now := e.clock.Now()
 	return e.startPipelineRun(ctx, pl, trigger, args, now, now, nil)
@@ -169,7 +169,11 @@ func (e *Engine) startPipelineRun(ctx context.Context, pl *model.Pipeline, trigg
 		if err != nil {
 			return nil, fmt.Errorf("pipeline %s: step %q: %w", pl.Name, st.Name, err)
 		}
-		r := NewRun(j, model.TriggerPipeline, merged, at, now)
+		stepArgs, err := mergeArgs(j.Spec.Args, merged) // the step's own, under the pipeline's and the trigger's
+		if err != nil {
+			return nil, fmt.Errorf("pipeline %s: step %q: %w", pl.Name, st.Name, err)
+		}
+		r := NewRun(j, model.TriggerPipeline, stepArgs, at, now)
 		for _, d := range st.DependsOn {
 			r.DependsOn = append(r.DependsOn, model.Dependency{RunID: byStep[d.Step].ID, Condition: d.Condition})
 		}

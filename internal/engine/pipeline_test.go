@@ -95,14 +95,20 @@ func TestTriggerPipelineRunsStepsInOrder(t *testing.T) {
 	e, b := setup(t)
 	ctx := context.Background()
 	register(t, e, "w")
-	pl, _, err := e.PutPipeline(ctx, etl(nil))
+	def := etl(nil)
+	def.Steps[2].Job.Args = json.RawMessage(`{"day": "step's", "mine": 1}`) // extract's own
+	pl, _, err := e.PutPipeline(ctx, def)
 	require.NoError(t, err)
 	pr, err := e.TriggerPipeline(ctx, pl, model.TriggerManual, json.RawMessage(`{"day": "2026-03-01"}`))
 	require.NoError(t, err)
 	require.Equal(t, model.TriggerManual, pr.Trigger)
 	require.JSONEq(t, `{"day": "2026-03-01", "env": "prod"}`, string(pr.Args), "trigger args over the pipeline's")
-	for _, r := range pr.Steps {
-		require.JSONEq(t, string(pr.Args), string(r.Args))
+	for step, r := range pr.Steps {
+		want := string(pr.Args)
+		if step == "extract" {
+			want = `{"day": "2026-03-01", "env": "prod", "mine": 1}` // and both over the step's own
+		}
+		require.JSONEq(t, want, string(r.Args), step)
 		require.Equal(t, model.TriggerPipeline, r.Trigger)
 	}
 	// Step by step: only what is released leases.
