@@ -189,7 +189,8 @@ type TriggerRequest struct {
 // shown this once. A call to Path must carry, in the header named Header, "sha256=" and the
 // hex HMAC-SHA256 of the request body keyed with Secret.
 type WebhookSecret struct {
-	JobID  string `json:"job_id"`
+	JobID      string `json:"job_id,omitempty"`
+	PipelineID string `json:"pipeline_id,omitempty"` // a pipeline's secret (JobID empty)
 	Secret string `json:"secret"`
 	Path   string `json:"path"`
 	Header string `json:"header"`

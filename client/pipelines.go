@@ -170,3 +170,10 @@ func (c *Client) WaitPipelineRun(ctx context.Context, name, id string, done func
 // PipelineFinished reports whether a pipeline run as a whole has ended (every step's run
 // is final): a predicate for WaitPipelineRun.
 func PipelineFinished(pr *apitype.PipelineRun) bool { return pr.Status != "" && pr.Status != "running" }
+
+// RotatePipelineWebhookSecret gives a pipeline a new webhook secret (POST
+// /v1/pipelines/{name}/webhook); the answer is the only place it is shown. A call to its
+// path signed with it starts a pipeline run.
+func (c *Client) RotatePipelineWebhookSecret(ctx context.Context, name string) (*apitype.WebhookSecret, error) {
+	return pipelineCall[apitype.WebhookSecret](ctx, c, "rotate pipeline webhook secret", http.MethodPost, name, "/webhook", nil, nil)
+}

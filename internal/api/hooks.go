@@ -41,6 +41,91 @@ func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// checkSignature is nil when r carries the signature of body under secret; else (no
+// secret included) a 401 naming what the header must be. whose says whose secret it is.
+func checkSignature(r *http.Request, secret string, body []byte, whose string) error {
+	got := r.Header.Get(apitype.WebhookSignatureHeader)
+	if secret == "" || !strings.HasPrefix(got, signaturePrefix) || !hmac.Equal([]byte(got), []byte(apitype.WebhookSignature(secret, body))) {
+		return &httpError{status: http.StatusUnauthorized,
+			detail: fmt.Sprintf("the %s header must be %s and the hex HMAC-SHA256 of the body keyed with the %s's webhook secret",
+				apitype.WebhookSignatureHeader, signaturePrefix, whose)}
+	}
+	return nil
+}
+
+// hookArgs are a webhook body's args: a JSON object, or nothing.
+func hookArgs(body []byte) ([]byte, error) {
+	b := bytes.TrimSpace(body)
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != '{' {
+		return nil, invalidField("body", "must be a JSON object (the args) or empty")
+	}
+	var obj map[string]any
+	if err := decodeJSON(b, &obj); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// rotatePipelineWebhookSecret serves POST /v1/pipelines/{name}/webhook: a new secret
+// replaces any earlier one and is shown this once.
+func (a *API) rotatePipelineWebhookSecret(w http.ResponseWriter, r *http.Request) error {
+	pl, err := a.findPipeline(r)
+	if err != nil {
+		return err
+	}
+	secret := id.Token()
+	err = a.store.SetWebhookSecret(r.Context(), &store.SetWebhookSecretParams{JobID: pl.ID, Secret: secret, Now: a.clock.Now()})
+	if errors.Is(err, model.ErrNotFound) {
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("pipeline %q not found", pl.ID)}
+	}
+	if err != nil {
+		return err
+	}
+	path := "/v1/hooks/pipelines/" + url.PathEscape(pl.Name)
+	if pl.Namespace != model.DefaultNamespace {
+		path += "?namespace=" + url.QueryEscape(pl.Namespace)
+	}
+	writeJSON(w, http.StatusCreated, apitype.WebhookSecret{PipelineID: pl.ID, Secret: secret, Path: path, Header: apitype.WebhookSignatureHeader})
+	return nil
+}
+
+// pipelineHook serves POST /v1/hooks/pipelines/{name}: a signed call starts a pipeline run
+// (trigger event) whose args are the body, a JSON object (or nothing), over the pipeline's.
+// A missing or wrong signature is 401 and starts nothing; so is a pipeline with no secret.
+// A disabled pipeline is 409. 201 with the pipeline run.
+func (a *API) pipelineHook(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	pl, err := a.findPipeline(r)
+	if err != nil {
+		return err
+	}
+	secret, err := a.store.WebhookSecret(r.Context(), pl.ID)
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
+		return err
+	}
+	if err := checkSignature(r, secret, body, "pipeline"); err != nil {
+		return err
+	}
+	args, err := hookArgs(body)
+	if err != nil {
+		return err
+	}
+	if !pl.Enabled {
+		return &httpError{status: http.StatusConflict, detail: fmt.Sprintf("pipeline %q is disabled: its webhook runs nothing until it is enabled", pl.Name)}
+	}
+	pr, err := a.eng.TriggerPipeline(r.Context(), pl, model.TriggerEvent, args)
+	if err != nil {
+		return fmt.Errorf("pipeline webhook %s: %w", pl.Name, err)
+	}
+	return a.writePipelineRun(w, r, http.StatusCreated, pr)
+}
+
 // hook serves POST /v1/hooks/{id}: the body, a JSON object (or nothing), becomes the run's
 // args. A missing or wrong signature is 401 and creates nothing; so is a job with no
 // secret. A disabled job is 409 (a manual trigger still runs it). An Idempotency-Key header
@@ -58,21 +143,12 @@ func (a *API) hook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return err
 	}
-	got := r.Header.Get(apitype.WebhookSignatureHeader)
-	if secret == "" || !strings.HasPrefix(got, signaturePrefix) || !hmac.Equal([]byte(got), []byte(apitype.WebhookSignature(secret, body))) {
-		return &httpError{status: http.StatusUnauthorized,
-			detail: fmt.Sprintf("the %s header must be %s and the hex HMAC-SHA256 of the body keyed with the job's webhook secret", apitype.WebhookSignatureHeader, signaturePrefix)}
+	if err := checkSignature(r, secret, body, "job"); err != nil {
+		return err
 	}
-	var args []byte
-	if b := bytes.TrimSpace(body); len(b) > 0 {
-		if b[0] != '{' {
-			return invalidField("body", "must be a JSON object (the run's args) or empty")
-		}
-		var obj map[string]any
-		if err := decodeJSON(b, &obj); err != nil {
-			return err
-		}
-		args = b
+	args, err := hookArgs(body)
+	if err != nil {
+		return err
 	}
 	if !j.Enabled {
 		return &httpError{status: http.StatusConflict, detail: fmt.Sprintf("job %q is disabled: its webhook runs nothing until it is enabled", j.Name)}

@@ -354,3 +354,43 @@ func TestPipelineRuns(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.status)
 	require.Equal(t, []string{"args"}, r.fields(t))
 }
+
+func TestPipelineWebhook(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.putPipeline(t, "etl", etlPipeline, http.StatusCreated)
+	r := b.do(t, "POST", "/v1/pipelines/etl/webhook", nil)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var sec apitype.WebhookSecret
+	r.decode(t, &sec)
+	require.NotEmpty(t, sec.Secret)
+	require.NotEmpty(t, sec.PipelineID)
+	require.Empty(t, sec.JobID)
+	require.Equal(t, "/v1/hooks/pipelines/etl", sec.Path)
+
+	body := []byte(`{"day": "from-hook"}`)
+	hook := func(sig string, body []byte) *response {
+		h := http.Header{}
+		if sig != "" {
+			h.Set(apitype.WebhookSignatureHeader, sig)
+		}
+		return b.doCtx(t, t.Context(), "POST", sec.Path, body, h)
+	}
+	_, runs0 := b.counts(t)
+	for _, bad := range []string{"", apitype.WebhookSignature("wrong", body), apitype.WebhookSignature(sec.Secret, []byte(`{}`))} {
+		r = hook(bad, body)
+		require.Equal(t, http.StatusUnauthorized, r.status, "signature %q: %s", bad, r.body)
+	}
+	_, runs := b.counts(t)
+	require.Equal(t, runs0, runs, "refused calls start nothing")
+
+	r = hook(apitype.WebhookSignature(sec.Secret, body), body)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var pr apitype.PipelineRun
+	r.decode(t, &pr)
+	require.Equal(t, "event", pr.Trigger)
+	require.JSONEq(t, `{"source": "s3", "day": "from-hook"}`, string(pr.Args), "the body over the pipeline's args")
+	require.Len(t, pr.Steps, 5)
+	r = hook(apitype.WebhookSignature(sec.Secret, []byte(`[1]`)), []byte(`[1]`))
+	require.Equal(t, http.StatusBadRequest, r.status, "args must be an object")
+}

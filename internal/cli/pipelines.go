@@ -27,6 +27,8 @@ func newPipelinesCmd(cfg *config) *cobra.Command {
 		newPipelineRunCmd(cfg),
 		newPipelineCancelCmd(cfg),
 		newPipelineRetryCmd(cfg),
+		objectCmd(cfg, "webhook PIPELINE", "Create or rotate a pipeline's webhook secret (shown once): signed calls start a run",
+			(*client.Client).RotatePipelineWebhookSecret, cfg.printWebhookSecret),
 	)
 	cmd.Aliases = []string{"pipeline"}
 	return cmd

@@ -66,6 +66,13 @@ load       r3   succeeded  1/1      -        -         -
 `
 	runCLICases(t, []cliCase{
 		{
+			name: "webhook",
+			args: []string{"pipelines", "webhook", "etl"},
+			exchanges: []exchange{{method: "POST", path: "/v1/pipelines/etl/webhook", status: 201,
+				answer: `{"pipeline_id":"p1","secret":"s3cret","path":"/v1/hooks/pipelines/etl","header":"X-Stint-Signature"}`}},
+			stdoutHas: []string{"s3cret", "/v1/hooks/pipelines/etl", "X-Stint-Signature: sha256="},
+		},
+		{
 			name:      "list",
 			args:      []string{"pipelines", "list"},
 			exchanges: []exchange{{method: "GET", path: "/v1/pipelines", answer: `{"items":[` + cliPipeline + `]}`}},

@@ -37,17 +37,19 @@ func newJobResumeCmd(cfg *config) *cobra.Command {
 }
 
 func newJobWebhookCmd(cfg *config) *cobra.Command {
-	cmd := objectCmd(cfg, "webhook JOB", "Create or rotate a job's webhook secret (shown once)",
-		(*client.Client).RotateWebhookSecret, func(w io.Writer, _ string, s *apitype.WebhookSecret) error {
-			t := newTable(w)
-			t.row("Secret:", s.Secret+"   (shown this once; rotate to replace it)")
-			t.row("URL:", cfg.server+s.Path)
-			t.row("Signature:", s.Header+": sha256=<hex HMAC-SHA256 of the body, keyed with the secret>")
-			t.row("Example:", fmt.Sprintf(`body='{"k":"v"}'; curl -X POST %s%s -H "%s: sha256=$(printf %%s "$body" | openssl dgst -sha256 -hmac '%s' -r | cut -d' ' -f1)" -d "$body"`,
-				cfg.server, s.Path, s.Header, s.Secret))
-			return t.flush()
-		})
-	return cmd
+	return objectCmd(cfg, "webhook JOB", "Create or rotate a job's webhook secret (shown once)",
+		(*client.Client).RotateWebhookSecret, cfg.printWebhookSecret)
+}
+
+// printWebhookSecret shows a new webhook secret with how to sign a call.
+func (cfg *config) printWebhookSecret(w io.Writer, _ string, s *apitype.WebhookSecret) error {
+	t := newTable(w)
+	t.row("Secret:", s.Secret+"   (shown this once; rotate to replace it)")
+	t.row("URL:", cfg.server+s.Path)
+	t.row("Signature:", s.Header+": sha256=<hex HMAC-SHA256 of the body, keyed with the secret>")
+	t.row("Example:", fmt.Sprintf(`body='{"k":"v"}'; curl -X POST %s%s -H "%s: sha256=$(printf %%s "$body" | openssl dgst -sha256 -hmac '%s' -r | cut -d' ' -f1)" -d "$body"`,
+		cfg.server, s.Path, s.Header, s.Secret))
+	return t.flush()
 }
 
 func newBackfillCmd(cfg *config) *cobra.Command {
