@@ -191,9 +191,9 @@ type TriggerRequest struct {
 type WebhookSecret struct {
 	JobID      string `json:"job_id,omitempty"`
 	PipelineID string `json:"pipeline_id,omitempty"` // a pipeline's secret (JobID empty)
-	Secret string `json:"secret"`
-	Path   string `json:"path"`
-	Header string `json:"header"`
+	Secret     string `json:"secret"`
+	Path       string `json:"path"`
+	Header     string `json:"header"`
 }
 
 // BackfillRequest is the body of POST /v1/jobs/{id}/backfill: the cron instants in
