@@ -54,9 +54,6 @@ refused with the field named (runs.load.depends_on[0].ref), and nothing is creat
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the DAG, YAML or JSON (- for standard input)")
 	asJSON := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if file == "" {
-			return Usagef("-f FILE is required")
-		}
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
 			return err

@@ -74,9 +74,6 @@ pipelines too, in a pipelines: list next to jobs:.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the pipeline, YAML or JSON (- for standard input)")
 	asJSON := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if file == "" {
-			return Usagef("-f FILE is required")
-		}
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
 			return err

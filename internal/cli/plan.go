@@ -47,9 +47,6 @@ or a file for stint apply (namespace, jobs: [...]), of which --job picks one.`,
 	cmd.Flags().StringVar(&name, "job", "", "the job to plan, by name, when FILE is a file for stint apply")
 	asJSON := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if file == "" {
-			return Usagef("-f FILE is required")
-		}
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
 			return err
@@ -66,8 +63,11 @@ or a file for stint apply (namespace, jobs: [...]), of which --job picks one.`,
 	return cmd
 }
 
-// readFileFlag reads the file an -f flag names, or standard input for "-".
+// readFileFlag reads the file a required -f flag names, or standard input for "-".
 func readFileFlag(cmd *cobra.Command, file string) ([]byte, error) {
+	if file == "" {
+		return nil, Usagef("-f FILE is required")
+	}
 	var b []byte
 	var err error
 	if file == "-" {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -184,18 +183,9 @@ has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 	cmd.Flags().BoolVar(&prune, "prune", false, "delete the namespace's jobs that the file does not list")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "say what would change, change nothing")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if file == "" {
-			return Usagef("-f FILE is required")
-		}
-		var b []byte
-		var err error
-		if file == "-" {
-			b, err = io.ReadAll(cmd.InOrStdin())
-		} else {
-			b, err = os.ReadFile(file)
-		}
+		b, err := readFileFlag(cmd, file)
 		if err != nil {
-			return Usagef("-f: %w", err)
+			return err
 		}
 		f, err := readJobFile(b)
 		if err != nil {
