@@ -43,6 +43,7 @@ type Config struct {
 	// InsertWorkers is how many batch inserts are in flight at once (drain, scheduled, exec).
 	InsertWorkers int
 	Lead          time.Duration // scheduled: how far ahead the instant is
+	Shape         string        // dag: ShapeFanout (default) or ShapeChain
 	// FullAnswers asks batch inserts for the full answer (every job and run) instead of
 	// the minimal one (ids only, "Prefer: return=minimal").
 	FullAnswers bool
@@ -93,10 +94,10 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag"}
 
 // DefaultN is each workload's job count when Config.N is zero (../shared/BENCH.md).
-var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000}
+var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000}
 
 // Run runs one workload.
 func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
@@ -127,6 +128,8 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		w = cronWorkload
 	case "exec":
 		w = execWorkload
+	case "dag":
+		w = dagWorkload
 	default:
 		return nil, fmt.Errorf("workload %q: want one of %s", workload, strings.Join(Workloads, ", "))
 	}

@@ -27,6 +27,7 @@ func TestWorkloadsRun(t *testing.T) {
 		"steady":    {"completed", "submit-to-start p99", "backlog at end"},
 		"scheduled": {"lateness p50", "lateness p99", "lateness max"},
 		"cron":      {"lateness p50", "lateness p99", "duplicates", "misses"},
+		"dag":       {"submit", "processed"},
 	}
 	for _, w := range Workloads {
 		t.Run(w, func(t *testing.T) {

@@ -69,7 +69,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
-	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000)")
+	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec) or runs (dag); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000)")
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
@@ -77,6 +77,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
+	fl.StringVar(&cfg.Shape, "shape", ShapeFanout, "DAG shape (dag): fanout (1 -> n-2 -> 1) or chain (n in a line)")
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
