@@ -136,15 +136,19 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 	return out, nil
 }
 
+// existingRunSQL finds the run a new one duplicates: same idempotency key ($1, when not
+// empty), or, for a cron run ($2), same job ($3) and instant ($4).
+const existingRunSQL = `SELECT ` + runCols + ` FROM runs r
+	WHERE ($1 <> '' AND r.idempotency_key = $1)
+	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.scheduled_for = $4)
+	LIMIT 1`
+
 // createRunTx inserts one run of an existing job inside tx, admitting it under its
 // concurrency limit. A run that duplicates an idempotency key or a cron instant is
 // answered with the existing one.
 func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (store.CreateRunResult, error) {
 	r = normalizeRun(r)
-	prev, err := scanRun(tx.QueryRow(ctx, `SELECT `+runCols+` FROM runs r
-		WHERE ($1 <> '' AND r.idempotency_key = $1)
-		   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.scheduled_for = $4)
-		LIMIT 1`, r.IdempotencyKey, r.Trigger == model.TriggerCron, r.JobID, r.ScheduledFor))
+	prev, err := scanRun(tx.QueryRow(ctx, existingRunSQL, r.IdempotencyKey, r.Trigger == model.TriggerCron, r.JobID, r.ScheduledFor))
 	switch {
 	case err == nil:
 		return store.CreateRunResult{Run: &prev.Run, Existing: true}, nil

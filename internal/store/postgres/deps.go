@@ -41,16 +41,28 @@ func condTexts(cs []model.Condition) []string {
 	return out
 }
 
+// Plans of the dependency statements must not depend on statistics (see TestPlansFresh):
+// on a never analyzed runs table the planner walked every waiting run per upstream run,
+// which made a 10,000-run DAG quadratic. As endSQL does, they lock each run they touch
+// by primary key in a LATERAL subquery (LIMIT 1: nothing else can serve it), check its
+// state there, and update the locked runs by primary key; sets of ids come in through a
+// materialized CTE with an always true test on a column without statistics ("k = 1"),
+// which looks like a row or two, so that probes win whatever the table's size.
+
 // meetSQL counts one dependency as met for the waiting dependants of $1 through edges
 // whose condition is in $2; it returns them with their unmet count. Two upstream runs of
-// one dependant ending at once update its row one after the other (the second sees the
-// first's count), so exactly one of them brings it to zero.
-const meetSQL = `UPDATE runs r SET deps_pending = r.deps_pending - 1,
+// one dependant ending at once update its row one after the other (the second, locking it,
+// sees the first's count), so exactly one of them brings it to zero.
+const meetSQL = `WITH d AS MATERIALIZED (
+		SELECT e.run_id FROM run_deps e
+		CROSS JOIN LATERAL (SELECT r.status, r.pending_code FROM runs r WHERE r.id = e.run_id FOR UPDATE LIMIT 1) l
+		WHERE e.upstream_run_id = $1 AND e.condition = ANY($2::text[])
+			AND l.status = 'waiting' AND l.pending_code = 'waiting_on_dependencies'
+	)
+	UPDATE runs r SET deps_pending = r.deps_pending - 1,
 		pending_reason = CASE WHEN r.deps_pending = 2 THEN 'waiting for 1 upstream run'
 			WHEN r.deps_pending > 2 THEN 'waiting for ' || (r.deps_pending - 1) || ' upstream runs' ELSE r.pending_reason END
-	FROM run_deps e
-	WHERE e.upstream_run_id = $1 AND e.condition = ANY($2::text[]) AND r.id = e.run_id
-		AND r.status = 'waiting' AND r.pending_code = 'waiting_on_dependencies'
+	FROM d WHERE r.id = d.run_id
 	RETURNING ` + runCols + `, r.deps_pending`
 
 func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error) {
@@ -81,10 +93,14 @@ func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.
 // skipSQL skips the waiting dependants of $3 through edges whose condition is in $4; the
 // error names the upstream run, its state ($2) and the edge's condition
 // (store.BrokenReason).
-const skipSQL = `UPDATE runs r SET status = 'skipped', finished_at = $1, pending_code = '', pending_reason = '',
-		error = 'skipped: upstream run ' || $3::text || ' ended ' || $2::text || ', needed ' || e.condition
-	FROM run_deps e
-	WHERE e.upstream_run_id = $3 AND e.condition = ANY($4::text[]) AND r.id = e.run_id AND r.status = 'waiting'
+const skipSQL = `WITH d AS MATERIALIZED (
+		SELECT e.run_id, e.condition FROM run_deps e
+		CROSS JOIN LATERAL (SELECT r.status FROM runs r WHERE r.id = e.run_id FOR UPDATE LIMIT 1) l
+		WHERE e.upstream_run_id = $3 AND e.condition = ANY($4::text[]) AND l.status = 'waiting'
+	)
+	UPDATE runs r SET status = 'skipped', finished_at = $1, pending_code = '', pending_reason = '',
+		error = 'skipped: upstream run ' || $3::text || ' ended ' || $2::text || ', needed ' || d.condition
+	FROM d WHERE r.id = d.run_id
 	RETURNING ` + runCols
 
 func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error) {
@@ -104,14 +120,36 @@ func (d depTx) SetRunnable(runs []*model.Run) error {
 	for i, r := range runs {
 		ids[i], status[i], code[i], reason[i] = r.ID, string(r.Status), string(r.PendingCode), r.PendingReason
 	}
-	_, err := d.tx.Exec(d.ctx, `UPDATE runs r SET status = v.status, pending_code = v.code, pending_reason = v.reason
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, status, code, reason) WHERE r.id = v.id`,
-		ids, status, code, reason)
+	_, err := d.tx.Exec(d.ctx, setRunnableSQL, ids, status, code, reason)
 	if err != nil {
 		return fmt.Errorf("release runs: %w", err)
 	}
 	return nil
 }
+
+// setRunnableSQL writes the status, pending code and reason ($2..$4) of runs $1.
+const setRunnableSQL = `WITH v AS MATERIALIZED (
+		SELECT v.*, 1 AS k FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS v(id, status, code, reason)
+	)
+	UPDATE runs r SET status = v.status, pending_code = v.code, pending_reason = v.reason
+	FROM v WHERE r.id = v.id AND v.k = 1`
+
+// upstreamStatusSQL reads the states of runs $1.
+const upstreamStatusSQL = `WITH u AS MATERIALIZED (SELECT u.id, 1 AS k FROM unnest($1::text[]) AS u(id))
+	SELECT r.id, r.status FROM u JOIN runs r ON r.id = u.id WHERE u.k = 1`
+
+// insertDepsSQL writes the edges of run $1 to runs $2 with conditions $3, marks those runs
+// as having dependants, and sets $1's unmet count to $4.
+const insertDepsSQL = `WITH e AS (
+		INSERT INTO run_deps (run_id, upstream_run_id, condition)
+		SELECT $1, u, c FROM unnest($2::text[], $3::text[]) AS v(u, c)
+		ON CONFLICT DO NOTHING
+	), u AS MATERIALIZED (
+		SELECT u.id, 1 AS k FROM unnest($2::text[]) AS u(id)
+	), m AS (
+		UPDATE runs r SET has_dependants = true FROM u WHERE r.id = u.id AND u.k = 1 AND NOT r.has_dependants
+	)
+	UPDATE runs SET deps_pending = $4 WHERE id = $1 AND $4 > 0`
 
 // prepareDeps reads the states of r's upstream runs and sets r's starting state from them
 // (store.PrepareDependencies). It returns the number of unmet dependencies, or a
@@ -121,7 +159,7 @@ func prepareDeps(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (i
 	for i, d := range r.DependsOn {
 		ids[i] = d.RunID
 	}
-	rows, err := tx.Query(ctx, `SELECT id, status FROM runs WHERE id = ANY($1::text[])`, ids)
+	rows, err := tx.Query(ctx, upstreamStatusSQL, ids)
 	if err != nil {
 		return 0, fmt.Errorf("run %s: upstream runs: %w", r.ID, err)
 	}
@@ -153,14 +191,7 @@ func insertDeps(ctx context.Context, tx pgx.Tx, r *model.Run, unmet int) error {
 	for i, d := range r.DependsOn {
 		ups[i], conds[i] = d.RunID, string(d.Condition)
 	}
-	_, err := tx.Exec(ctx, `WITH e AS (
-			INSERT INTO run_deps (run_id, upstream_run_id, condition)
-			SELECT $1, u, c FROM unnest($2::text[], $3::text[]) AS v(u, c)
-			ON CONFLICT DO NOTHING
-		), m AS (
-			UPDATE runs SET has_dependants = true WHERE id = ANY($2::text[]) AND NOT has_dependants
-		)
-		UPDATE runs SET deps_pending = $4 WHERE id = $1 AND $4 > 0`, r.ID, ups, conds, unmet)
+	_, err := tx.Exec(ctx, insertDepsSQL, r.ID, ups, conds, unmet)
 	if err != nil {
 		return fmt.Errorf("run %s: dependencies: %w", r.ID, err)
 	}
