@@ -50,7 +50,7 @@ const meetSQL = `UPDATE runs SET deps_pending = deps_pending - 1,
 	RETURNING ` + runCols + `, deps_pending`
 
 func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error) {
-	rows, err := d.t.tx.QueryContext(d.t.ctx, meetSQL, append([]any{upstream}, condArgs(met)...)...)
+	rows, err := d.t.stmt(d.t.ws.meetDeps).QueryContext(d.t.ctx, append([]any{upstream}, condArgs(met)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ const skipSQL = `UPDATE runs SET status = 'skipped', finished_at = ?1, pending_c
 
 func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error) {
 	args := append([]any{micros(now), string(u.Status), u.ID}, condArgs(broken)...)
-	skipped, err := scanRuns(d.t.tx.QueryContext(d.t.ctx, skipSQL, args...))
+	skipped, err := scanRuns(d.t.stmt(d.t.ws.skipDeps).QueryContext(d.t.ctx, args...))
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +88,9 @@ func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.T
 }
 
 func (d depTx) SetRunnable(runs []*model.Run) error {
+	st := d.t.stmt(d.t.ws.setRunnable)
 	for _, r := range runs {
-		if _, err := d.t.tx.ExecContext(d.t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`,
-			string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
+		if _, err := st.ExecContext(d.t.ctx, string(r.Status), string(r.PendingCode), r.PendingReason, r.ID); err != nil {
 			return fmt.Errorf("release run %s: %w", r.ID, err)
 		}
 	}

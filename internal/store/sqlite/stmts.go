@@ -39,6 +39,9 @@ type writeStmts struct {
 	insertDep      *sql.Stmt
 	markUpstream   *sql.Stmt
 	setDepsPending *sql.Stmt
+	meetDeps       *sql.Stmt
+	skipDeps       *sql.Stmt
+	setRunnable    *sql.Stmt
 	workerRoom     *sql.Stmt
 	workerBooked   *sql.Stmt
 	savepoint      *sql.Stmt
@@ -143,6 +146,9 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.insertDep = p(`INSERT INTO run_deps (run_id, upstream_run_id, condition) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`)
 	s.markUpstream = p(`UPDATE runs SET has_dependants = 1 WHERE id = ? AND has_dependants = 0`)
 	s.setDepsPending = p(`UPDATE runs SET deps_pending = ? WHERE id = ?`)
+	s.meetDeps = p(meetSQL)
+	s.skipDeps = p(skipSQL)
+	s.setRunnable = p(`UPDATE runs SET status = ?, pending_code = ?, pending_reason = ? WHERE id = ?`)
 	s.workerRoom = p(`SELECT labels, cap_cpu, cap_memory_mb, cap_gpu FROM workers WHERE id = ?`)
 	s.workerBooked = p(workerBookedSQL)
 	s.savepoint = p(`SAVEPOINT fast`)
@@ -260,7 +266,8 @@ func (s *writeStmts) close() error {
 	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
 		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.jobSpec, s.endAttemptRun,
 		s.activeRun, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
-		s.runningCount, s.leaseQueues, s.claim, s.runStatus, s.insertDep, s.markUpstream, s.setDepsPending, s.workerRoom, s.workerBooked, s.savepoint, s.release, s.rollbackTo} {
+		s.runningCount, s.leaseQueues, s.claim, s.runStatus, s.insertDep, s.markUpstream, s.setDepsPending,
+		s.meetDeps, s.skipDeps, s.setRunnable, s.workerRoom, s.workerBooked, s.savepoint, s.release, s.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
