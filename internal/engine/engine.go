@@ -534,6 +534,15 @@ func (e *Engine) rescueLoop(ctx context.Context) {
 			e.retryLater(ctx, "rescue expired leases", err)
 			continue
 		}
+		// Dependants whose resolution did not follow their upstream's end (a store that
+		// resolves in a transaction of its own, which failed) are resolved here, at the
+		// latest a lease TTL later.
+		resolved, err := e.store.ResolvePending(ctx, now)
+		if err != nil {
+			e.retryLater(ctx, "resolve dependants", err)
+			continue
+		}
+		e.wakeFor(resolved)
 		if len(runs) > 0 {
 			e.log.Warn("attempts lost: lease expired", "runs", len(runs))
 			e.pushLost(runs)

@@ -161,8 +161,8 @@ type Store interface {
 
 	// ResolvePending resolves the dependants of runs whose end was recorded but whose
 	// dependants were not resolved with it (a store that resolves them in a transaction of
-	// their own, after a crash in between); servers call it at start. It returns the runs
-	// it changed.
+	// their own, after a crash or an error in between); servers call it at start and in
+	// their rescue loop. It returns the runs it changed.
 	ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error)
 	// CreateGraph creates jobs with their first runs and runs of existing jobs, with the
 	// dependencies between them, in one transaction: all or nothing. Runs are created in the

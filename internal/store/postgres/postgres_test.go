@@ -191,3 +191,44 @@ func TestUniqueViolationIsConflict(t *testing.T) {
 	require.ErrorIs(t, err, model.ErrConflict)
 	require.Contains(t, err.Error(), "insert queue")
 }
+
+// A completion whose dependants were not resolved after it (the statement committed, the
+// resolution did not: a crash, or an error) leaves its run in dep_outbox; ResolvePending
+// resolves it.
+func TestResolvePendingRepairsOutbox(t *testing.T) {
+	s := openTest(t)
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	mk := func(name string, deps ...model.Dependency) *model.Run {
+		j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace, Name: name, Enabled: true,
+			Spec: model.JobSpec{Handler: "noop", Queue: model.DefaultQueue}, CreatedAt: now, UpdatedAt: now}
+		r := &model.Run{ID: id.New(now), JobID: j.ID, JobName: name, Namespace: j.Namespace, Status: model.RunQueued,
+			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1, DependsOn: deps}
+		res, err := s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: []store.NewJob{{Job: j, Run: r}}, Now: now})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		return res[0].Run
+	}
+	up := mk("up")
+	down := mk("down", model.Dependency{RunID: up.ID, Condition: model.CondSucceeded})
+	require.Equal(t, model.RunWaiting, down.Status)
+	// The end as endSQL writes it, without the resolution that follows it.
+	_, err := s.pool.Exec(ctx, `WITH u AS (UPDATE runs SET status = 'succeeded', finished_at = $2 WHERE id = $1 RETURNING id)
+		INSERT INTO dep_outbox (run_id) SELECT id FROM u`, up.ID, now)
+	require.NoError(t, err)
+	got, err := s.GetRun(ctx, down.ID)
+	require.NoError(t, err)
+	require.Equal(t, model.RunWaiting, got.Status)
+
+	resolved, err := s.ResolvePending(ctx, now)
+	require.NoError(t, err)
+	require.Len(t, resolved, 1)
+	require.Equal(t, down.ID, resolved[0].ID)
+	got, err = s.GetRun(ctx, down.ID)
+	require.NoError(t, err)
+	require.Equal(t, model.RunQueued, got.Status)
+	again, err := s.ResolvePending(ctx, now)
+	require.NoError(t, err)
+	require.Empty(t, again, "the outbox was emptied")
+}
