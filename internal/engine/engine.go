@@ -536,13 +536,12 @@ func (e *Engine) rescueLoop(ctx context.Context) {
 		}
 		// Dependants whose resolution did not follow their upstream's end (a store that
 		// resolves in a transaction of its own, which failed) are resolved here, at the
-		// latest a lease TTL later.
-		resolved, err := e.store.ResolvePending(ctx, now)
-		if err != nil {
-			e.retryLater(ctx, "resolve dependants", err)
-			continue
+		// latest a lease TTL later; a failure is retried at the next pass.
+		if resolved, err := e.store.ResolvePending(ctx, now); err != nil {
+			e.log.Error("resolve dependants", "err", err)
+		} else {
+			e.wakeFor(resolved)
 		}
-		e.wakeFor(resolved)
 		if len(runs) > 0 {
 			e.log.Warn("attempts lost: lease expired", "runs", len(runs))
 			e.pushLost(runs)
