@@ -199,7 +199,9 @@ func insertDeps(ctx context.Context, tx pgx.Tx, r *model.Run, unmet int) error {
 }
 
 // CreateGraph creates jobs, runs and the dependencies between them, all or nothing; see
-// store.Store.
+// store.Store. A graph without concurrency limits and idempotency keys (DAG requests and
+// pipeline runs, as a rule) goes in with a fixed number of statements (createGraphBatch);
+// any other, entry by entry.
 func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*store.Graph, error) {
 	if p.PipelineRun != nil && len(p.Steps) != len(p.Runs) {
 		return nil, fmt.Errorf("create graph: %d steps for %d runs", len(p.Steps), len(p.Runs))
@@ -212,6 +214,17 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 			if err := firePipeline(ctx, tx, p); err != nil {
 				return err
 			}
+		}
+		if graphBatchable(p) {
+			g, err := createGraphBatch(ctx, tx, p, now)
+			if err != nil {
+				return err
+			}
+			*out = *g
+			if p.PipelineRun != nil {
+				return insertSteps(ctx, tx, p.PipelineRun.ID, p.Steps, out.Runs[len(out.Runs)-len(p.Runs):])
+			}
+			return nil
 		}
 		for i, e := range p.Jobs {
 			if e.Job == nil {

@@ -58,6 +58,8 @@ func hotPlanCases(now time.Time) []planCase {
 		{"dependants skipped", skipSQL, []any{now, "failed", ids[0], []string{"succeeded"}}, []string{"run_deps_upstream", "Index Cond: (id = d.run_id)"}, append([]string{"Join Filter"}, noScan...)},
 		{"dependants released", setRunnableSQL, []any{ids, ids, ids, ids}, []string{"runs_pkey"}, noScan},
 		{"upstream states", upstreamStatusSQL, []any{ids}, []string{"runs_pkey"}, noScan},
+		{"graph unmet counts", depsPendingSQL, []any{ids, []int32{1, 2}}, []string{"runs_pkey"}, noScan},
+		{"graph edges", edgesSQL, []any{ids, ids, []string{"succeeded", "failed"}}, []string{"runs_pkey"}, noScan},
 		{"dependency edges", insertDepsSQL, []any{ids[0], ids, []string{"succeeded", "failed"}, 2}, []string{"runs_pkey"}, noScan},
 		{"lease claim", claimSQL, []any{ids, "w", now, now}, []string{"Index Scan using runs_pkey on runs r", "jobs_pkey"}, noScan},
 		{"worker booked", workerBookedSQL, []any{"w"}, []string{"runs_placed"}, noScan},
