@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
@@ -73,15 +70,9 @@ refused with the field named (runs.load.depends_on[0].ref), and nothing is creat
 // readDAGFile parses a DAG request from YAML or JSON. Unknown fields are errors naming the
 // field; the rest is for the server to check.
 func readDAGFile(b []byte) (*apitype.DAGRequest, error) {
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
 	var req apitype.DAGRequest
-	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("bad DAG file: %w", err)
+	if err := decodeFile(b, "DAG file", &req); err != nil {
+		return nil, err
 	}
 	if len(req.Runs) == 0 {
 		return nil, fmt.Errorf("runs: the file lists no run")

@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
@@ -102,15 +99,9 @@ pipelines too, in a pipelines: list next to jobs:.`,
 // readPipelineFile parses one pipeline from YAML or JSON. Unknown fields are errors naming
 // the field; the rest is for the server to check.
 func readPipelineFile(b []byte) (*apitype.PipelineSpec, error) {
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
 	var spec apitype.PipelineSpec
-	if err := dec.Decode(&spec); err != nil {
-		return nil, fmt.Errorf("bad pipeline file: %w", err)
+	if err := decodeFile(b, "pipeline file", &spec); err != nil {
+		return nil, err
 	}
 	switch {
 	case spec.Name == "":

@@ -219,3 +219,18 @@ func constraintCounts(m map[string]int, verb, verbOne string) []string {
 	}
 	return out
 }
+
+// decodeFile decodes a YAML or JSON file (b) into v, refusing fields v does not have, with
+// errors that name the field; what says what kind of file it is.
+func decodeFile(b []byte, what string, v any) error {
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return fmt.Errorf("not YAML: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad %s: %w", what, err)
+	}
+	return nil
+}

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
@@ -112,15 +109,9 @@ type jobFile struct {
 // readJobFile parses a YAML (or JSON) job file. Unknown fields are errors naming the field;
 // every job and every pipeline needs a name, once.
 func readJobFile(b []byte) (*jobFile, error) {
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		return nil, fmt.Errorf("not YAML: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
 	var f jobFile
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("bad job file: %w", err)
+	if err := decodeFile(b, "job file", &f); err != nil {
+		return nil, err
 	}
 	seen := map[string]int{}
 	for i, j := range f.Jobs {

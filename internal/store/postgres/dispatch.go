@@ -228,6 +228,14 @@ func lockQueueSlots(ctx context.Context, tx pgx.Tx, queue string) (int, error) {
 	return limit - running, nil
 }
 
+// leaseSet is the SET list that leases a run (alias r) to worker $%d, until $%d, at $%d:
+// running, one more attempt, a new random lease token (gen_random_uuid draws from the
+// server's strong random source), started now if it never was.
+const leaseSet = `status = 'running', attempt = r.attempt + 1, worker_id = $%d,
+		lease_token = gen_random_uuid()::text, lease_expires_at = $%d,
+		started_at = coalesce(r.started_at, $%[3]d), attempt_started_at = $%[3]d,
+		pending_code = '', pending_reason = ''`
+
 // placedPathFor is how long LeaseRuns goes straight to the placing path after it met runs
 // with requirements: while such runs are queued, the one-statement path would mostly find
 // them and lease nothing.
@@ -247,7 +255,7 @@ const placedPathFor = time.Second
 // true) has the planner's default selectivity for a column without statistics, so picked
 // looks a few hundred times smaller than the LIMIT guess, small enough for probes to win
 // whatever the table's size.
-const leaseUnplacedSQL = `WITH picked AS MATERIALIZED (
+var leaseUnplacedSQL = `WITH picked AS MATERIALIZED (
 		SELECT r.id, r.status,
 			r.req_cpu > 0 OR r.req_memory_mb > 0 OR r.req_gpu > 0 OR r.req_labels IS NOT NULL AS placed
 		FROM runs r
@@ -257,16 +265,7 @@ const leaseUnplacedSQL = `WITH picked AS MATERIALIZED (
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
 	)
-	UPDATE runs r SET
-		status = 'running',
-		attempt = r.attempt + 1,
-		worker_id = $3,
-		lease_token = gen_random_uuid()::text,
-		lease_expires_at = $4,
-		started_at = coalesce(r.started_at, $5),
-		attempt_started_at = $5,
-		pending_code = '',
-		pending_reason = ''
+	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 3, 4, 5) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 		AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.placed)
 	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
@@ -388,19 +387,10 @@ const candidatesSQL = `SELECT r.id, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req
 // kept as the connection's generic plan. The test on picked.status (always true) has the
 // planner's default selectivity for a column without statistics, so picked looks like a
 // row or two and probes win whatever the table's size.
-const claimSQL = `WITH picked AS MATERIALIZED (
+var claimSQL = `WITH picked AS MATERIALIZED (
 		SELECT u.id, 'queued'::text AS status FROM unnest($1::text[]) AS u(id)
 	)
-	UPDATE runs r SET
-		status = 'running',
-		attempt = r.attempt + 1,
-		worker_id = $2,
-		lease_token = gen_random_uuid()::text,
-		lease_expires_at = $3,
-		started_at = coalesce(r.started_at, $4),
-		attempt_started_at = $4,
-		pending_code = '',
-		pending_reason = ''
+	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 2, 3, 4) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
 
