@@ -44,7 +44,8 @@ func newWorkerCommand(host capacity.Host) *cobra.Command {
 The worker offers what it detects on its host; each flag overrides one part:
   --cpu     the CPUs the process may use, capped by the cgroup v2 quota (cpu.max)
   --memory  MemTotal in /proc/meminfo, capped by the cgroup v2 limit (memory.max)
-  --gpus    the GPUs nvidia-smi lists (none without nvidia-smi)
+  --gpus    the GPUs nvidia-smi lists (none without nvidia-smi), only those whose index
+            the worker's own CUDA_VISIBLE_DEVICES names when it is set
   --slots   one per CPU offered, rounded up
 
 A run that needs GPUs gets that many of the worker's devices to itself while it runs, named

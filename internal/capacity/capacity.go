@@ -45,11 +45,13 @@ type Host struct {
 	// Run runs a command found on PATH and returns its standard output. An error wraps
 	// exec.ErrNotFound when the command is not there.
 	Run func(ctx context.Context, name string, args ...string) ([]byte, error)
+	// LookupEnv reads the process's environment (os.LookupEnv); nil reads nothing.
+	LookupEnv func(key string) (string, bool)
 }
 
 // OS returns the Host of the running process.
 func OS() Host {
-	return Host{FS: os.DirFS("/"), NumCPU: runtime.NumCPU, Run: runCommand}
+	return Host{FS: os.DirFS("/"), NumCPU: runtime.NumCPU, Run: runCommand, LookupEnv: os.LookupEnv}
 }
 
 func runCommand(ctx context.Context, name string, args ...string) ([]byte, error) {
@@ -125,8 +127,43 @@ func (h Host) MemoryMB(log *slog.Logger) int64 {
 }
 
 // GPUs returns the GPUs nvidia-smi lists. Without nvidia-smi, or when it fails, there are none
-// (logged at debug level).
+// (logged at debug level). When the process has CUDA_VISIBLE_DEVICES set, only the GPUs it
+// names by index are offered (an empty value names none): the worker was given those.
+// GPU UUIDs in it are not matched; they are logged and left out.
 func (h Host) GPUs(ctx context.Context, log *slog.Logger) []GPU {
+	gpus := h.listGPUs(ctx, log)
+	if h.LookupEnv == nil {
+		return gpus
+	}
+	visible, ok := h.LookupEnv("CUDA_VISIBLE_DEVICES")
+	if !ok {
+		return gpus
+	}
+	allowed := map[int]bool{}
+	for _, f := range strings.Split(visible, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		i, err := strconv.Atoi(f)
+		if err != nil {
+			orDiscard(log).Warn("CUDA_VISIBLE_DEVICES: only GPU indices are matched; this entry is left out (give --gpus to offer GPUs by count)",
+				"entry", f)
+			continue
+		}
+		allowed[i] = true
+	}
+	var out []GPU
+	for _, g := range gpus {
+		if allowed[g.Index] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// listGPUs runs nvidia-smi.
+func (h Host) listGPUs(ctx context.Context, log *slog.Logger) []GPU {
 	if h.Run == nil {
 		return nil
 	}

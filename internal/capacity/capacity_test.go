@@ -122,6 +122,32 @@ func TestGPUs(t *testing.T) {
 	require.Equal(t, "nvidia-smi", gotName)
 	require.Equal(t, []string{"--query-gpu=index,name,memory.total", "--format=csv,noheader"}, gotArgs)
 
+	t.Run("CUDA_VISIBLE_DEVICES limits the offer", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			env  string
+			set  bool
+			want []int
+		}{
+			{set: false, want: []int{0, 1}},
+			{env: "1", set: true, want: []int{1}},
+			{env: " 1 , 0 ,7", set: true, want: []int{0, 1}},
+			{env: "", set: true, want: nil},
+			{env: "GPU-8a1b,1", set: true, want: []int{1}},
+		} {
+			h := host(nil)
+			h.Run = func(context.Context, string, ...string) ([]byte, error) { return []byte(twoGPUs), nil }
+			h.LookupEnv = func(k string) (string, bool) {
+				require.Equal(t, "CUDA_VISIBLE_DEVICES", k)
+				return tc.env, tc.set
+			}
+			var got []int
+			for _, g := range h.GPUs(ctx, nil) {
+				got = append(got, g.Index)
+			}
+			require.Equal(t, tc.want, got, "CUDA_VISIBLE_DEVICES=%q set=%v", tc.env, tc.set)
+		}
+	})
 	t.Run("nvidia-smi missing", func(t *testing.T) {
 		t.Parallel()
 		log, buf := debugLog()
