@@ -161,14 +161,7 @@ func (cfg *config) printJob(w io.Writer, j *apitype.Job) error {
 		t.row("Timeout:", j.Timeout.Std().String())
 	}
 	t.row("Retry:", retry(j.Retry))
-	t.row("Schedule:", schedule(j.Schedule))
-	if s := j.Schedule; s != nil {
-		misfire := s.Misfire
-		if misfire == "" {
-			misfire = "run_once"
-		}
-		t.row("Misfire:", misfire)
-	}
+	scheduleRows(t, j.Schedule)
 	for i := range j.NextFireTimes {
 		label := ""
 		if i == 0 {
@@ -258,4 +251,16 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// scheduleRows shows a schedule and, when there is one, its misfire policy.
+func scheduleRows(t *table, s *apitype.Schedule) {
+	t.row("Schedule:", schedule(s))
+	if s != nil {
+		misfire := s.Misfire
+		if misfire == "" {
+			misfire = "run_once"
+		}
+		t.row("Misfire:", misfire)
+	}
 }

@@ -258,14 +258,7 @@ func (cfg *config) printPipeline(w io.Writer, p *apitype.Pipeline) error {
 	t.row("Name:", p.Name)
 	t.row("ID:", p.ID)
 	t.row("Namespace:", p.Namespace)
-	t.row("Schedule:", schedule(p.Schedule))
-	if s := p.Schedule; s != nil {
-		misfire := s.Misfire
-		if misfire == "" {
-			misfire = "run_once"
-		}
-		t.row("Misfire:", misfire)
-	}
+	scheduleRows(t, p.Schedule)
 	for i := range p.NextFireTimes {
 		label := ""
 		if i == 0 {
