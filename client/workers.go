@@ -5,10 +5,7 @@ import (
 	"net/http"
 
 	"github.com/stint-dev/stint/apitype"
-	"github.com/stint-dev/stint/worker"
 )
-
-var _ worker.Server = (*Client)(nil)
 
 // ListWorkers lists the workers the cluster knows (GET /v1/workers).
 func (c *Client) ListWorkers(ctx context.Context) (*apitype.WorkerList, error) {

@@ -8,8 +8,13 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/worker"
 )
+
+// A worker program passes a *client.Client as its Server; the client does not import this
+// package, so the check that it implements Server lives here.
+var _ worker.Server = (*client.Client)(nil)
 
 // A Go program that serves the handler kind "greet". In a real program the Server is a
 // client.Client talking to the stint server over HTTP, and the context comes from

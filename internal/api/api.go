@@ -29,6 +29,7 @@ type Config struct {
 // API is stint's HTTP layer; see the package doc.
 type API struct {
 	eng     *engine.Engine
+	proto   *Protocol
 	store   store.Store
 	clock   clock.Clock
 	log     *slog.Logger
@@ -49,6 +50,7 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{
 		eng:   cfg.Engine,
+		proto: NewProtocol(cfg.Engine),
 		store: cfg.Engine.Store(),
 		clock: cfg.Engine.Clock(),
 		log:   cfg.Logger,
@@ -64,6 +66,10 @@ func New(cfg Config) (*API, error) {
 
 // Handler returns the API's HTTP handler.
 func (a *API) Handler() http.Handler { return a.handler }
+
+// Protocol returns the worker protocol the API's worker routes serve, for a worker that
+// runs in the server's process.
+func (a *API) Protocol() *Protocol { return a.proto }
 
 // bodyLimit is the body cap of a route.
 func (a *API) bodyLimit(b bodySize) int64 {

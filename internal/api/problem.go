@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/stint-dev/stint/apitype"
-	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
 )
 
@@ -59,14 +58,14 @@ func conflict(field, message string) error {
 // problemFor maps an error to the problem document that answers it. It is the one place
 // where errors become HTTP statuses.
 func problemFor(err error) *apitype.Problem {
+	var pe *problemError
 	var he *httpError
-	var fe *engine.FieldError
 	var tooBig *http.MaxBytesError
 	switch {
+	case errors.As(err, &pe): // worked out already, by the worker protocol
+		return pe.problem
 	case errors.As(err, &he):
 		return newProblem(he.status, he.detail, he.fields)
-	case errors.As(err, &fe):
-		return newProblem(http.StatusBadRequest, "the request has an invalid field", []apitype.FieldError{{Field: fe.Field, Message: fe.Message}})
 	case errors.As(err, &tooBig):
 		return newProblem(http.StatusRequestEntityTooLarge, "request body is too large", nil)
 	case errors.Is(err, model.ErrNotFound):

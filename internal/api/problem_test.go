@@ -24,7 +24,8 @@ func TestProblemFor(t *testing.T) {
 		{"conflict", model.ErrConflict, 409, ""},
 		{"invalid state", model.ErrInvalidState, 409, ""},
 		{"lease lost", model.ErrLeaseLost, 409, ""},
-		{"engine field", fmt.Errorf("append logs: %w", &engine.FieldError{Field: "chunks[0].stream", Message: "must be stdout or stderr"}), 400, "chunks[0].stream"},
+		{"protocol", fmt.Errorf("log chunks: %w", wireError(invalidField("chunks[0].stream", "must be stdout or stderr"))), 400, "chunks[0].stream"},
+		{"protocol unknown worker", wireError(workerNotFound("w1", fmt.Errorf("lease: %w", engine.ErrUnknownWorker))), 404, ""},
 		{"fields", invalidField("limit", "bad"), 400, "limit"},
 		{"other", errors.New("disk on fire"), 500, ""},
 	}

@@ -77,36 +77,7 @@ func (a *API) registerWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
 	}
-	fe := &fieldErrors{}
-	if !workerIDPattern.MatchString(req.ID) {
-		fe.add("id", "must be 1 to 128 letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit")
-	}
-	if req.Capacity.CPU < 0 {
-		fe.add("capacity.cpu", "must not be negative")
-	}
-	if req.Capacity.MemoryMB < 0 {
-		fe.add("capacity.memory_mb", "must not be negative")
-	}
-	if req.Capacity.GPU < 0 {
-		fe.add("capacity.gpu", "must not be negative")
-	}
-	if req.Capacity.Slots < 0 {
-		fe.add("capacity.slots", "must not be negative")
-	}
-	for _, k := range sortedKeys(req.Labels) {
-		if k == "" {
-			fe.add("labels", "keys must not be empty")
-		}
-	}
-	for i, h := range req.Handlers {
-		if h == "" {
-			fe.add(fmt.Sprintf("handlers[%d]", i), "must not be empty")
-		}
-	}
-	if len(fe.errs) > 0 {
-		return invalidFields(fe.errs)
-	}
-	resp, err := a.eng.Register(r.Context(), &req)
+	resp, err := a.proto.Register(r.Context(), &req)
 	if err != nil {
 		return err
 	}
@@ -121,20 +92,9 @@ func (a *API) lease(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, true); err != nil {
 		return err
 	}
-	fe := &fieldErrors{}
-	if req.Max < 0 || req.Max > maxLeaseBatch {
-		fe.add("max", "must be between 0 and %d", maxLeaseBatch)
-	}
-	if req.Wait != nil && req.Wait.Std() < 0 {
-		fe.add("wait", "must not be negative")
-	}
-	if len(fe.errs) > 0 {
-		return invalidFields(fe.errs)
-	}
-	workerID := r.PathValue("id")
-	resp, err := a.eng.Lease(r.Context(), workerID, &req)
+	resp, err := a.proto.Lease(r.Context(), r.PathValue("id"), &req)
 	if err != nil {
-		return workerNotFound(workerID, err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -146,22 +106,9 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, true); err != nil {
 		return err
 	}
-	fe := &fieldErrors{}
-	for i, h := range req.Held {
-		if h.RunID == "" {
-			fe.add(fmt.Sprintf("held[%d].run_id", i), "is required")
-		}
-		if h.Token == "" {
-			fe.add(fmt.Sprintf("held[%d].token", i), "is required: the lease's fencing token")
-		}
-	}
-	if len(fe.errs) > 0 {
-		return invalidFields(fe.errs)
-	}
-	workerID := r.PathValue("id")
-	resp, err := a.eng.Heartbeat(r.Context(), workerID, &req)
+	resp, err := a.proto.Heartbeat(r.Context(), r.PathValue("id"), &req)
 	if err != nil {
-		return workerNotFound(workerID, err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -173,61 +120,22 @@ func (a *API) appendLogs(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
 	}
-	fe := &fieldErrors{}
-	for i, c := range req.Chunks {
-		if c.RunID == "" {
-			fe.add(fmt.Sprintf("chunks[%d].run_id", i), "is required")
-		}
-		if c.Attempt < 1 {
-			fe.add(fmt.Sprintf("chunks[%d].attempt", i), "must be at least 1")
-		}
-		if c.Seq < 1 {
-			fe.add(fmt.Sprintf("chunks[%d].seq", i), "must be at least 1")
-		}
-		if c.Stream != string(model.Stdout) && c.Stream != string(model.Stderr) {
-			fe.add(fmt.Sprintf("chunks[%d].stream", i), "must be stdout or stderr")
-		}
-	}
-	if len(fe.errs) > 0 {
-		return invalidFields(fe.errs)
-	}
-	if len(req.Chunks) > 0 {
-		if err := a.eng.AppendLogs(r.Context(), &req); err != nil {
-			return err
-		}
+	if err := a.proto.AppendLogs(r.Context(), &req); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// complete serves POST /v1/attempts/complete. A completion with a stale lease token is
-// refused in its result (accepted false) and changes nothing; the others are recorded.
+// complete serves POST /v1/attempts/complete.
 func (a *API) complete(w http.ResponseWriter, r *http.Request) error {
 	var req apitype.CompleteRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
 	}
-	fe := &fieldErrors{}
-	for i, c := range req.Completions {
-		if c.RunID == "" {
-			fe.add(fmt.Sprintf("completions[%d].run_id", i), "is required")
-		}
-		if c.Token == "" {
-			fe.add(fmt.Sprintf("completions[%d].token", i), "is required")
-		}
-		if !model.AttemptStatus(c.Status).Valid() {
-			fe.add(fmt.Sprintf("completions[%d].status", i), "must be one of succeeded, failed, timed_out, lost, cancelled")
-		}
-	}
-	if len(fe.errs) > 0 {
-		return invalidFields(fe.errs)
-	}
-	resp := &apitype.CompleteResponse{Results: []apitype.CompletionResult{}}
-	if len(req.Completions) > 0 {
-		var err error
-		if resp, err = a.eng.Complete(r.Context(), &req); err != nil {
-			return err
-		}
+	resp, err := a.proto.Complete(r.Context(), &req)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil

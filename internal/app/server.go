@@ -105,7 +105,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	defer stopWorker()
 	workerDone := make(chan error, 1)
 	if cfg.LocalWorker {
-		w, err := newLocalWorker(e, cfg, log)
+		w, err := newLocalWorker(a.Protocol(), cfg, log)
 		if err != nil {
 			return err
 		}
@@ -135,15 +135,16 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 }
 
 // newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the
-// built-in noop handler, talking to the engine in-process.
-func newLocalWorker(e *engine.Engine, cfg ServerConfig, log *slog.Logger) (*worker.Agent, error) {
+// built-in noop handler, calling the API's worker protocol in-process (the translation
+// remote workers go through too, without HTTP).
+func newLocalWorker(srv worker.Server, cfg ServerConfig, log *slog.Logger) (*worker.Agent, error) {
 	host, _ := os.Hostname()
 	slots := cfg.LocalSlots
 	if slots <= 0 {
 		slots = 4 * runtime.NumCPU()
 	}
 	w, err := worker.New(worker.Config{
-		Server:   e,
+		Server:   srv,
 		ID:       "local-" + host,
 		Capacity: apitype.Capacity{CPU: float64(runtime.NumCPU()), Slots: slots},
 		Handlers: map[string]worker.Handler{"noop": worker.Noop},

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
@@ -183,17 +182,7 @@ func TestCronQueuedRunStartsWhenTheActiveOneEnds(t *testing.T) {
 	require.Equal(t, model.RunQueued, getRun(t, b, held.ID).Status, "admitted by the first run's end")
 	again := lease(t, e, "w1", 5, 0)
 	require.Len(t, again.Leases, 1)
-	require.Equal(t, held.ID, again.Leases[0].RunID)
-}
-
-// complete reports the end of lease l with status and requires it accepted.
-func complete(t *testing.T, e *Engine, l apitype.Lease, status string) {
-	t.Helper()
-	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
-		{RunID: l.RunID, Token: l.Token, Status: status},
-	}})
-	require.NoError(t, err)
-	require.True(t, resp.Results[0].Accepted)
+	require.Equal(t, held.ID, again.Leases[0].Run.ID)
 }
 
 func TestCronLeadCreatesRunsAheadOfTheirInstant(t *testing.T) {

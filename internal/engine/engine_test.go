@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
@@ -75,18 +74,32 @@ func submit(t *testing.T, e *Engine, b *testBundle, due time.Time, retry model.R
 
 func register(t *testing.T, e *Engine, workerID string) {
 	t.Helper()
-	_, err := e.Register(context.Background(), &apitype.RegisterRequest{
-		ID: workerID, Capacity: apitype.Capacity{Slots: 10}, Handlers: []string{"noop"},
+	_, err := e.Register(context.Background(), &RegisterParams{
+		ID: workerID, Capacity: model.Capacity{Slots: 10}, Handlers: []string{"noop"},
 	})
 	require.NoError(t, err)
 }
 
-func lease(t *testing.T, e *Engine, workerID string, maxRuns int, wait time.Duration) *apitype.LeaseResponse {
+func lease(t *testing.T, e *Engine, workerID string, maxRuns int, wait time.Duration) *LeaseResult {
 	t.Helper()
-	w := apitype.Duration(wait)
-	resp, err := e.Lease(context.Background(), workerID, &apitype.LeaseRequest{Max: maxRuns, Wait: &w})
+	resp, err := e.Lease(context.Background(), workerID, &LeaseParams{Max: maxRuns, Wait: wait})
 	require.NoError(t, err)
 	return resp
+}
+
+// completeWith reports the end of lease l with status; the answer is the completion's result.
+func completeWith(t *testing.T, e *Engine, l *model.Lease, status model.AttemptStatus) store.CompletionResult {
+	t.Helper()
+	res, err := e.Complete(context.Background(), []store.Completion{{RunID: l.Run.ID, Token: l.Token, Status: status}})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	return res[0]
+}
+
+// complete reports the end of lease l with status and requires it accepted.
+func complete(t *testing.T, e *Engine, l *model.Lease, status model.AttemptStatus) {
+	t.Helper()
+	require.NoError(t, completeWith(t, e, l, status).Err)
 }
 
 func getRun(t *testing.T, b *testBundle, runID string) *model.Run {
@@ -129,7 +142,7 @@ func TestLeaseLongPollWakesOnSubmit(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
 	register(t, e, "w1")
-	got := make(chan *apitype.LeaseResponse, 1)
+	got := make(chan *LeaseResult, 1)
 	go func() { got <- lease(t, e, "w1", 5, time.Hour) }()
 	// The poll parks on a fake-clock timer that never fires in this test, so only the
 	// submission's wake-up can end it.
@@ -138,8 +151,8 @@ func TestLeaseLongPollWakesOnSubmit(t *testing.T) {
 	select {
 	case resp := <-got:
 		require.Len(t, resp.Leases, 1)
-		require.Equal(t, run.ID, resp.Leases[0].RunID)
-		require.Equal(t, "noop", resp.Leases[0].Handler)
+		require.Equal(t, run.ID, resp.Leases[0].Run.ID)
+		require.Equal(t, "noop", resp.Leases[0].Spec.Handler)
 	case <-time.After(10 * time.Second):
 		t.Fatal("long poll was not woken by the submission")
 	}
@@ -163,7 +176,7 @@ func TestScheduledRunIsPromotedWhenDue(t *testing.T) {
 	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued }, "run promoted when due")
 	resp := lease(t, e, "w1", 5, 0)
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, run.ID, resp.Leases[0].RunID)
+	require.Equal(t, run.ID, resp.Leases[0].Run.ID)
 }
 
 func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
@@ -192,11 +205,7 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	require.Empty(t, lease(t, e, "w1", 0, 0).Lost)
 
 	// The late completion of the lost attempt is refused (fencing).
-	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
-		{RunID: run.ID, Token: first.Leases[0].Token, Status: "succeeded"},
-	}})
-	require.NoError(t, err)
-	require.False(t, resp.Results[0].Accepted)
+	require.ErrorIs(t, completeWith(t, e, first.Leases[0], model.AttemptSucceeded).Err, model.ErrLeaseLost)
 
 	// Due again: another worker takes attempt 2, and also goes silent: attempts are spent.
 	// Before the clock moves, the promoter sleeps until the retry is due, and the rescuer,
@@ -210,7 +219,7 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued }, "retry promoted when due")
 	second := lease(t, e, "w2", 1, 0)
 	require.Len(t, second.Leases, 1)
-	require.Equal(t, 2, second.Leases[0].Attempt)
+	require.Equal(t, 2, second.Leases[0].Run.Attempt)
 	expiredAgain := retryAt.Add(10*time.Second + time.Millisecond)
 	waitTimerBy(t, b, expiredAgain)
 	b.clk.Set(expiredAgain)
@@ -228,16 +237,12 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 	l := lease(t, e, "w1", 1, 0).Leases[0]
 	for i := 1; i <= 5; i++ {
 		b.clk.Set(t0.Add(time.Duration(i) * 5 * time.Second))
-		hb, err := e.Heartbeat(context.Background(), "w1", &apitype.HeartbeatRequest{Held: []apitype.LeaseRef{{RunID: run.ID, Token: l.Token}}})
+		hb, err := e.Heartbeat(context.Background(), "w1", []store.LeaseRef{{RunID: run.ID, Token: l.Token}})
 		require.NoError(t, err)
 		require.Empty(t, hb.Lost)
 	}
 	require.Equal(t, model.RunRunning, getRun(t, b, run.ID).Status, "25s in, with heartbeats every 5s")
-	resp, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
-		{RunID: run.ID, Token: l.Token, Status: "succeeded"},
-	}})
-	require.NoError(t, err)
-	require.True(t, resp.Results[0].Accepted)
+	complete(t, e, l, model.AttemptSucceeded)
 	require.Equal(t, model.RunSucceeded, getRun(t, b, run.ID).Status)
 }
 
@@ -248,7 +253,7 @@ func TestCancelIsPushedToTheWorkersLongPoll(t *testing.T) {
 	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
 	require.Len(t, lease(t, e, "w1", 1, 0).Leases, 1)
 
-	got := make(chan *apitype.LeaseResponse, 1)
+	got := make(chan *LeaseResult, 1)
 	go func() { got <- lease(t, e, "w1", 0, time.Hour) }() // full worker: a Max 0 poll
 	waitTimer(t, b, t0.Add(30*time.Second))                // the wait is capped at MaxLeaseWait (30s)
 	cancelled, err := e.CancelRuns(context.Background(), &store.CancelRunsParams{RunIDs: []string{run.ID}})
@@ -274,7 +279,7 @@ func TestReRegisteredWorkerLosesItsAttempts(t *testing.T) {
 	require.NotEqual(t, model.RunRunning, r.Status)
 	require.Equal(t, model.AttemptLost, r.Attempts[0].Status)
 
-	hb, err := e.Heartbeat(context.Background(), "w1", &apitype.HeartbeatRequest{Held: []apitype.LeaseRef{{RunID: run.ID, Token: old.Token}}})
+	hb, err := e.Heartbeat(context.Background(), "w1", []store.LeaseRef{{RunID: run.ID, Token: old.Token}})
 	require.NoError(t, err)
 	require.Equal(t, []string{run.ID}, hb.Lost, "the old session's lease is gone")
 }
@@ -282,7 +287,7 @@ func TestReRegisteredWorkerLosesItsAttempts(t *testing.T) {
 func TestLeaseFromUnknownWorker(t *testing.T) {
 	t.Parallel()
 	e, _ := setup(t)
-	_, err := e.Lease(context.Background(), "nobody", &apitype.LeaseRequest{Max: 1})
+	_, err := e.Lease(context.Background(), "nobody", &LeaseParams{Max: 1})
 	require.ErrorIs(t, err, ErrUnknownWorker)
 	require.ErrorIs(t, err, model.ErrNotFound)
 }

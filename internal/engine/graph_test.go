@@ -145,7 +145,7 @@ func TestSubmitGraph(t *testing.T) {
 	require.Equal(t, model.RunWaiting, getRun(t, b, load.ID).Status)
 	resp = lease(t, e, "w1", 10, 0)
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, transform.ID, resp.Leases[0].RunID)
+	require.Equal(t, transform.ID, resp.Leases[0].Run.ID)
 	complete(t, e, resp.Leases[0], "failed")
 	got := getRun(t, b, load.ID)
 	require.Equal(t, model.RunSkipped, got.Status, "a broken dependency skips the dependant")

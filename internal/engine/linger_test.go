@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store/sqlite"
@@ -79,9 +78,9 @@ func TestLeaseLinger(t *testing.T) {
 	first := submit(t, e, b, time.Time{}, model.RetryPolicy{})
 	resp := lease(t, e, "w1", 5, time.Hour) // no lease before: not held back
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, first.ID, resp.Leases[0].RunID)
+	require.Equal(t, first.ID, resp.Leases[0].Run.ID)
 
-	got := make(chan *apitype.LeaseResponse, 1)
+	got := make(chan *LeaseResult, 1)
 	go func() { got <- lease(t, e, "w1", 5, time.Hour) }()
 	waitTimer(t, b, t0.Add(5*time.Millisecond)) // the poll waits out the linger
 	a := submit(t, e, b, time.Time{}, model.RetryPolicy{})
@@ -95,7 +94,7 @@ func TestLeaseLinger(t *testing.T) {
 	select {
 	case resp := <-got:
 		require.Len(t, resp.Leases, 2)
-		require.ElementsMatch(t, []string{a.ID, c.ID}, []string{resp.Leases[0].RunID, resp.Leases[1].RunID},
+		require.ElementsMatch(t, []string{a.ID, c.ID}, []string{resp.Leases[0].Run.ID, resp.Leases[1].Run.ID},
 			"both runs that came during the linger, in one lease")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the poll did not lease after the linger")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
@@ -17,9 +16,9 @@ import (
 // registerSized registers a worker with 8 cpus, 16 GiB, gpus GPUs and labels.
 func registerSized(t *testing.T, e *Engine, workerID string, gpus int, labels map[string]string) {
 	t.Helper()
-	_, err := e.Register(context.Background(), &apitype.RegisterRequest{
+	_, err := e.Register(context.Background(), &RegisterParams{
 		ID: workerID, Labels: labels, Handlers: []string{"noop"}, Commands: true,
-		Capacity: apitype.Capacity{CPU: 8, MemoryMB: 16384, GPU: gpus, Slots: 4},
+		Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: gpus, Slots: 4},
 	})
 	require.NoError(t, err)
 }

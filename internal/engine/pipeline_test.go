@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
@@ -115,11 +114,8 @@ func TestTriggerPipelineRunsStepsInOrder(t *testing.T) {
 	for _, step := range []string{"extract", "transform", "load"} {
 		resp := lease(t, e, "w", 10, 0)
 		require.Len(t, resp.Leases, 1, "step %s", step)
-		require.Equal(t, pr.Steps[step].ID, resp.Leases[0].RunID)
-		_, err := e.Complete(ctx, &apitype.CompleteRequest{Completions: []apitype.Completion{
-			{RunID: resp.Leases[0].RunID, Token: resp.Leases[0].Token, Status: "succeeded"},
-		}})
-		require.NoError(t, err)
+		require.Equal(t, pr.Steps[step].ID, resp.Leases[0].Run.ID)
+		complete(t, e, resp.Leases[0], model.AttemptSucceeded)
 	}
 	got, err := b.store.GetPipelineRun(ctx, pr.ID)
 	require.NoError(t, err)
@@ -156,15 +152,12 @@ func TestPipelineCronFiresEachInstantOnce(t *testing.T) {
 }
 
 // leaseAndEnd leases the one run w gets and ends it with status.
-func leaseAndEnd(t *testing.T, e *Engine, want *model.Run, status string) {
+func leaseAndEnd(t *testing.T, e *Engine, want *model.Run, status model.AttemptStatus) {
 	t.Helper()
 	resp := lease(t, e, "w", 10, 0)
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, want.ID, resp.Leases[0].RunID)
-	_, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
-		{RunID: resp.Leases[0].RunID, Token: resp.Leases[0].Token, Status: status},
-	}})
-	require.NoError(t, err)
+	require.Equal(t, want.ID, resp.Leases[0].Run.ID)
+	completeWith(t, e, resp.Leases[0], status)
 }
 
 func TestRetryPipelineRunFromStep(t *testing.T) {
@@ -220,10 +213,7 @@ func TestCancelPipelineRun(t *testing.T) {
 	for _, s := range []string{"transform", "load", "alert"} {
 		require.True(t, got.Steps[s].Status.Final(), s)
 	}
-	_, err = e.Complete(ctx, &apitype.CompleteRequest{Completions: []apitype.Completion{
-		{RunID: resp.Leases[0].RunID, Token: resp.Leases[0].Token, Status: "cancelled"},
-	}})
-	require.NoError(t, err)
+	complete(t, e, resp.Leases[0], model.AttemptCancelled)
 	got, err = b.store.GetPipelineRun(ctx, pr.ID)
 	require.NoError(t, err)
 	require.Equal(t, model.PipelineCancelled, got.Status())

@@ -7,16 +7,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
 // registerWith registers a noop worker with capacity and labels.
-func registerWith(t *testing.T, e *Engine, workerID string, c apitype.Capacity, labels map[string]string) {
+func registerWith(t *testing.T, e *Engine, workerID string, c model.Capacity, labels map[string]string) {
 	t.Helper()
-	_, err := e.Register(context.Background(), &apitype.RegisterRequest{ID: workerID, Capacity: c, Labels: labels, Handlers: []string{"noop"}})
+	_, err := e.Register(context.Background(), &RegisterParams{ID: workerID, Capacity: c, Labels: labels, Handlers: []string{"noop"}})
 	require.NoError(t, err)
 }
 
@@ -39,13 +38,13 @@ func submitNeeding(t *testing.T, e *Engine, b *testBundle, req model.Requirement
 func TestLeaseCarriesRequirements(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
-	registerWith(t, e, "w", apitype.Capacity{CPU: 4, MemoryMB: 1024, GPU: 2, Slots: 4}, map[string]string{"zone": "eu"})
+	registerWith(t, e, "w", model.Capacity{CPU: 4, MemoryMB: 1024, GPU: 2, Slots: 4}, map[string]string{"zone": "eu"})
 	req := model.Requirements{CPU: 1, GPU: 2, Labels: map[string]string{"zone": "eu"}}
 	r := submitNeeding(t, e, b, req)
 	resp := lease(t, e, "w", 4, 0)
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, r.ID, resp.Leases[0].RunID)
-	require.Equal(t, &apitype.Requirements{CPU: 1, GPU: 2, Labels: map[string]string{"zone": "eu"}}, resp.Leases[0].Requirements)
+	require.Equal(t, r.ID, resp.Leases[0].Run.ID)
+	require.Equal(t, model.Requirements{CPU: 1, GPU: 2, Labels: map[string]string{"zone": "eu"}}, resp.Leases[0].Run.Requirements)
 }
 
 // A young run that another live worker fits better is not handed to the worker that asks
@@ -53,11 +52,11 @@ func TestLeaseCarriesRequirements(t *testing.T) {
 func TestLeaseHeldForBestFitWakesWhenHoldEnds(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
-	registerWith(t, e, "gpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, GPU: 4, Slots: 4}, nil)
-	registerWith(t, e, "cpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, Slots: 4}, nil)
+	registerWith(t, e, "gpu-box", model.Capacity{CPU: 8, MemoryMB: 8192, GPU: 4, Slots: 4}, nil)
+	registerWith(t, e, "cpu-box", model.Capacity{CPU: 8, MemoryMB: 8192, Slots: 4}, nil)
 	r := submitNeeding(t, e, b, model.Requirements{CPU: 1})
 
-	got := make(chan *apitype.LeaseResponse, 1)
+	got := make(chan *LeaseResult, 1)
 	go func() { got <- lease(t, e, "gpu-box", 4, time.Hour) }()
 	holdEnds := t0.Add(DefaultBestFitHold)
 	waitTimer(t, b, holdEnds)
@@ -70,7 +69,7 @@ func TestLeaseHeldForBestFitWakesWhenHoldEnds(t *testing.T) {
 	select {
 	case resp := <-got:
 		require.Len(t, resp.Leases, 1)
-		require.Equal(t, r.ID, resp.Leases[0].RunID)
+		require.Equal(t, r.ID, resp.Leases[0].Run.ID)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the poll was not woken when the hold ended")
 	}
@@ -79,16 +78,16 @@ func TestLeaseHeldForBestFitWakesWhenHoldEnds(t *testing.T) {
 func TestLeaseBestFitGoesToTheTighterWorker(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
-	registerWith(t, e, "gpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, GPU: 4, Slots: 4}, nil)
-	registerWith(t, e, "cpu-box", apitype.Capacity{CPU: 8, MemoryMB: 8192, Slots: 4}, nil)
+	registerWith(t, e, "gpu-box", model.Capacity{CPU: 8, MemoryMB: 8192, GPU: 4, Slots: 4}, nil)
+	registerWith(t, e, "cpu-box", model.Capacity{CPU: 8, MemoryMB: 8192, Slots: 4}, nil)
 	cpuRun := submitNeeding(t, e, b, model.Requirements{CPU: 1})
 	gpuRun := submitNeeding(t, e, b, model.Requirements{GPU: 1})
 	resp := lease(t, e, "gpu-box", 4, 0)
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, gpuRun.ID, resp.Leases[0].RunID)
+	require.Equal(t, gpuRun.ID, resp.Leases[0].Run.ID)
 	resp = lease(t, e, "cpu-box", 4, 0)
 	require.Len(t, resp.Leases, 1)
-	require.Equal(t, cpuRun.ID, resp.Leases[0].RunID)
+	require.Equal(t, cpuRun.ID, resp.Leases[0].Run.ID)
 }
 
 // An attempt that ends frees the capacity it booked: a poll parked because the next run
@@ -96,27 +95,24 @@ func TestLeaseBestFitGoesToTheTighterWorker(t *testing.T) {
 func TestLeaseWokenWhenCapacityFrees(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
-	registerWith(t, e, "w", apitype.Capacity{CPU: 2, Slots: 4}, nil)
+	registerWith(t, e, "w", model.Capacity{CPU: 2, Slots: 4}, nil)
 	one := submitNeeding(t, e, b, model.Requirements{CPU: 2})
 	other := submitNeeding(t, e, b, model.Requirements{CPU: 2})
 	resp := lease(t, e, "w", 4, 0)
 	require.Len(t, resp.Leases, 1)
-	first, second := one, other
-	if resp.Leases[0].RunID != one.ID {
-		first, second = other, one
+	second := other
+	if resp.Leases[0].Run.ID != one.ID {
+		second = one
 	}
 
-	got := make(chan *apitype.LeaseResponse, 1)
+	got := make(chan *LeaseResult, 1)
 	go func() { got <- lease(t, e, "w", 3, time.Hour) }()
 	waitTimer(t, b, t0.Add(e.cfg.MaxLeaseWait)) // parked: second does not fit
-	_, err := e.Complete(context.Background(), &apitype.CompleteRequest{Completions: []apitype.Completion{
-		{RunID: first.ID, Token: resp.Leases[0].Token, Status: "succeeded"},
-	}})
-	require.NoError(t, err)
+	complete(t, e, resp.Leases[0], model.AttemptSucceeded)
 	select {
 	case resp := <-got:
 		require.Len(t, resp.Leases, 1)
-		require.Equal(t, second.ID, resp.Leases[0].RunID)
+		require.Equal(t, second.ID, resp.Leases[0].Run.ID)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the parked poll was not woken when capacity freed")
 	}

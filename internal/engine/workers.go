@@ -3,15 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
-	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
-	"github.com/stint-dev/stint/worker"
 )
 
 // workerConn is what this server knows of a worker that registered with it: what it can run
@@ -26,71 +25,98 @@ type workerConn struct {
 	lastLease time.Time // when its last lease transaction began
 }
 
-// ErrUnknownWorker answers protocol calls from a worker that has not registered with this
-// server; the worker registers again.
-// It is both worker.ErrUnknownWorker (the agent's cue) and model.ErrNotFound (a 404).
-var ErrUnknownWorker = fmt.Errorf("%w: %w", worker.ErrUnknownWorker, model.ErrNotFound)
+// ErrUnknownWorker answers Lease and Heartbeat from a worker that has not registered with
+// this server: the worker registers again. It is a model.ErrNotFound.
+var ErrUnknownWorker = fmt.Errorf("unknown worker: %w", model.ErrNotFound)
+
+// RegisterParams is what a worker tells the server about itself when it registers.
+type RegisterParams struct {
+	ID       string
+	Labels   map[string]string
+	Capacity model.Capacity
+	Handlers []string // the handler kinds it runs
+	Commands bool     // whether it runs commands
+}
+
+// Registration answers Register: the worker's row and the terms of its new session.
+type Registration struct {
+	Worker            *model.Worker
+	Session           string
+	HeartbeatInterval time.Duration
+	LeaseTTL          time.Duration
+}
 
 // Register records a worker and starts a new session for it. Attempts held by an earlier
 // session of the same worker id are ended as lost at once: that process is gone.
-func (e *Engine) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
-	if req.ID == "" {
-		return nil, fmt.Errorf("register worker: %w", &FieldError{Field: "id", Message: "is required"})
-	}
+func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration, error) {
 	now := e.clock.Now()
 	session := id.Token()
 	w, rescued, err := e.store.RegisterWorker(ctx, &store.RegisterWorkerParams{
-		ID:      req.ID,
-		Session: session,
-		Labels:  req.Labels,
-		Capacity: model.Capacity{
-			CPU: req.Capacity.CPU, MemoryMB: req.Capacity.MemoryMB, GPU: req.Capacity.GPU, Slots: req.Capacity.Slots,
-		},
-		Now:     now,
-		Backoff: e.backoff,
+		ID:       p.ID,
+		Session:  session,
+		Labels:   p.Labels,
+		Capacity: p.Capacity,
+		Now:      now,
+		Backoff:  e.backoff,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("register worker %s: %w", req.ID, err)
+		return nil, fmt.Errorf("register worker %s: %w", p.ID, err)
 	}
 	e.mu.Lock()
-	old := e.workers[req.ID]
-	e.workers[req.ID] = &workerConn{handlers: slices.Clone(req.Handlers), commands: req.Commands, events: newBroadcast()}
+	old := e.workers[p.ID]
+	e.workers[p.ID] = &workerConn{handlers: slices.Clone(p.Handlers), commands: p.Commands, events: newBroadcast()}
 	e.mu.Unlock()
 	if old != nil {
 		old.events.Notify() // release a long poll of the previous session
 	}
 	if len(rescued) > 0 {
-		e.log.Warn("worker restarted: its attempts were lost", "worker", req.ID, "runs", len(rescued))
+		e.log.Warn("worker restarted: its attempts were lost", "worker", p.ID, "runs", len(rescued))
 		e.wakeFor(rescued)
 	}
-	return &apitype.RegisterResponse{
-		Worker:            WorkerToAPI(w),
+	return &Registration{
+		Worker:            w,
 		Session:           session,
-		HeartbeatInterval: apitype.Duration(e.cfg.HeartbeatInterval),
-		LeaseTTL:          apitype.Duration(e.cfg.LeaseTTL),
+		HeartbeatInterval: e.cfg.HeartbeatInterval,
+		LeaseTTL:          e.cfg.LeaseTTL,
 	}, nil
 }
 
-// Lease hands a worker up to req.Max runs, holding the request until work is there, the
+// LeaseParams is one long poll of a worker.
+type LeaseParams struct {
+	Max int // runs the worker can take now; zero asks only for pushes (cancel, lost, drain)
+	// Wait is how long to hold the poll while there is nothing to answer, at most
+	// Config.MaxLeaseWait (LongestLeaseWait: that long). Zero answers at once.
+	Wait time.Duration
+}
+
+// LongestLeaseWait as LeaseParams.Wait holds a poll for as long as the engine allows.
+const LongestLeaseWait time.Duration = math.MaxInt64
+
+// LeaseResult answers Lease: the runs leased and what is pushed to the worker.
+type LeaseResult struct {
+	Leases []*model.Lease
+	Cancel []string // runs asked to cancel: stop them and complete them as cancelled
+	Lost   []string // runs whose lease expired: kill them and do not complete them
+	Drain  bool     // the worker was asked to drain
+}
+
+// Lease hands a worker up to p.Max runs, holding the request until work is there, the
 // worker has something pushed to it, or the wait ends.
-func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseRequest) (*apitype.LeaseResponse, error) {
+func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*LeaseResult, error) {
 	e.mu.Lock()
 	w := e.workers[workerID]
 	e.mu.Unlock()
 	if w == nil {
 		return nil, fmt.Errorf("lease for %s: %w", workerID, ErrUnknownWorker)
 	}
-	wait := e.cfg.MaxLeaseWait
-	if req.Wait != nil && req.Wait.Std() < wait {
-		wait = req.Wait.Std()
-	}
+	wait := min(p.Wait, e.cfg.MaxLeaseWait)
 	var deadline <-chan time.Time
 	if wait > 0 {
 		t := e.clock.NewTimer(wait)
 		defer t.Stop()
 		deadline = t.C()
 	}
-	resp := &apitype.LeaseResponse{Leases: []apitype.Lease{}}
+	resp := &LeaseResult{}
 	for {
 		var held time.Time // see store.Leased.HeldUntil
 		workCh := e.work.Wait()
@@ -106,7 +132,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 		handlers, commands := w.handlers, w.commands
 		e.mu.Unlock()
 
-		if req.Max > 0 && !resp.Drain {
+		if p.Max > 0 && !resp.Drain {
 			if d := e.leaseSpacing(w); d > 0 && wait > 0 {
 				// Leased a moment ago: let more work arrive, and take it in one transaction.
 				t := e.clock.NewTimer(d)
@@ -123,7 +149,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 			now := e.clock.Now()
 			leased, err := e.store.LeaseRuns(ctx, &store.LeaseRunsParams{
 				WorkerID:    workerID,
-				Max:         req.Max,
+				Max:         p.Max,
 				LeaseTTL:    e.cfg.LeaseTTL,
 				Handlers:    handlers,
 				Commands:    commands,
@@ -134,12 +160,10 @@ func (e *Engine) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 			if err != nil {
 				return nil, fmt.Errorf("lease for %s: %w", workerID, err)
 			}
-			if len(leased.Leases) < req.Max && e.rateQueues.Load() {
+			if len(leased.Leases) < p.Max && e.rateQueues.Load() {
 				e.timers.Notify() // a rate-limited queue may have run out of turns: see releaseLoop
 			}
-			for _, l := range leased.Leases {
-				resp.Leases = append(resp.Leases, LeaseToAPI(l))
-			}
+			resp.Leases = append(resp.Leases, leased.Leases...)
 			if len(leased.Leases) > 0 {
 				e.changes.Notify()
 			}
@@ -191,40 +215,34 @@ func (e *Engine) leaseSpacing(w *workerConn) time.Duration {
 	return d
 }
 
-// Heartbeat renews every lease the worker holds and tells it which to stop.
-func (e *Engine) Heartbeat(ctx context.Context, workerID string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
-	held := make([]store.LeaseRef, len(req.Held))
-	for i, h := range req.Held {
-		held[i] = store.LeaseRef{RunID: h.RunID, Token: h.Token}
-	}
+// HeartbeatResult answers Heartbeat: what the worker is to stop.
+type HeartbeatResult struct {
+	store.HeartbeatResult
+	Drain bool // the worker was asked to drain
+}
+
+// Heartbeat renews the leases the worker holds and tells it which to stop.
+func (e *Engine) Heartbeat(ctx context.Context, workerID string, held []store.LeaseRef) (*HeartbeatResult, error) {
 	res, err := e.store.Heartbeat(ctx, &store.HeartbeatParams{
 		WorkerID: workerID, Held: held, LeaseTTL: e.cfg.LeaseTTL, Now: e.clock.Now(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat from %s: %w", workerID, err)
 	}
-	resp := &apitype.HeartbeatResponse{Lost: res.Lost, Cancel: res.Cancel}
 	e.mu.Lock()
-	if w := e.workers[workerID]; w != nil {
-		resp.Drain = w.drain
-	} else {
-		e.mu.Unlock()
+	defer e.mu.Unlock()
+	w := e.workers[workerID]
+	if w == nil {
 		return nil, fmt.Errorf("heartbeat from %s: %w", workerID, ErrUnknownWorker)
 	}
-	e.mu.Unlock()
-	return resp, nil
+	return &HeartbeatResult{HeartbeatResult: *res, Drain: w.drain}, nil
 }
 
-// AppendLogs stores log chunks, group-committed.
-func (e *Engine) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error {
-	chunks := make([]model.LogChunk, len(req.Chunks))
+// AppendLogs stores log chunks, group-committed, stamped with the time they arrived.
+func (e *Engine) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
 	now := e.clock.Now()
-	for i, c := range req.Chunks {
-		stream := model.LogStream(c.Stream)
-		if stream != model.Stdout && stream != model.Stderr {
-			return fmt.Errorf("append logs: %w", &FieldError{Field: fmt.Sprintf("chunks[%d].stream", i), Message: "must be stdout or stderr"})
-		}
-		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data), CreatedAt: now}
+	for i := range chunks {
+		chunks[i].CreatedAt = now
 	}
 	if _, err := e.logs.do(ctx, e.stop, chunks); err != nil {
 		return fmt.Errorf("log chunks: %w", err) // the store's error says "append logs"
@@ -240,32 +258,15 @@ func (e *Engine) flushLogs(ctx context.Context, chunks []model.LogChunk) ([]stru
 	return make([]struct{}, len(chunks)), nil
 }
 
-// Complete records the ends of attempts, group-committed. A completion with a stale lease
-// token is refused (Accepted false) and changes nothing.
-func (e *Engine) Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
-	cs := make([]store.Completion, len(req.Completions))
-	for i, c := range req.Completions {
-		st := model.AttemptStatus(c.Status)
-		if !st.Valid() {
-			return nil, fmt.Errorf("complete: %w", &FieldError{
-				Field:   fmt.Sprintf("completions[%d].status", i),
-				Message: "must be one of succeeded, failed, timed_out, lost, cancelled",
-			})
-		}
-		cs[i] = store.Completion{RunID: c.RunID, Token: c.Token, Status: st, ExitCode: c.ExitCode, Error: c.Error}
-	}
+// Complete records the ends of attempts, group-committed; the results are in the order of
+// cs. A completion with a stale lease token is refused (its result's Err is
+// model.ErrLeaseLost) and changes nothing.
+func (e *Engine) Complete(ctx context.Context, cs []store.Completion) ([]store.CompletionResult, error) {
 	res, err := e.completes.do(ctx, e.stop, cs)
 	if err != nil {
 		return nil, fmt.Errorf("complete: %w", err)
 	}
-	out := &apitype.CompleteResponse{Results: make([]apitype.CompletionResult, len(res))}
-	for i, r := range res {
-		out.Results[i] = apitype.CompletionResult{RunID: cs[i].RunID, Accepted: r.Err == nil}
-		if r.Err != nil {
-			out.Results[i].Error = r.Err.Error()
-		}
-	}
-	return out, nil
+	return res, nil
 }
 
 func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([]store.CompletionResult, error) {
@@ -300,11 +301,3 @@ func (e *Engine) capacityFreed(ended []*model.Run) {
 		}
 	}
 }
-
-// FieldError is a bad field in a protocol request; the API answers it with 400.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-func (f *FieldError) Error() string { return f.Field + ": " + f.Message }
