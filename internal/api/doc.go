@@ -1,9 +1,14 @@
 // Package api is stint's HTTP layer: the REST API of API.md, the worker protocol, health,
 // readiness, metrics and the OpenAPI document, on a net/http ServeMux.
 //
-// Handlers decode and validate, call the engine (for anything that changes state) or the
-// store (for plain reads), and encode. Every route is declared once, in routeTable; a test
-// checks that openapi.json describes exactly those routes.
+// Handlers decode and validate, call the engine (for every write, so that the engine alone
+// decides which of its loops a change wakes) or the store (for plain reads), and encode.
+// Every route is declared once, in routeTable; a test checks that openapi.json describes
+// exactly those routes.
+//
+// The worker protocol's routes go through Protocol, which has worker.Server's method set and
+// translates between the wire types of apitype and the engine's; the local worker of
+// `stint dev` calls the same Protocol in-process. The engine itself knows no wire types.
 //
 // Bad input never changes anything (invariant 7): a request is decoded strictly (unknown
 // fields, wrong types, malformed JSON and trailing data are refused), validated whole, and

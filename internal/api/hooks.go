@@ -10,9 +10,7 @@ import (
 	"strings"
 
 	"github.com/stint-dev/stint/apitype"
-	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
-	"github.com/stint-dev/stint/internal/store"
 )
 
 // signaturePrefix starts every webhook signature (apitype.WebhookSignature).
@@ -25,8 +23,7 @@ func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	secret := id.Token()
-	err = a.store.SetWebhookSecret(r.Context(), &store.SetWebhookSecretParams{JobID: j.ID, Secret: secret, Now: a.clock.Now()})
+	secret, err := a.eng.RotateWebhookSecret(r.Context(), j.ID)
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
 	}
@@ -76,8 +73,7 @@ func (a *API) rotatePipelineWebhookSecret(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	secret := id.Token()
-	err = a.store.SetWebhookSecret(r.Context(), &store.SetWebhookSecretParams{JobID: pl.ID, Secret: secret, Now: a.clock.Now()})
+	secret, err := a.eng.RotateWebhookSecret(r.Context(), pl.ID)
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("pipeline %q not found", pl.ID)}
 	}

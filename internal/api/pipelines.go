@@ -328,19 +328,12 @@ func (a *API) deletePipeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeletePipeline(r.Context(), pl.ID); err != nil && !errors.Is(err, model.ErrNotFound) {
-		return fmt.Errorf("delete pipeline %s: %w", pl.Name, err)
-	}
-	cancelled := 0
-	for _, s := range pl.Spec.Steps {
-		runs, err := a.eng.DeleteJob(r.Context(), s.JobID)
-		if err != nil && !errors.Is(err, model.ErrNotFound) {
-			return fmt.Errorf("delete pipeline %s: step %q: %w", pl.Name, s.Name, err)
-		}
-		cancelled += len(runs)
+	cancelled, err := a.eng.DeletePipeline(r.Context(), pl)
+	if err != nil {
+		return err
 	}
 	a.log.InfoContext(r.Context(), "pipeline deleted", "pipeline", pl.Name, "namespace", pl.Namespace,
-		"id", pl.ID, "cancelled_runs", cancelled)
+		"id", pl.ID, "cancelled_runs", len(cancelled))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -351,6 +351,37 @@ func (e *Engine) DeleteJob(ctx context.Context, jobID string) ([]*model.Run, err
 	return runs, nil
 }
 
+// DeletePipeline deletes a pipeline and the jobs of its steps, cancelling their active runs
+// (running ones are stopped by their workers); the runs stay, as history. A pipeline or a
+// step job already gone is no error. It returns the runs it cancelled. The cron loop is not
+// woken: a deletion only moves the earliest fire later, and the loop finds nothing due then.
+func (e *Engine) DeletePipeline(ctx context.Context, pl *model.Pipeline) ([]*model.Run, error) {
+	if err := e.store.DeletePipeline(ctx, pl.ID); err != nil && !errors.Is(err, model.ErrNotFound) {
+		return nil, fmt.Errorf("delete pipeline %s: %w", pl.Name, err)
+	}
+	var cancelled []*model.Run
+	for _, s := range pl.Spec.Steps {
+		runs, err := e.DeleteJob(ctx, s.JobID)
+		if err != nil && !errors.Is(err, model.ErrNotFound) {
+			return cancelled, fmt.Errorf("delete pipeline %s: step %q: %w", pl.Name, s.Name, err)
+		}
+		cancelled = append(cancelled, runs...)
+	}
+	return cancelled, nil
+}
+
+// RotateWebhookSecret gives a job or a pipeline (ownerID names either) a new webhook secret,
+// replacing any earlier one, and returns it; model.ErrNotFound when neither exists. It
+// wakes nothing: a secret only checks webhook calls.
+func (e *Engine) RotateWebhookSecret(ctx context.Context, ownerID string) (string, error) {
+	secret := id.Token()
+	err := e.store.SetWebhookSecret(ctx, &store.SetWebhookSecretParams{JobID: ownerID, Secret: secret, Now: e.clock.Now()})
+	if err != nil {
+		return "", fmt.Errorf("rotate webhook secret of %s: %w", ownerID, err)
+	}
+	return secret, nil
+}
+
 // CancelRuns cancels runs (by id, or every active run of a job); running ones are stopped by
 // their worker and end cancelled.
 func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
