@@ -14,8 +14,9 @@ import (
 var ErrUnknownWorker = errors.New("unknown worker")
 
 // Server is the worker protocol as the agent sees it. client.Client implements it over
-// HTTP/JSON; the server's own local worker uses an in-process implementation. Methods map
-// one to one onto the protocol's routes:
+// HTTP/JSON; the server's own local worker calls the server's protocol adapter in-process,
+// which answers errors with the same problems as the routes. Methods map one to one onto
+// the protocol's routes:
 //
 //	POST /v1/workers/register          Register
 //	POST /v1/workers/{id}/lease        Lease (long poll)

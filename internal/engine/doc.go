@@ -14,6 +14,11 @@
 //     attempts as lost. Both are woken early when the earliest time changes. Time comes
 //     from an injected clock.
 //
-// The engine implements worker.Server in apitype terms, so the server's own local worker
-// calls it in-process and the HTTP worker routes are a thin decode/encode around it.
+// The engine speaks model and store types only: it imports neither apitype nor worker
+// (internal/archtest checks it). Its worker methods (Register, Lease, Heartbeat, AppendLogs,
+// Complete) take and return domain values and errors such as ErrUnknownWorker (a
+// model.ErrNotFound); internal/api.Protocol translates them to and from the worker protocol,
+// for the HTTP worker routes and for the server's own local worker alike. Every write of
+// the API goes through an engine method, so this package alone decides which of its loops
+// (workers' long polls, promoter, rescuer, cron loop) a change wakes.
 package engine
