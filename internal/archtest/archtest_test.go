@@ -77,9 +77,14 @@ var importRules = []struct {
 	{
 		name: "leaves import only model",
 		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/scheduler", "internal/cron",
-			"internal/placement", "internal/capacity"},
+			"internal/placement", "internal/capacity", "internal/testsignal"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
 		reason: "the bottom of the graph: everything may import them, so they import nothing of ours but model",
+	},
+	{
+		name: "services sequence, the engine composes", pkgs: []string{"internal/service"}, scope: transitive,
+		forbid: []string{"internal/engine", "internal/api", "internal/app", "internal/store/sqlite/...", "internal/store/postgres/..."},
+		reason: "a service calls the store interface and pure code; the engine builds the services and hands them callbacks",
 	},
 	{
 		name: "only app picks a store", pkgs: []string{"..."},
@@ -89,9 +94,9 @@ var importRules = []struct {
 	},
 	{
 		name: "tests that open a concrete store", pkgs: []string{"..."},
-		except: []string{"internal/app", "internal/store/...", "internal/engine", "internal/api"},
+		except: []string{"internal/app", "internal/store/...", "internal/engine", "internal/service", "internal/api"},
 		scope:  tests, forbid: []string{"internal/store/sqlite/...", "internal/store/postgres/..."},
-		reason: "engine and api tests run on a real SQLite store; other tests go through internal/app or the binary",
+		reason: "engine, service and api tests run on a real SQLite store; other tests go through internal/app or the binary",
 	},
 }
 

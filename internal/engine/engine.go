@@ -15,6 +15,7 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
+	"github.com/stint-dev/stint/internal/service"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -87,6 +88,13 @@ type Engine struct {
 
 	cronRuns, cronMissed, cronDropped atomic.Uint64 // see CronStats
 
+	// The services that act on the whole cluster's runs: on the leader alone, once there
+	// is leadership (see startLeaderServices).
+	promoter       *service.Promoter
+	rescuer        *service.Rescuer
+	releaser       *service.Releaser
+	leaderServices []leaderService
+
 	mu      sync.Mutex
 	workers map[string]*workerConn
 
@@ -148,6 +156,7 @@ func New(cfg Config) *Engine {
 	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
 	e.completes.spacing, e.completes.clock = cfg.CompleteLinger, cfg.Clock
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
+	e.newServices()
 	return e
 }
 
@@ -191,10 +200,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 	}
 	e.wakeFor(admitted)
-	e.goLoop(ctx, e.promoteLoop)
-	e.goLoop(ctx, e.rescueLoop)
 	e.goLoop(ctx, e.cronLoop)
-	e.goLoop(ctx, e.releaseLoop)
+	// Leadership (issue 11) will call this when this server becomes the leader, instead of
+	// Start: the leader services act on the whole cluster's runs.
+	if err := e.startLeaderServices(ctx); err != nil {
+		cancel()
+		return fmt.Errorf("start engine: %w", err)
+	}
 	return nil
 }
 
@@ -210,6 +222,7 @@ func (e *Engine) goLoop(ctx context.Context, f func(context.Context)) {
 func (e *Engine) Stop() {
 	e.stopped.Do(func() {
 		close(e.stop)
+		e.stopLeaderServices()
 		if e.cancel != nil {
 			e.cancel()
 		}
@@ -517,85 +530,6 @@ func (e *Engine) sleepUntil(ctx context.Context, wake <-chan struct{}, until tim
 	case <-t.C():
 	}
 	return true
-}
-
-// promoteLoop moves scheduled runs to queued as they fall due. It sleeps until the earliest
-// due time, or until a new scheduled run may have moved it earlier.
-func (e *Engine) promoteLoop(ctx context.Context) {
-	const batch = 5000
-	for ctx.Err() == nil {
-		wake := e.timers.Wait()
-		next, ok, err := e.store.NextDue(ctx)
-		if err != nil {
-			e.retryLater(ctx, "next due", err)
-			continue
-		}
-		now := e.clock.Now()
-		if ok && !next.After(now) {
-			n, err := e.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: batch})
-			if err != nil {
-				e.retryLater(ctx, "promote due runs", err)
-				continue
-			}
-			if n > 0 {
-				e.work.Notify()
-				e.changes.Notify()
-			}
-			continue
-		}
-		until := now.Add(e.cfg.MaxLeaseWait * 10) // nothing scheduled: sleep until woken
-		if ok {
-			until = next
-		}
-		if !e.sleepUntil(ctx, wake, until) {
-			return
-		}
-	}
-}
-
-// rescueLoop ends attempts whose lease expired (their worker died or was cut off) as lost,
-// which retries or fails their runs. It sleeps until the earliest lease expiry.
-func (e *Engine) rescueLoop(ctx context.Context) {
-	const batch = 1000
-	for ctx.Err() == nil {
-		wake := e.timers.Wait()
-		now := e.clock.Now()
-		runs, err := e.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: batch, Backoff: e.backoff})
-		if err != nil {
-			e.retryLater(ctx, "rescue expired leases", err)
-			continue
-		}
-		// Dependants whose resolution did not follow their upstream's end (a store that
-		// resolves in a transaction of its own, which failed) are resolved here, at the
-		// latest a lease TTL later; a failure is retried at the next pass.
-		if resolved, err := e.store.ResolvePending(ctx, now); err != nil {
-			e.log.Error("resolve dependants", "err", err)
-		} else {
-			e.wakeFor(resolved)
-		}
-		if len(runs) > 0 {
-			e.log.Warn("attempts lost: lease expired", "runs", len(runs))
-			e.pushLost(runs)
-			e.wakeFor(runs)
-			e.capacityFreed(runs)
-			e.changes.Notify()
-			if len(runs) == batch {
-				continue
-			}
-		}
-		next, ok, err := e.store.NextLeaseExpiry(ctx)
-		if err != nil {
-			e.retryLater(ctx, "next lease expiry", err)
-			continue
-		}
-		until := now.Add(e.cfg.LeaseTTL)
-		if ok {
-			until = next.Add(time.Millisecond)
-		}
-		if !e.sleepUntil(ctx, wake, until) {
-			return
-		}
-	}
 }
 
 // retryLater logs a loop's store error and pauses a second, so a store outage neither spins

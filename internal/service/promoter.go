@@ -1,0 +1,103 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/testsignal"
+)
+
+// PromoterStore is what the Promoter asks of the store.
+type PromoterStore interface {
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error)
+}
+
+// PromoterConfig wires a Promoter.
+type PromoterConfig struct {
+	Store  PromoterStore
+	Clock  clock.Clock  // default clock.Real
+	Logger *slog.Logger // default slog.Default()
+	// Wake returns a channel closed when the earliest due time may have moved earlier (a
+	// new scheduled run). Nil: never woken early.
+	Wake func() <-chan struct{}
+	// OnPromoted is told how many runs one pass moved to queued (more than zero).
+	OnPromoted func(n int)
+	// IdleWait is how long it sleeps when no run is scheduled: a safety net for runs it
+	// is not woken for (another server's). Default DefaultIdleWait.
+	IdleWait time.Duration
+	// RetryDelay is its pause after a store error. Default DefaultRetryDelay.
+	RetryDelay time.Duration
+	// Batch caps the runs one pass promotes. Default 5000.
+	Batch int
+}
+
+// PromoterSignals are the Promoter's test signals.
+type PromoterSignals struct {
+	Promoted testsignal.Signal[int]       // runs one pass promoted (zero too)
+	Slept    testsignal.Signal[time.Time] // it sleeps until this instant
+	Failed   testsignal.Signal[error]     // a store call failed; it retries after RetryDelay
+}
+
+// Promoter moves scheduled runs to queued as they fall due. It sleeps until the earliest
+// due time, or until woken because a new scheduled run may have moved it earlier.
+type Promoter struct {
+	base
+	TestSignals PromoterSignals
+
+	store      PromoterStore
+	onPromoted func(int)
+	batch      int
+}
+
+// NewPromoter returns a Promoter; call Start to run it.
+func NewPromoter(cfg PromoterConfig) *Promoter {
+	p := &Promoter{store: cfg.Store, onPromoted: cfg.OnPromoted, batch: cfg.Batch}
+	p.base = newBase(commonConfig{name: "promoter", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
+		idleWait: cfg.IdleWait, retryDelay: cfg.RetryDelay, slept: &p.TestSignals.Slept, failed: &p.TestSignals.Failed})
+	if p.onPromoted == nil {
+		p.onPromoted = func(int) {}
+	}
+	if p.batch <= 0 {
+		p.batch = 5000
+	}
+	return p
+}
+
+// Start runs the promoter until Stop or ctx's end. It fails when the promoter was started
+// or stopped before.
+func (p *Promoter) Start(ctx context.Context) error { return p.start(ctx, p.loop) }
+
+func (p *Promoter) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		wake := p.wake()
+		next, ok, err := p.store.NextDue(ctx)
+		if err != nil {
+			p.retryLater(ctx, "next due", err)
+			continue
+		}
+		now := p.clock.Now()
+		if ok && !next.After(now) {
+			n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: p.batch})
+			if err != nil {
+				p.retryLater(ctx, "promote due runs", err)
+				continue
+			}
+			if n > 0 {
+				p.onPromoted(n)
+			}
+			p.TestSignals.Promoted.Signal(n)
+			continue
+		}
+		until := now.Add(p.idleWait)
+		if ok {
+			until = next
+		}
+		if !p.sleepUntil(ctx, wake, until) {
+			return
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package service
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+func TestPromoter(t *testing.T) {
+	t.Parallel()
+	const idle = 5 * time.Minute
+
+	type testBundle struct {
+		clk      *clock.Fake
+		store    store.Store
+		wake     *wakeup
+		promoted *recorder[int]
+		job      *model.Job
+	}
+
+	// setup builds a promoter on a fresh SQLite store and a fake clock at t0, its signals
+	// live; mods change its config (a fake store). It is started by start.
+	setup := func(t *testing.T, mods ...func(*PromoterConfig)) (*Promoter, *testBundle) {
+		t.Helper()
+		st := openStore(t)
+		b := &testBundle{clk: clock.NewFake(t0), store: st, wake: newWakeup(), promoted: &recorder[int]{}}
+		b.job = newJob(t, st, "promoted")
+		cfg := PromoterConfig{Store: st, Clock: b.clk, Logger: discard, Wake: b.wake.Wait,
+			OnPromoted: b.promoted.add, IdleWait: idle}
+		for _, m := range mods {
+			m(&cfg)
+		}
+		p := NewPromoter(cfg)
+		p.TestSignals.Promoted.Init(t)
+		p.TestSignals.Slept.Init(t)
+		p.TestSignals.Failed.Init(t)
+		return p, b
+	}
+	start := func(t *testing.T, p *Promoter) {
+		t.Helper()
+		require.NoError(t, p.Start(context.Background()))
+		t.Cleanup(p.Stop)
+	}
+
+	t.Run("sleeps until the earliest due run and promotes it then", func(t *testing.T) {
+		t.Parallel()
+		p, b := setup(t)
+		later := newRun(t, b.store, b.job, t0.Add(time.Minute), t0)
+		first := newRun(t, b.store, b.job, t0.Add(5*time.Second), t0)
+		require.Equal(t, model.RunScheduled, first.Status)
+		start(t, p)
+
+		require.Equal(t, t0.Add(5*time.Second), p.TestSignals.Slept.WaitOrTimeout())
+		b.clk.Set(t0.Add(5 * time.Second))
+		require.Equal(t, 1, p.TestSignals.Promoted.WaitOrTimeout())
+		require.Equal(t, []int{1}, b.promoted.all())
+		require.Equal(t, model.RunQueued, getRun(t, b.store, first.ID).Status)
+		require.Equal(t, model.RunScheduled, getRun(t, b.store, later.ID).Status)
+
+		require.Equal(t, t0.Add(time.Minute), p.TestSignals.Slept.WaitOrTimeout(), "then until the next one")
+	})
+
+	t.Run("sleeps IdleWait when nothing is scheduled", func(t *testing.T) {
+		t.Parallel()
+		p, _ := setup(t)
+		start(t, p)
+		require.Equal(t, t0.Add(idle), p.TestSignals.Slept.WaitOrTimeout())
+		p.TestSignals.Promoted.RequireEmpty()
+	})
+
+	t.Run("woken early by a new scheduled run", func(t *testing.T) {
+		t.Parallel()
+		p, b := setup(t)
+		start(t, p)
+		require.Equal(t, t0.Add(idle), p.TestSignals.Slept.WaitOrTimeout())
+
+		run := newRun(t, b.store, b.job, t0.Add(2*time.Second), t0)
+		b.wake.Notify()
+		require.Equal(t, t0.Add(2*time.Second), p.TestSignals.Slept.WaitOrTimeout())
+		b.clk.Set(t0.Add(2 * time.Second))
+		require.Equal(t, 1, p.TestSignals.Promoted.WaitOrTimeout())
+		require.Equal(t, model.RunQueued, getRun(t, b.store, run.ID).Status)
+	})
+
+	t.Run("retries after a store error", func(t *testing.T) {
+		t.Parallel()
+		due := t0.Add(-time.Second)
+		promoted := 0
+		fake := &fakeStore{
+			nextDue: failOnce(func(context.Context) (time.Time, bool, error) {
+				if promoted > 0 {
+					return time.Time{}, false, nil
+				}
+				return due, true, nil
+			}),
+			promoteDue: func(_ context.Context, p *store.PromoteDueParams) (int, error) {
+				promoted = 3
+				return promoted, nil
+			},
+		}
+		p, b := setup(t, func(c *PromoterConfig) { c.Store = fake; c.RetryDelay = 2 * time.Second })
+		start(t, p)
+
+		require.ErrorIs(t, p.TestSignals.Failed.WaitOrTimeout(), errOutage)
+		require.Equal(t, t0.Add(2*time.Second), p.TestSignals.Slept.WaitOrTimeout(), "pauses RetryDelay")
+		b.clk.Set(t0.Add(2 * time.Second))
+		require.Equal(t, 3, p.TestSignals.Promoted.WaitOrTimeout())
+		require.Equal(t, []int{3}, b.promoted.all())
+		require.Equal(t, t0.Add(2*time.Second+idle), p.TestSignals.Slept.WaitOrTimeout())
+	})
+
+	t.Run("Stop ends it", func(t *testing.T) {
+		t.Parallel()
+		fake := &fakeStore{}
+		p, b := setup(t, func(c *PromoterConfig) { c.Store = fake })
+		start(t, p)
+		require.Equal(t, t0.Add(idle), p.TestSignals.Slept.WaitOrTimeout())
+		p.Stop() // returns once the goroutine ended
+		calls := fake.calls.Load()
+		b.wake.Notify()
+		b.clk.Set(t0.Add(idle))
+		require.Equal(t, calls, fake.calls.Load(), "no store call after Stop")
+		require.ErrorIs(t, p.Start(context.Background()), ErrStopped)
+		p.Stop()
+	})
+}

@@ -1,0 +1,125 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/testsignal"
+)
+
+// ReleaserStore is what the Releaser asks of the store.
+type ReleaserStore interface {
+	NextRelease(ctx context.Context) (time.Time, bool, error)
+	ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error)
+	NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error)
+}
+
+// ReleaserConfig wires a Releaser.
+type ReleaserConfig struct {
+	Store  ReleaserStore
+	Clock  clock.Clock  // default clock.Real
+	Logger *slog.Logger // default slog.Default()
+	// Wake returns a channel closed when a new held run or an underfilled lease may have
+	// brought the next turn earlier. Nil: never woken early.
+	Wake func() <-chan struct{}
+	// RateQueues reports whether some queue has a rate limit; only then does it watch the
+	// queues' turns. Nil: none has.
+	RateQueues func() bool
+	// OnReleased is told of the runs a pass admitted (possibly none).
+	OnReleased func(runs []*model.Run)
+	// OnTurn is called when a rate-limited queue's turn came: leases may take its runs
+	// again.
+	OnTurn func()
+	// IdleWait is how long it sleeps when nothing is held. Default DefaultIdleWait.
+	IdleWait time.Duration
+	// RetryDelay is its pause after a store error. Default DefaultRetryDelay.
+	RetryDelay time.Duration
+}
+
+// ReleaserSignals are the Releaser's test signals.
+type ReleaserSignals struct {
+	Released testsignal.Signal[[]*model.Run] // the runs one pass released (none too)
+	Turn     testsignal.Signal[time.Time]    // a queue's turn at this instant came (after OnTurn)
+	Slept    testsignal.Signal[time.Time]    // it sleeps until this instant
+	Failed   testsignal.Signal[error]        // a store call failed; it retries after RetryDelay
+}
+
+// Releaser keeps rate limits moving without polling: it admits runs held by a key's rate
+// limit when their turn comes, and tells the engine when a rate-limited queue gets its next
+// turn. It sleeps until the earlier of the two, or until woken.
+type Releaser struct {
+	base
+	TestSignals ReleaserSignals
+
+	store      ReleaserStore
+	rateQueues func() bool
+	onReleased func([]*model.Run)
+	onTurn     func()
+}
+
+// NewReleaser returns a Releaser; call Start to run it.
+func NewReleaser(cfg ReleaserConfig) *Releaser {
+	r := &Releaser{store: cfg.Store, rateQueues: cfg.RateQueues, onReleased: cfg.OnReleased, onTurn: cfg.OnTurn}
+	r.base = newBase(commonConfig{name: "releaser", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
+		idleWait: cfg.IdleWait, retryDelay: cfg.RetryDelay, slept: &r.TestSignals.Slept, failed: &r.TestSignals.Failed})
+	if r.rateQueues == nil {
+		r.rateQueues = func() bool { return false }
+	}
+	if r.onReleased == nil {
+		r.onReleased = func([]*model.Run) {}
+	}
+	if r.onTurn == nil {
+		r.onTurn = func() {}
+	}
+	return r
+}
+
+// Start runs the releaser until Stop or ctx's end. It fails when the releaser was started
+// or stopped before.
+func (r *Releaser) Start(ctx context.Context) error { return r.start(ctx, r.loop) }
+
+func (r *Releaser) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		wake := r.wake()
+		now := r.clock.Now()
+		next, ok, err := r.store.NextRelease(ctx)
+		if err != nil {
+			r.retryLater(ctx, "next rate-limit release", err)
+			continue
+		}
+		if ok && !next.After(now) {
+			runs, err := r.store.ReleaseDue(ctx, now)
+			if err != nil {
+				r.retryLater(ctx, "release rate-limited runs", err)
+				continue
+			}
+			r.onReleased(runs)
+			r.TestSignals.Released.Signal(runs)
+			continue
+		}
+		if r.rateQueues() {
+			turn, tok, err := r.store.NextQueueTurn(ctx, now)
+			if err != nil {
+				r.retryLater(ctx, "next queue turn", err)
+				continue
+			}
+			if tok && (!ok || turn.Before(next)) {
+				next, ok = turn, true
+			}
+		}
+		until := now.Add(r.idleWait)
+		if ok {
+			until = next
+		}
+		if !r.sleepUntil(ctx, wake, until) {
+			return
+		}
+		if ok && r.rateQueues() && !r.clock.Now().Before(next) {
+			r.onTurn()
+			r.TestSignals.Turn.Signal(next)
+		}
+	}
+}

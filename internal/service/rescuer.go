@@ -1,0 +1,134 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/testsignal"
+)
+
+// RescuerStore is what the Rescuer asks of the store.
+type RescuerStore interface {
+	RescueExpired(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error)
+	ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error)
+	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
+}
+
+// RescuerConfig wires a Rescuer.
+type RescuerConfig struct {
+	Store  RescuerStore
+	Clock  clock.Clock  // default clock.Real
+	Logger *slog.Logger // default slog.Default()
+	// Wake returns a channel closed when the earliest lease expiry may have moved earlier.
+	// Nil: never woken early.
+	Wake func() <-chan struct{}
+	// LeaseTTL is how long it sleeps when no lease is held (a lease taken meanwhile
+	// expires no sooner than that). Required: Start fails without it.
+	LeaseTTL time.Duration
+	// Backoff is the retry delay of a run whose attempt was lost, handed to the store.
+	Backoff func(run *model.Run, policy model.RetryPolicy) time.Duration
+	// OnLost is told of the runs whose attempts a pass ended as lost (never empty).
+	OnLost func(runs []*model.Run)
+	// OnResolved is told of the dependants a pass resolved (never empty).
+	OnResolved func(runs []*model.Run)
+	// RetryDelay is its pause after a store error. Default DefaultRetryDelay.
+	RetryDelay time.Duration
+	// Batch caps the attempts one pass rescues. Default 1000.
+	Batch int
+}
+
+// RescuerSignals are the Rescuer's test signals.
+type RescuerSignals struct {
+	Rescued testsignal.Signal[[]*model.Run] // the runs one pass rescued (none too)
+	Slept   testsignal.Signal[time.Time]    // it sleeps until this instant
+	Failed  testsignal.Signal[error]        // a store call failed; it retries after RetryDelay
+}
+
+// Rescuer ends attempts whose lease expired (their worker died or was cut off) as lost,
+// which retries or fails their runs. It sleeps until the earliest lease expiry. Each pass
+// also resolves the dependants whose resolution did not follow their upstream's end (a
+// store that resolves in a transaction of its own, which failed): at the latest a lease
+// TTL later; a failure there is logged and retried at the next pass.
+type Rescuer struct {
+	base
+	TestSignals RescuerSignals
+
+	store      RescuerStore
+	leaseTTL   time.Duration
+	backoff    func(*model.Run, model.RetryPolicy) time.Duration
+	onLost     func([]*model.Run)
+	onResolved func([]*model.Run)
+	batch      int
+}
+
+// NewRescuer returns a Rescuer; call Start to run it.
+func NewRescuer(cfg RescuerConfig) *Rescuer {
+	r := &Rescuer{store: cfg.Store, leaseTTL: cfg.LeaseTTL, backoff: cfg.Backoff,
+		onLost: cfg.OnLost, onResolved: cfg.OnResolved, batch: cfg.Batch}
+	r.base = newBase(commonConfig{name: "rescuer", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
+		retryDelay: cfg.RetryDelay, slept: &r.TestSignals.Slept, failed: &r.TestSignals.Failed})
+	if r.onLost == nil {
+		r.onLost = func([]*model.Run) {}
+	}
+	if r.onResolved == nil {
+		r.onResolved = func([]*model.Run) {}
+	}
+	if r.batch <= 0 {
+		r.batch = 1000
+	}
+	return r
+}
+
+// Start runs the rescuer until Stop or ctx's end. It fails when the rescuer was started
+// or stopped before.
+func (r *Rescuer) Start(ctx context.Context) error {
+	if r.leaseTTL <= 0 {
+		return fmt.Errorf("start rescuer: %w", errNoLeaseTTL)
+	}
+	return r.start(ctx, r.loop)
+}
+
+var errNoLeaseTTL = errors.New("no lease TTL")
+
+func (r *Rescuer) loop(ctx context.Context) {
+	for ctx.Err() == nil {
+		wake := r.wake()
+		now := r.clock.Now()
+		runs, err := r.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: r.batch, Backoff: r.backoff})
+		if err != nil {
+			r.retryLater(ctx, "rescue expired leases", err)
+			continue
+		}
+		if resolved, err := r.store.ResolvePending(ctx, now); err != nil {
+			r.log.Error("resolve dependants", "err", err)
+		} else if len(resolved) > 0 {
+			r.onResolved(resolved)
+		}
+		if len(runs) > 0 {
+			r.log.Warn("attempts lost: lease expired", "runs", len(runs))
+			r.onLost(runs)
+		}
+		r.TestSignals.Rescued.Signal(runs)
+		if len(runs) == r.batch {
+			continue // more may have expired
+		}
+		next, ok, err := r.store.NextLeaseExpiry(ctx)
+		if err != nil {
+			r.retryLater(ctx, "next lease expiry", err)
+			continue
+		}
+		until := now.Add(r.leaseTTL)
+		if ok {
+			until = next.Add(time.Millisecond) // expired means before Now
+		}
+		if !r.sleepUntil(ctx, wake, until) {
+			return
+		}
+	}
+}
