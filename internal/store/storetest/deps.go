@@ -92,11 +92,9 @@ func testDeps(t *testing.T, open OpenFunc) {
 
 	t.Run("FanInWaitsForAll", func(t *testing.T) {
 		f := setup(t, open)
-		var ups []*model.Run
 		var deps []model.Dependency
 		for i := range 3 {
 			_, u := f.submit(fmt.Sprintf("part-%d", i))
-			ups = append(ups, u)
 			deps = append(deps, dep(u, model.CondSucceeded))
 		}
 		join := after(f, "join", deps...)
