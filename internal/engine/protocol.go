@@ -47,7 +47,7 @@ func (e *Engine) Register(ctx context.Context, req *apitype.RegisterRequest) (*a
 			CPU: req.Capacity.CPU, MemoryMB: req.Capacity.MemoryMB, GPU: req.Capacity.GPU, Slots: req.Capacity.Slots,
 		},
 		Now:     now,
-		Backoff: e.backoff,
+		Rand:    e.cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register worker %s: %w", req.ID, err)
@@ -269,7 +269,7 @@ func (e *Engine) Complete(ctx context.Context, req *apitype.CompleteRequest) (*a
 }
 
 func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([]store.CompletionResult, error) {
-	res, err := e.store.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: e.clock.Now(), Backoff: e.backoff})
+	res, err := e.store.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: e.clock.Now(), Rand: e.cfg.Rand})
 	if err != nil {
 		return nil, err
 	}
