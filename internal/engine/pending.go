@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	
+
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/internal/scheduler"

@@ -46,8 +46,8 @@ func (e *Engine) Register(ctx context.Context, req *apitype.RegisterRequest) (*a
 		Capacity: model.Capacity{
 			CPU: req.Capacity.CPU, MemoryMB: req.Capacity.MemoryMB, GPU: req.Capacity.GPU, Slots: req.Capacity.Slots,
 		},
-		Now:     now,
-		Rand:    e.cfg.Rand,
+		Now:  now,
+		Rand: e.cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register worker %s: %w", req.ID, err)

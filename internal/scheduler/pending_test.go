@@ -37,4 +37,3 @@ func TestWaitForWorkerWhenBusy(t *testing.T) {
 	_, reason = WaitForWorker(many, model.Requirements{GPU: 1})
 	require.Equal(t, "waiting for a free slot: 7 workers fit (a, b, c, d, e and 2 more), all busy", reason)
 }
-
