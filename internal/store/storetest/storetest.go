@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Placement", testPlacement},
 		{"Dependencies", testDeps},
 		{"Pipelines", testPipelines},
+		{"Wording", testWording},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
