@@ -144,7 +144,7 @@ const insertDepsSQL = `WITH e AS (
 	UPDATE runs SET deps_pending = $4 WHERE id = $1 AND $4 > 0`
 
 // prepareDeps reads the states of r's upstream runs and sets r's starting state from them
-// (store.PrepareDependencies). It returns the number of unmet dependencies, or a
+// (scheduler.PrepareDependencies). It returns the number of unmet dependencies, or a
 // model.ErrNotFound naming an upstream run that does not exist.
 func prepareDeps(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (int, error) {
 	ids := make([]string, len(r.DependsOn))

@@ -99,7 +99,7 @@ func (d depTx) SetRunnable(runs []*model.Run) error {
 }
 
 // prepareDeps reads the states of r's upstream runs and sets r's starting state from them
-// (store.PrepareDependencies). It returns the number of unmet dependencies, or a
+// (scheduler.PrepareDependencies). It returns the number of unmet dependencies, or a
 // model.ErrNotFound naming an upstream run that does not exist.
 func (t *wtx) prepareDeps(r *model.Run, now time.Time) (int, error) {
 	ups := make(map[string]model.RunStatus, len(r.DependsOn))
