@@ -76,10 +76,15 @@ var importRules = []struct {
 	},
 	{
 		name: "leaves import only model",
-		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/scheduler", "internal/cron",
+		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/cron",
 			"internal/placement", "internal/capacity"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
 		reason: "the bottom of the graph: everything may import them, so they import nothing of ours but model",
+	},
+	{
+		name: "the decision core stands on the leaves", pkgs: []string{"internal/scheduler"},
+		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model", "internal/cron", "internal/placement"},
+		reason: "every rule is decided from model values, cron schedules and placement rooms handed in",
 	},
 	{
 		name: "only app picks a store", pkgs: []string{"..."},
@@ -103,7 +108,7 @@ var clockRules = []struct {
 	reason string
 }{
 	{
-		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model"},
+		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/store"},
 		calls:  []string{"Now", "Since", "Until"},
 		reason: "pure code is handed the time; the engine reads it from its injected clock",
 	},

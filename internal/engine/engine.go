@@ -221,11 +221,6 @@ func (e *Engine) Stop() {
 // take it, read, and wait on it when there is nothing new.
 func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
 
-// backoff is the retry delay function handed to the store.
-func (e *Engine) backoff(run *model.Run, p model.RetryPolicy) time.Duration {
-	return scheduler.Backoff(p, run.Attempt, e.cfg.Rand())
-}
-
 // NewRun builds a run of job due at due (zero: now): queued when due, scheduled with
 // not_due otherwise.
 func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, now time.Time) *model.Run {
@@ -253,7 +248,7 @@ func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, no
 		MaxAttempts:  maxAttempts,
 		Concurrency:  runConcurrency(job, args),
 	}
-	store.Release(r, now)
+	scheduler.Release(r, now)
 	return r
 }
 
@@ -387,7 +382,7 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, ownerID string) (strin
 func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
 	p.Now = e.clock.Now()
 	if p.Reason == "" {
-		p.Reason = "cancelled by request"
+		p.Reason = scheduler.CancelledByRequest
 	}
 	runs, err := e.store.CancelRuns(ctx, p)
 	if err != nil {
@@ -560,7 +555,7 @@ func (e *Engine) rescueLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		wake := e.timers.Wait()
 		now := e.clock.Now()
-		runs, err := e.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: batch, Backoff: e.backoff})
+		runs, err := e.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: batch, Rand: e.cfg.Rand})
 		if err != nil {
 			e.retryLater(ctx, "rescue expired leases", err)
 			continue
