@@ -33,7 +33,7 @@ func TestCreateJobDependsOn(t *testing.T) {
 	down := b.createJob(t, `{"name": "load", "command": ["true"], "depends_on": [{"run": "`+up.Run.ID+`"}]}`)
 	require.Equal(t, "waiting", down.Run.Status)
 	require.Equal(t, string(model.PendingDependencies), down.Run.PendingCode)
-	require.Contains(t, down.Run.PendingReason, up.Run.ID)
+	require.Equal(t, "waiting for 1 upstream run", down.Run.PendingReason, "the edges are in depends_on")
 	want := []apitype.Dependency{{Run: up.Run.ID, Condition: "succeeded"}}
 	require.Equal(t, want, down.Run.DependsOn, "the condition defaults to succeeded")
 	require.Equal(t, want, b.getRun(t, down.Run.ID).DependsOn)

@@ -26,7 +26,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", envOr("STINT_ADDR", "127.0.0.1:8080"), "listen address (env STINT_ADDR)")
 	fl.StringVar(&f.data, "data", envOr("STINT_DATA", "./stint-data"), "data directory for the embedded store (env STINT_DATA)")
-	fl.StringVar(&f.store, "store", os.Getenv("STINT_STORE"), "store URL: sqlite:///path/file.db or postgres://... (default: SQLite in --data; env STINT_STORE)")
+	fl.StringVar(&f.store, "store", os.Getenv("STINT_STORE"), "store URL: sqlite:///path/file.db or a postgres:// URL (default: SQLite in --data; env STINT_STORE)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "how long a worker may go without a heartbeat before its attempts are lost")
 	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "bearer token users must present (env STINT_API_TOKEN; empty: no auth)")
 	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "bearer token workers must present (env STINT_WORKER_TOKEN; empty: no auth)")

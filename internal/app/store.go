@@ -56,5 +56,5 @@ func OpenStore(ctx context.Context, url, dataDir string, log *slog.Logger) (stor
 		}
 		return s, EngineSQLite, nil
 	}
-	return nil, "", fmt.Errorf("store url %q: want sqlite:///path/file.db or postgres://...", url)
+	return nil, "", fmt.Errorf("store url %q: want sqlite:///path/file.db or a postgres:// URL", url)
 }

@@ -76,7 +76,7 @@ var importRules = []struct {
 	},
 	{
 		name: "leaves import only model",
-		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/scheduler", "internal/cron",
+		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/cron",
 			"internal/placement", "internal/capacity", "internal/testsignal"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
 		reason: "the bottom of the graph: everything may import them, so they import nothing of ours but model",
@@ -85,6 +85,11 @@ var importRules = []struct {
 		name: "services sequence, the engine composes", pkgs: []string{"internal/service"}, scope: transitive,
 		forbid: []string{"internal/engine", "internal/api", "internal/app", "internal/store/sqlite/...", "internal/store/postgres/..."},
 		reason: "a service calls the store interface and pure code; the engine builds the services and hands them callbacks",
+	},
+	{
+		name: "the decision core stands on the leaves", pkgs: []string{"internal/scheduler"},
+		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model", "internal/cron", "internal/placement"},
+		reason: "every rule is decided from model values, cron schedules and placement rooms handed in",
 	},
 	{
 		name: "only app picks a store", pkgs: []string{"..."},
@@ -108,7 +113,7 @@ var clockRules = []struct {
 	reason string
 }{
 	{
-		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model"},
+		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/store"},
 		calls:  []string{"Now", "Since", "Until"},
 		reason: "pure code is handed the time; the engine reads it from its injected clock",
 	},

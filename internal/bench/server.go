@@ -47,7 +47,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 		storeURL, storeName = u, "postgres"
 	default:
 		cleanup()
-		return nil, fmt.Errorf("--store %q: want sqlite, sqlite:///path or postgres://...", cfg.Store)
+		return nil, fmt.Errorf("--store %q: want sqlite, sqlite:///path or a postgres:// URL", cfg.Store)
 	}
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready := make(chan string, 1)

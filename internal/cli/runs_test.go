@@ -62,13 +62,13 @@ Attempt:        0
 			name: "get a run waiting on dependencies",
 			args: []string{"runs", "get", "r3"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/r3", answer: `{"id":"r3","job_id":"j1","status":"waiting",
-				"pending_code":"waiting_on_dependencies","pending_reason":"waiting for 2 upstream runs (run r1 to be succeeded, ...)",
+				"pending_code":"waiting_on_dependencies","pending_reason":"waiting for 2 upstream runs",
 				"queue":"default","trigger":"submit","scheduled_for":"2030-01-02T12:00:00Z","created_at":"2030-01-02T12:00:00Z",
 				"depends_on":[{"run":"r1","condition":"succeeded"},{"run":"r2","condition":"finished"}]}`}},
 			stdout: `ID:             r3
 Job:            j1
 Status:         waiting (waiting_on_dependencies)
-Waiting:        waiting for 2 upstream runs (run r1 to be succeeded, ...)
+Waiting:        waiting for 2 upstream runs
 Queue:          default
 Priority:       0
 Trigger:        submit

@@ -234,11 +234,6 @@ func (e *Engine) Stop() {
 // take it, read, and wait on it when there is nothing new.
 func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
 
-// backoff is the retry delay function handed to the store.
-func (e *Engine) backoff(run *model.Run, p model.RetryPolicy) time.Duration {
-	return scheduler.Backoff(p, run.Attempt, e.cfg.Rand())
-}
-
 // NewRun builds a run of job due at due (zero: now): queued when due, scheduled with
 // not_due otherwise.
 func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, now time.Time) *model.Run {
@@ -266,7 +261,7 @@ func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, no
 		MaxAttempts:  maxAttempts,
 		Concurrency:  runConcurrency(job, args),
 	}
-	store.Release(r, now)
+	scheduler.Release(r, now)
 	return r
 }
 
@@ -400,7 +395,7 @@ func (e *Engine) RotateWebhookSecret(ctx context.Context, ownerID string) (strin
 func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
 	p.Now = e.clock.Now()
 	if p.Reason == "" {
-		p.Reason = "cancelled by request"
+		p.Reason = scheduler.CancelledByRequest
 	}
 	runs, err := e.store.CancelRuns(ctx, p)
 	if err != nil {

@@ -3,10 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -32,7 +32,7 @@ func (e *Engine) ExplainPending(ctx context.Context, runs []*model.Run) error {
 			}
 			queues[r.Queue] = q
 		}
-		if code, reason := queueHold(q); code != model.PendingNone {
+		if code, reason := scheduler.QueueHold(q); code != model.PendingNone {
 			r.PendingCode, r.PendingReason = code, reason
 			continue
 		}
@@ -43,24 +43,9 @@ func (e *Engine) ExplainPending(ctx context.Context, runs []*model.Run) error {
 			}
 			roomsLoaded = true
 		}
-		r.PendingCode, r.PendingReason = waitForWorker(rooms, r.Requirements)
+		r.PendingCode, r.PendingReason = scheduler.WaitForWorker(rooms, r.Requirements)
 	}
 	return nil
-}
-
-// queueHold says why q holds back its queued runs as a whole: paused, at its max
-// concurrency, or under a rate limit; PendingNone when it does not.
-func queueHold(q *model.Queue) (model.PendingCode, string) {
-	switch {
-	case q.Paused:
-		return model.PendingQueuePaused, fmt.Sprintf("queue %q is paused", q.Name)
-	case q.MaxConcurrency > 0 && q.Depth[model.RunRunning] >= q.MaxConcurrency:
-		return model.PendingConcurrencyLimit, fmt.Sprintf("queue %q is at its max concurrency (%d running)", q.Name, q.MaxConcurrency)
-	case q.RateLimit != nil:
-		return model.PendingRateLimited, fmt.Sprintf("queue %q starts at most %d runs per %s: waiting for a turn (or a free worker)",
-			q.Name, q.RateLimit.Rate, q.RateLimit.Per)
-	}
-	return model.PendingNone, ""
 }
 
 // activeRooms returns the active workers (those taking work: not draining, not silent for
@@ -77,34 +62,4 @@ func (e *Engine) activeRooms(ctx context.Context) ([]placement.Room, error) {
 		}
 	}
 	return rooms, nil
-}
-
-// waitForWorker says why a due run that its queue does not hold back is still queued, given
-// the active workers: none connected; none that meets its requirements (with the counts
-// per constraint from placement.Explain); or some that fit, all busy. Each case is
-// no_worker_fits: no worker can take the run now (as for an unconstrained run when every
-// worker is busy); the words say whether waiting will help.
-func waitForWorker(rooms []placement.Room, req model.Requirements) (model.PendingCode, string) {
-	switch {
-	case len(rooms) == 0:
-		return model.PendingNoWorker, "no worker is connected"
-	case !placement.Constrained(req):
-		return model.PendingNoWorker, fmt.Sprintf("waiting for a free slot: %d active workers are busy", len(rooms))
-	}
-	v := placement.Explain(rooms, req)
-	if len(v.Fits) == 0 {
-		return v.Code, v.Reason
-	}
-	if len(v.Fits) == 1 {
-		return model.PendingNoWorker, fmt.Sprintf("waiting for a free slot: 1 worker fits (%s), busy", v.Fits[0])
-	}
-	return model.PendingNoWorker, fmt.Sprintf("waiting for a free slot: %d workers fit (%s), all busy", len(v.Fits), listIDs(v.Fits, 5))
-}
-
-// listIDs joins the first n ids with commas, saying how many more there are.
-func listIDs(ids []string, n int) string {
-	if len(ids) <= n {
-		return strings.Join(ids, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }

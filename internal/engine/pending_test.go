@@ -9,7 +9,6 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
-	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -103,35 +102,6 @@ func TestPendingReasonsReadWorkersOnce(t *testing.T) {
 	require.Contains(t, runs[1].PendingReason, "2 workers fit (gpu1, gpu2)")
 	require.Contains(t, runs[2].PendingReason, "3 active workers are busy")
 	require.Equal(t, "not due until later", runs[3].PendingReason, "a run the store explains keeps its reason")
-}
-
-// TestWaitForWorkerWhenBusy covers the reasons that depend on capacity in use, which
-// registered workers only have once runs book it.
-func TestWaitForWorkerWhenBusy(t *testing.T) {
-	t.Parallel()
-	gpus := func(id string, declared, free int) placement.Room {
-		return placement.Room{WorkerID: id, Capacity: model.Capacity{CPU: 8, GPU: declared}, Free: model.Capacity{CPU: 8, GPU: free}}
-	}
-	rooms := []placement.Room{gpus("a", 0, 0), gpus("b", 2, 0), gpus("c", 4, 1)}
-
-	code, reason := waitForWorker(rooms, model.Requirements{GPU: 2})
-	require.Equal(t, model.PendingNoWorker, code)
-	require.Equal(t, "no worker has room now: 3 registered, 2 would fit when their running work ends (2 busy, short of gpu >= 2), 1 lacks gpu >= 2", reason)
-
-	code, reason = waitForWorker(rooms, model.Requirements{GPU: 1})
-	require.Equal(t, model.PendingNoWorker, code)
-	require.Equal(t, "waiting for a free slot: 1 worker fits (c), busy", reason)
-
-	code, reason = waitForWorker(nil, model.Requirements{GPU: 1})
-	require.Equal(t, model.PendingNoWorker, code)
-	require.Equal(t, "no worker is connected", reason)
-
-	many := make([]placement.Room, 7)
-	for i := range many {
-		many[i] = gpus(string(rune('a'+i)), 1, 1)
-	}
-	_, reason = waitForWorker(many, model.Requirements{GPU: 1})
-	require.Equal(t, "waiting for a free slot: 7 workers fit (a, b, c, d, e and 2 more), all busy", reason)
 }
 
 // TestPendingReasonsFromTheStore reads the runs back from the store, which keeps their

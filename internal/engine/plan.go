@@ -8,6 +8,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -70,7 +71,7 @@ func (e *Engine) Plan(ctx context.Context, job *model.Job, run *model.Run, fires
 	case err != nil:
 		return nil, fmt.Errorf("plan: %w", err)
 	default:
-		if code, reason := queueHold(q); code != model.PendingNone {
+		if code, reason := scheduler.QueueHold(q); code != model.PendingNone {
 			p.Holds = append(p.Holds, Hold{code, reason})
 		}
 	}

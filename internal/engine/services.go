@@ -27,7 +27,7 @@ func (e *Engine) newServices() {
 	})
 	e.rescuer = service.NewRescuer(service.RescuerConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait,
-		LeaseTTL: e.cfg.LeaseTTL, Backoff: e.backoff,
+		LeaseTTL: e.cfg.LeaseTTL, Rand: e.cfg.Rand,
 		OnLost: func(runs []*model.Run) {
 			e.pushLost(runs)
 			e.wakeFor(runs)

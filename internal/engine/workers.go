@@ -57,7 +57,7 @@ func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration
 		Labels:   p.Labels,
 		Capacity: p.Capacity,
 		Now:      now,
-		Backoff:  e.backoff,
+		Rand:     e.cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register worker %s: %w", p.ID, err)
@@ -270,7 +270,7 @@ func (e *Engine) Complete(ctx context.Context, cs []store.Completion) ([]store.C
 }
 
 func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([]store.CompletionResult, error) {
-	res, err := e.store.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: e.clock.Now(), Backoff: e.backoff})
+	res, err := e.store.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: e.clock.Now(), Rand: e.cfg.Rand})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ type Run struct {
 	Error string
 	// Concurrency is the limit the run counts against, from its job's concurrency policy;
 	// nil when the job sets none. The store admits a new run under it when it is created
-	// (see store.Admit) and frees its slot when the run ends.
+	// (see scheduler.Admit) and frees its slot when the run ends.
 	Concurrency *RunConcurrency
 	// Requirements are the job's, as they were when the run was created: what an attempt
 	// books on its worker's capacity.

@@ -31,8 +31,9 @@ type RescuerConfig struct {
 	// LeaseTTL is how long it sleeps when no lease is held (a lease taken meanwhile
 	// expires no sooner than that). Required: Start fails without it.
 	LeaseTTL time.Duration
-	// Backoff is the retry delay of a run whose attempt was lost, handed to the store.
-	Backoff func(run *model.Run, policy model.RetryPolicy) time.Duration
+	// Rand returns uniform numbers in [0, 1) for the retry jitter of a run whose attempt
+	// was lost, handed to the store (see store.RescueExpiredParams).
+	Rand func() float64
 	// OnLost is told of the runs whose attempts a pass ended as lost (never empty).
 	OnLost func(runs []*model.Run)
 	// OnResolved is told of the dependants a pass resolved (never empty).
@@ -61,7 +62,7 @@ type Rescuer struct {
 
 	store      RescuerStore
 	leaseTTL   time.Duration
-	backoff    func(*model.Run, model.RetryPolicy) time.Duration
+	rand       func() float64
 	onLost     func([]*model.Run)
 	onResolved func([]*model.Run)
 	batch      int
@@ -69,7 +70,7 @@ type Rescuer struct {
 
 // NewRescuer returns a Rescuer; call Start to run it.
 func NewRescuer(cfg RescuerConfig) *Rescuer {
-	r := &Rescuer{store: cfg.Store, leaseTTL: cfg.LeaseTTL, backoff: cfg.Backoff,
+	r := &Rescuer{store: cfg.Store, leaseTTL: cfg.LeaseTTL, rand: cfg.Rand,
 		onLost: cfg.OnLost, onResolved: cfg.OnResolved, batch: cfg.Batch}
 	r.base = newBase(commonConfig{name: "rescuer", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
 		retryDelay: cfg.RetryDelay, slept: &r.TestSignals.Slept, failed: &r.TestSignals.Failed})
@@ -100,7 +101,7 @@ func (r *Rescuer) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		wake := r.wake()
 		now := r.clock.Now()
-		runs, err := r.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: r.batch, Backoff: r.backoff})
+		runs, err := r.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: r.batch, Rand: r.rand})
 		if err != nil {
 			r.retryLater(ctx, "rescue expired leases", err)
 			continue

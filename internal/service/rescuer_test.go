@@ -26,7 +26,7 @@ func TestRescuer(t *testing.T) {
 	}
 
 	// setup builds a rescuer on a fresh SQLite store and a fake clock at t0, with a lease
-	// TTL of 10s and a retry backoff of 3s, its signals live; mods change its config. It is
+	// TTL of 10s and retry jitter at its midpoint, its signals live; mods change its config. It is
 	// started by start.
 	setup := func(t *testing.T, mods ...func(*RescuerConfig)) (*Rescuer, *testBundle) {
 		t.Helper()
@@ -37,7 +37,7 @@ func TestRescuer(t *testing.T) {
 			j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: 3 * time.Second}
 		})
 		cfg := RescuerConfig{Store: st, Clock: b.clk, Logger: discard, Wake: b.wake.Wait, LeaseTTL: ttl,
-			Backoff:    func(*model.Run, model.RetryPolicy) time.Duration { return 3 * time.Second },
+			Rand:       func() float64 { return 0.5 },
 			OnLost:     b.lost.add,
 			OnResolved: b.resolved.add}
 		for _, m := range mods {

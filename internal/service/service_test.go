@@ -14,6 +14,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/store/sqlite"
 )
@@ -100,7 +101,7 @@ func newRun(t *testing.T, st store.Store, j *model.Job, due, now time.Time, mods
 		ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace, Queue: j.Spec.Queue,
 		Trigger: model.TriggerSubmit, ScheduledFor: due, CreatedAt: now, MaxAttempts: j.Spec.Retry.MaxAttempts,
 	}
-	store.Release(r, now)
+	scheduler.Release(r, now)
 	for _, m := range mods {
 		m(r)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 // DepTx is what dependency resolution needs of a store's write transaction. Both stores
@@ -15,9 +16,10 @@ type DepTx interface {
 	// upstream through an edge whose condition is in met, and returns those left with no
 	// unmet dependency (still waiting) for Resolve to release.
 	MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error)
-	// SkipDependants ends, skipped, every waiting run that waits on run u through an edge
-	// whose condition is in broken, with Error BrokenReason and FinishedAt now.
-	SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error)
+	// SkipDependants ends, skipped, every waiting run that waits on run upstream through an
+	// edge whose condition is in broken, with FinishedAt now and as Error the entry of
+	// reasons (scheduler.BrokenReasons) at the index of the edge's condition in broken.
+	SkipDependants(upstream string, broken []model.Condition, reasons []string, now time.Time) ([]*model.Run, error)
 	// SetRunnable writes the status, PendingCode and PendingReason of runs released.
 	SetRunnable(runs []*model.Run) error
 }
@@ -38,18 +40,18 @@ func Resolve(tx DepTx, ended []*model.Run, now time.Time) ([]*model.Run, error) 
 	for len(work) > 0 {
 		u := work[0]
 		work = work[1:]
-		met, broken := conditionsAt(u.Status)
+		met, broken := scheduler.ConditionsAt(u.Status)
 		ready, err := tx.MeetDependants(u.ID, met)
 		if err != nil {
 			return nil, fmt.Errorf("dependants of run %s: %w", u.ID, err)
 		}
 		for _, r := range ready {
-			Release(r, now)
+			scheduler.Release(r, now)
 		}
 		if err := tx.SetRunnable(ready); err != nil {
 			return nil, fmt.Errorf("dependants of run %s: %w", u.ID, err)
 		}
-		skipped, err := tx.SkipDependants(u, broken, now)
+		skipped, err := tx.SkipDependants(u.ID, broken, scheduler.BrokenReasons(u.ID, u.Status, broken), now)
 		if err != nil {
 			return nil, fmt.Errorf("dependants of run %s: %w", u.ID, err)
 		}
@@ -61,73 +63,6 @@ func Resolve(tx DepTx, ended []*model.Run, now time.Time) ([]*model.Run, error) 
 		}
 	}
 	return changed, nil
-}
-
-// conditionsAt splits the conditions into those a run in final state s meets and those it
-// breaks.
-func conditionsAt(s model.RunStatus) (met, broken []model.Condition) {
-	for _, c := range []model.Condition{model.CondSucceeded, model.CondFailed, model.CondFinished} {
-		if c.Met(s) {
-			met = append(met, c)
-		} else {
-			broken = append(broken, c)
-		}
-	}
-	return met, broken
-}
-
-// BrokenReason is the Error of a run skipped because upstream ended in state s, which does
-// not meet condition c. The stores build the same words in SQL (see SkipDependants).
-func BrokenReason(upstream string, s model.RunStatus, c model.Condition) string {
-	return fmt.Sprintf("skipped: upstream run %s ended %s, needed %s", upstream, s, c)
-}
-
-// WaitingReason is the PendingReason of a run with n unmet dependencies, the first of
-// them d.
-func WaitingReason(n int, d model.Dependency) string {
-	if n == 1 {
-		return fmt.Sprintf("waiting for run %s to be %s", d.RunID, d.Condition)
-	}
-	return fmt.Sprintf("waiting for %d upstream runs (run %s to be %s, ...)", n, d.RunID, d.Condition)
-}
-
-// PrepareDependencies sets the state a new run with dependencies starts in, given the state
-// of each upstream run (ups, by id): skipped when one dependency is already broken,
-// waiting while some are unmet, and as the caller made it (queued or scheduled) when every
-// one is met. It returns how many are unmet.
-func PrepareDependencies(r *model.Run, ups map[string]model.RunStatus, now time.Time) int {
-	unmet := 0
-	var first model.Dependency
-	for _, d := range r.DependsOn {
-		s := ups[d.RunID]
-		switch {
-		case d.Condition.Broken(s):
-			r.Status = model.RunSkipped
-			r.PendingCode, r.PendingReason = model.PendingNone, ""
-			r.FinishedAt = &now
-			r.Error = BrokenReason(d.RunID, s, d.Condition)
-			return 0
-		case !d.Condition.Met(s):
-			if unmet == 0 {
-				first = d
-			}
-			unmet++
-		}
-	}
-	if unmet > 0 {
-		r.Status = model.RunWaiting
-		r.PendingCode = model.PendingDependencies
-		r.PendingReason = WaitingReason(unmet, first)
-	}
-	return unmet
-}
-
-// Reopen sets the state a final run starts again in (see Store.ReopenRuns), given its
-// dependencies (r.DependsOn) and their upstream runs' states: it returns the unmet count.
-func Reopen(r *model.Run, ups map[string]model.RunStatus, now time.Time) int {
-	r.ScheduledFor, r.FinishedAt, r.Error, r.CancelRequested = now, nil, "", false
-	Release(r, now)
-	return PrepareDependencies(r, ups, now)
 }
 
 // Plain reports whether r can go in with the batch inserts: no concurrency limit to admit

@@ -198,22 +198,14 @@ type Leased struct {
 	HeldUntil time.Time
 }
 
-// Completion is the end of one attempt, as its worker reports it.
-//
-// Rules: Status succeeded ends the run succeeded. Status cancelled, or any status of a run
-// with CancelRequested, ends it cancelled. Otherwise (failed, timed_out, lost) the run is
-// retried when attempts remain and the exit code is not final: queued at once when the
-// backoff is zero, else scheduled for Now+backoff with PendingCode retry_backoff; when no
-// attempt remains it ends failed. Final states set FinishedAt = Now. The run's Error is the
-// attempt's Error.
-//
-// Details: succeeded wins over CancelRequested (the work finished before the stop reached
-// it). An exit code in FinalExitCodes and not in RetryExitCodes is final. Backoff is called
-// only for a run that is retried. A retried run gets ScheduledFor = Now (+ backoff), keeps
-// its Attempt count, and loses its lease fields (WorkerID, LeaseToken, LeaseExpiresAt), as
-// does every run that leaves running. PendingReason is set to human words whenever the
-// store sets a PendingCode. Statuses other than succeeded and cancelled count as failures;
-// a status that is not a valid AttemptStatus is recorded as failed.
+// Completion is the end of one attempt, as its worker reports it. What becomes of the run
+// is scheduler.Decide's to say (succeeded wins over CancelRequested; cancelled or
+// CancelRequested ends it cancelled; a failure is retried, queued at once or scheduled
+// with retry_backoff, while attempts remain and the exit code is not final, else the run
+// ends failed); the store writes that outcome. A retried run keeps its Attempt count, and
+// loses its lease fields (WorkerID, LeaseToken, LeaseExpiresAt), as does every run that
+// leaves running. A status that is not a valid AttemptStatus is recorded as failed
+// (scheduler.RecordedStatus).
 type Completion struct {
 	RunID    string
 	Token    string
@@ -226,9 +218,10 @@ type Completion struct {
 type CompleteAttemptsParams struct {
 	Completions []Completion
 	Now         time.Time
-	// Backoff returns the delay before the next attempt of run (whose Attempt is the one
-	// that just ended) under the job's policy; nil means no delay.
-	Backoff func(run *model.Run, policy model.RetryPolicy) time.Duration
+	// Rand returns uniform numbers in [0, 1) that spread retry backoffs by their policy's
+	// jitter; it is drawn once for each attempt whose outcome the retry rules decide (those
+	// not succeeded or cancelled). nil means 0.5 (no spread).
+	Rand func() float64
 }
 
 // CompletionResult is the outcome of one Completion.
@@ -262,9 +255,10 @@ type HeartbeatResult struct {
 
 // RescueExpiredParams bound one rescue pass.
 type RescueExpiredParams struct {
-	Now     time.Time
-	Limit   int
-	Backoff func(run *model.Run, policy model.RetryPolicy) time.Duration
+	Now   time.Time
+	Limit int
+	// Rand: as CompleteAttemptsParams.Rand.
+	Rand func() float64
 }
 
 // ReadLogsParams select log chunks.
@@ -297,7 +291,8 @@ type RegisterWorkerParams struct {
 	Labels   map[string]string
 	Capacity model.Capacity
 	Now      time.Time
-	Backoff  func(run *model.Run, policy model.RetryPolicy) time.Duration
+	// Rand: as CompleteAttemptsParams.Rand, for the attempts a new session loses.
+	Rand func() float64
 }
 
 // DueJobsParams select the jobs whose next cron fire is due.
@@ -346,4 +341,13 @@ type SetWebhookSecretParams struct {
 type FiredInstantsParams struct {
 	JobID    string
 	From, To time.Time
+}
+
+// Uniform draws a number in [0, 1) from rand, the Rand of a params struct: 0.5 when rand
+// is nil.
+func Uniform(rand func() float64) float64 {
+	if rand == nil {
+		return 0.5
+	}
+	return rand()
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 // SlotTx is what an engine's transaction offers the admission logic of concurrency limits
@@ -54,20 +55,20 @@ func AdmitNew(tx SlotTx, r *model.Run, now time.Time) (replaced []*model.Run, re
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	switch Admit(c, holding) {
-	case AdmitRun:
-	case SkipRun:
-		Skip(r, holding, now)
+	switch scheduler.Admit(c, holding) {
+	case scheduler.AdmitRun:
+	case scheduler.SkipRun:
+		scheduler.Skip(r, holding, now)
 		return nil, time.Time{}, nil
-	case HoldRun:
-		Hold(r, holding)
+	case scheduler.HoldRun:
+		scheduler.Hold(r, holding)
 		return nil, time.Time{}, nil
-	case ReplaceRuns:
+	case scheduler.ReplaceRuns:
 		if replaced, holding, err = tx.Replace(r, holding, now); err != nil {
 			return nil, time.Time{}, err
 		}
 		if holding >= c.Max {
-			Hold(r, holding)
+			scheduler.Hold(r, holding)
 			return replaced, time.Time{}, nil
 		}
 	}
@@ -77,7 +78,7 @@ func AdmitNew(tx SlotTx, r *model.Run, now time.Time) (replaced []*model.Run, re
 			return nil, time.Time{}, err
 		}
 		if at.After(now) {
-			RateHold(r, at)
+			scheduler.RateHold(r, at)
 			return replaced, at, nil
 		}
 	}
@@ -128,7 +129,7 @@ func AdmitHeld(tx SlotTx, key string, now time.Time) ([]*model.Run, error) {
 		r.Concurrency = &model.RunConcurrency{Key: key, Max: h.Max, Rate: h.Rate}
 		if h.Max > 0 && holding >= h.Max {
 			if h.Reserved { // its turn came, but no slot: it waits for a slot again
-				Hold(r, holding)
+				scheduler.Hold(r, holding)
 				if err := tx.SetRun(r); err != nil {
 					return nil, err
 				}
@@ -144,7 +145,7 @@ func AdmitHeld(tx SlotTx, key string, now time.Time) ([]*model.Run, error) {
 				return nil, err
 			}
 			if at.After(now) {
-				RateHold(r, at)
+				scheduler.RateHold(r, at)
 				if err := tx.SetRun(r); err != nil {
 					return nil, err
 				}
@@ -154,7 +155,7 @@ func AdmitHeld(tx SlotTx, key string, now time.Time) ([]*model.Run, error) {
 				continue
 			}
 		}
-		Release(r, now)
+		scheduler.Release(r, now)
 		if err := tx.SetRun(r); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -50,61 +51,52 @@ func condTexts(cs []model.Condition) []string {
 // which looks like a row or two, so that probes win whatever the table's size.
 
 // meetSQL counts one dependency as met for the waiting dependants of $1 through edges
-// whose condition is in $2; it returns them with their unmet count. Two upstream runs of
-// one dependant ending at once update its row one after the other (the second, locking it,
-// sees the first's count), so exactly one of them brings it to zero.
+// whose condition is in $2; it returns them (their unmet count, deps_pending, is in
+// runCols, and fixRun words their wait from it). Two upstream runs of one dependant ending
+// at once update its row one after the other (the second, locking it, sees the first's
+// count), so exactly one of them brings it to zero.
 const meetSQL = `WITH d AS MATERIALIZED (
 		SELECT e.run_id FROM run_deps e
 		CROSS JOIN LATERAL (SELECT r.status, r.pending_code FROM runs r WHERE r.id = e.run_id FOR UPDATE LIMIT 1) l
 		WHERE e.upstream_run_id = $1 AND e.condition = ANY($2::text[])
 			AND l.status = 'waiting' AND l.pending_code = 'waiting_on_dependencies'
 	)
-	UPDATE runs r SET deps_pending = r.deps_pending - 1,
-		pending_reason = CASE WHEN r.deps_pending = 2 THEN 'waiting for 1 upstream run'
-			WHEN r.deps_pending > 2 THEN 'waiting for ' || (r.deps_pending - 1) || ' upstream runs' ELSE r.pending_reason END
+	UPDATE runs r SET deps_pending = r.deps_pending - 1
 	FROM d WHERE r.id = d.run_id
-	RETURNING ` + runCols + `, r.deps_pending`
+	RETURNING ` + runCols
 
 func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error) {
 	rows, err := d.tx.Query(d.ctx, meetSQL, upstream, condTexts(met))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	counted, err := collectRuns(rows)
+	if err != nil {
+		return nil, err
+	}
 	var ready []*model.Run
-	for rows.Next() {
-		var (
-			r                        runRow
-			status, pending, trigger string
-			args                     []byte
-			left                     int32
-		)
-		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &left)...); err != nil {
-			return nil, err
-		}
-		fixRun(&r, status, pending, trigger, args)
-		if left == 0 {
+	for _, r := range counted {
+		if r.depsPending == 0 {
 			ready = append(ready, &r.Run)
 		}
 	}
-	return ready, rows.Err()
+	return ready, nil
 }
 
-// skipSQL skips the waiting dependants of $3 through edges whose condition is in $4; the
-// error names the upstream run, its state ($2) and the edge's condition
-// (store.BrokenReason).
+// skipSQL skips the waiting dependants of $2 through edges whose condition is in $3; the
+// error of each is the reason of $4 in the place of its edge's condition in $3.
 const skipSQL = `WITH d AS MATERIALIZED (
 		SELECT e.run_id, e.condition FROM run_deps e
 		CROSS JOIN LATERAL (SELECT r.status FROM runs r WHERE r.id = e.run_id FOR UPDATE LIMIT 1) l
-		WHERE e.upstream_run_id = $3 AND e.condition = ANY($4::text[]) AND l.status = 'waiting'
+		WHERE e.upstream_run_id = $2 AND e.condition = ANY($3::text[]) AND l.status = 'waiting'
 	)
 	UPDATE runs r SET status = 'skipped', finished_at = $1, pending_code = '', pending_reason = '',
-		error = 'skipped: upstream run ' || $3::text || ' ended ' || $2::text || ', needed ' || d.condition
+		error = ($4::text[])[array_position($3::text[], d.condition)]
 	FROM d WHERE r.id = d.run_id
 	RETURNING ` + runCols
 
-func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error) {
-	rows, err := d.tx.Query(d.ctx, skipSQL, utc(now), string(u.Status), u.ID, condTexts(broken))
+func (d depTx) SkipDependants(upstream string, broken []model.Condition, reasons []string, now time.Time) ([]*model.Run, error) {
+	rows, err := d.tx.Query(d.ctx, skipSQL, utc(now), upstream, condTexts(broken), reasons)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +144,7 @@ const insertDepsSQL = `WITH e AS (
 	UPDATE runs SET deps_pending = $4 WHERE id = $1 AND $4 > 0`
 
 // prepareDeps reads the states of r's upstream runs and sets r's starting state from them
-// (store.PrepareDependencies). It returns the number of unmet dependencies, or a
+// (scheduler.PrepareDependencies). It returns the number of unmet dependencies, or a
 // model.ErrNotFound naming an upstream run that does not exist.
 func prepareDeps(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (int, error) {
 	ids := make([]string, len(r.DependsOn))
@@ -181,7 +173,7 @@ func prepareDeps(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (i
 			return 0, fmt.Errorf("run %s: upstream run %s: %w", r.ID, d.RunID, model.ErrNotFound)
 		}
 	}
-	return store.PrepareDependencies(r, ups, now), nil
+	return scheduler.PrepareDependencies(r, ups, now), nil
 }
 
 // insertDeps writes the edges of the new run r and its unmet count, and marks its upstream
@@ -402,7 +394,7 @@ func reopenTx(ctx context.Context, tx pgx.Tx, id string, now time.Time) (*model.
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
-	unmet := store.Reopen(r, ups, now)
+	unmet := scheduler.Reopen(r, ups, now)
 	updated, err := scanRun(tx.QueryRow(ctx, `UPDATE runs r SET status = $2, pending_code = $3, pending_reason = $4,
 		scheduled_for = $5, max_attempts = r.attempt + $6, finished_at = $7, error = $8, cancel_requested = false,
 		deps_pending = $9

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -175,7 +176,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 				if tat, err = rateTAT(ctx, tx, key); err != nil {
 					return err
 				}
-				if n, _ = store.TakeTurns(tat, utc(p.Now), q.rate, n); n <= 0 {
+				if n, _ = scheduler.TakeTurns(tat, utc(p.Now), q.rate, n); n <= 0 {
 					continue
 				}
 			}
@@ -185,7 +186,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 			}
 			out.Leases = append(out.Leases, leases...)
 			if q.rate != nil && len(leases) > 0 {
-				_, next := store.TakeTurns(tat, utc(p.Now), q.rate, len(leases))
+				_, next := scheduler.TakeTurns(tat, utc(p.Now), q.rate, len(leases))
 				if err := setRateTAT(ctx, tx, store.QueueRateKey(q.name), next); err != nil {
 					return err
 				}
@@ -561,20 +562,30 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 	return res, nil
 }
 
-// ending is one attempt to end and what becomes of its run. An empty status lets the
-// statement decide: succeeded for a succeeded attempt (it wins over CancelRequested), else
-// cancelled; a failing attempt has its outcome decided in Go first (decide), from the run
-// locked in the same transaction.
+// ending is one attempt to end and what becomes of its run (scheduler.Decide): for a
+// succeeded or cancelled attempt decided from the completion alone, for a failing one from
+// the run locked in the same transaction and its job's retry policy.
 type ending struct {
-	c       store.Completion
-	status  model.RunStatus
-	sched   *time.Time
-	pending model.PendingCode
-	reason  string
+	c store.Completion
+	o scheduler.Outcome
+}
+
+// decided is the ending of c when its outcome does not depend on the run
+// (!scheduler.NeedsRun(c.Status)).
+func decided(c store.Completion, now time.Time) ending {
+	return ending{c: c, o: scheduler.Decide(scheduler.Ending{Status: c.Status, Error: c.Error}, now, 0.5)}
+}
+
+// decide is the ending of c, an attempt of run (locked, as it was before the end) under
+// policy; u spreads the backoff.
+func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.Time, u float64) ending {
+	return ending{c: c, o: scheduler.Decide(scheduler.Ending{Attempt: run.Attempt, MaxAttempts: run.MaxAttempts,
+		CancelRequested: run.CancelRequested, Policy: policy, Status: c.Status, ExitCode: c.ExitCode, Error: c.Error}, now, u)}
 }
 
 // endSQL ends the attempts of $1.. whose run is still running with that lease token: it
-// moves each run and writes its attempt to the history, in one statement. The input is
+// writes each run's outcome ($6..$10, decided in Go) and the attempt to the history
+// (finished at $11), in one statement. The input is
 // sorted by run id and each run is locked through a lateral primary-key lookup, so runs are
 // locked in id order whatever the plan of the update (every batch that waits for run locks
 // takes them in id order: they cannot deadlock each other). The run keeps worker_id and
@@ -590,16 +601,11 @@ type ending struct {
 // of runs (the cheaper plan for the table's size when a connection first plans it on a
 // fresh database, and kept as the connection's generic plan).
 var endSQL = `WITH c AS (
-		SELECT c.*,
-			CASE
-				WHEN c.new_status <> '' THEN c.new_status
-				WHEN c.astatus = 'succeeded' THEN 'succeeded'
-				ELSE 'cancelled'
-			END AS st
+		SELECT c.*
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::text[], $9::text[])
-			AS c(run_id, token, astatus, exit_code, error, new_status, new_sched, pending_code,
-				pending_reason)
+			$7::timestamptz[], $8::text[], $9::text[], $10::timestamptz[])
+			AS c(run_id, token, astatus, exit_code, error, st, new_sched, pending_code,
+				pending_reason, finished)
 	), cur AS MATERIALIZED (
 		SELECT c.* FROM c CROSS JOIN LATERAL (
 			SELECT r.status, r.lease_token FROM runs r
@@ -614,7 +620,7 @@ var endSQL = `WITH c AS (
 			scheduled_for = coalesce(cur.new_sched, r.scheduled_for),
 			pending_code = cur.pending_code,
 			pending_reason = cur.pending_reason,
-			finished_at = CASE WHEN cur.st IN ('succeeded', 'failed', 'cancelled') THEN $10::timestamptz END,
+			finished_at = cur.finished,
 			error = cur.error,
 			lease_token = NULL,
 			lease_expires_at = NULL
@@ -624,7 +630,7 @@ var endSQL = `WITH c AS (
 	), att AS (
 		INSERT INTO attempts (run_id, n, worker_id, status, exit_code, error, started_at, finished_at)
 		SELECT u.id, u.attempt, coalesce(u.worker_id, ''), u.astatus, u.exit_code, u.error,
-			coalesce(u.attempt_started_at, $10), $10
+			coalesce(u.attempt_started_at, $11), $11
 		FROM u
 	), freed AS (
 		UPDATE run_slots s SET state = 'done'
@@ -654,17 +660,21 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 	var (
 		runID, token, astatus, errMsg, newStatus, pending, reason = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		exit                                                      = make([]*int32, n)
-		sched                                                     = make([]*time.Time, n)
+		sched, finished                                           = make([]*time.Time, n), make([]*time.Time, n)
 	)
 	for i, e := range es {
-		runID[i], token[i], astatus[i], errMsg[i] = e.c.RunID, e.c.Token, string(e.c.Status), e.c.Error
+		runID[i], token[i], astatus[i], errMsg[i] = e.c.RunID, e.c.Token, string(e.c.Status), e.o.Error
 		if e.c.ExitCode != nil {
 			v := int32(*e.c.ExitCode)
 			exit[i] = &v
 		}
-		newStatus[i], sched[i], pending[i], reason[i] = string(e.status), e.sched, string(e.pending), e.reason
+		newStatus[i], pending[i], reason[i], finished[i] = string(e.o.Status), string(e.o.PendingCode), e.o.PendingReason, e.o.FinishedAt
+		if !e.o.ScheduledFor.IsZero() {
+			at := utc(e.o.ScheduledFor)
+			sched[i] = &at
+		}
 	}
-	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, now)
+	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now)
 	if err != nil {
 		return nil, translate(err, "end attempts")
 	}
@@ -692,44 +702,6 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 		return nil, translate(err, "end attempts")
 	}
 	return out, nil
-}
-
-// failing reports whether an attempt status is a failure that the retry rules apply to.
-func failing(s model.AttemptStatus) bool {
-	return s != model.AttemptSucceeded && s != model.AttemptCancelled
-}
-
-// decide applies the retry rules of store.Completion to a failing attempt of run (locked,
-// as it was before the end): cancelled when asked to cancel; retried when attempts remain and
-// the exit code is not final (queued at once, or scheduled after the backoff); else failed.
-func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.Time,
-	backoff func(*model.Run, model.RetryPolicy) time.Duration) ending {
-	e := ending{c: c}
-	if run.CancelRequested {
-		e.status = model.RunCancelled
-		return e
-	}
-	final := c.ExitCode != nil && slices.Contains(policy.FinalExitCodes, *c.ExitCode) &&
-		!slices.Contains(policy.RetryExitCodes, *c.ExitCode)
-	if final || run.Attempt >= run.MaxAttempts {
-		e.status = model.RunFailed
-		return e
-	}
-	var d time.Duration
-	if backoff != nil {
-		d = backoff(&run.Run, policy)
-	}
-	if d <= 0 {
-		e.status = model.RunQueued
-		e.sched = &now
-		return e
-	}
-	at := utc(now.Add(d))
-	e.status = model.RunScheduled
-	e.sched = &at
-	e.pending = model.PendingRetryBackoff
-	e.reason = fmt.Sprintf("retry backoff: attempt %d is due at %s", run.Attempt+1, at.Format(time.RFC3339Nano))
-	return e
 }
 
 // lockForEndSQL reads and locks, in id order, the runs that match a condition (%[2]s), with
@@ -803,14 +775,14 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			continue
 		}
 		seen[c.RunID] = true
-		if !c.Status.Valid() {
-			c.Status = model.AttemptFailed // recorded as a failure
+		c.Status = scheduler.RecordedStatus(c.Status)
+		if !scheduler.NeedsRun(c.Status) {
+			es = append(es, decided(c, now))
+			continue
 		}
-		es = append(es, ending{c: c})
-		if failing(c.Status) {
-			anyFails = true
-			failIDs = append(failIDs, c.RunID)
-		}
+		es = append(es, ending{c: c}) // decided once its run is locked
+		anyFails = true
+		failIDs = append(failIDs, c.RunID)
 	}
 	var (
 		changed map[string]ended
@@ -837,15 +809,15 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 			for _, l := range locked {
 				byID[l.run.ID] = l
 			}
-			decided := slices.Clone(es)
-			for i, e := range decided {
+			ended := slices.Clone(es)
+			for i, e := range ended {
 				l, ok := byID[e.c.RunID]
-				if !failing(e.c.Status) || !ok || l.run.LeaseToken != e.c.Token {
+				if !scheduler.NeedsRun(e.c.Status) || !ok || l.run.LeaseToken != e.c.Token {
 					continue
 				}
-				decided[i] = decide(l.run, l.policy, e.c, now, p.Backoff)
+				ended[i] = decide(l.run, l.policy, e.c, now, store.Uniform(p.Rand))
 			}
-			if changed, err = endAttempts(ctx, tx, now, decided); err != nil {
+			if changed, err = endAttempts(ctx, tx, now, ended); err != nil {
 				return err
 			}
 			inTx = map[string][]*model.Run{}
@@ -916,7 +888,7 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 		if err != nil {
 			return translate(err, "lock expired leases")
 		}
-		out, err = endLost(ctx, tx, locked, "lease expired", now, p.Backoff)
+		out, err = endLost(ctx, tx, locked, scheduler.LeaseExpired, now, p.Rand)
 		return err
 	})
 	if err != nil {
@@ -931,14 +903,14 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 // endLost ends the running attempts of locked runs as lost, with error msg, and returns
 // them followed by the held runs that took the slots they freed.
 func endLost(ctx context.Context, tx pgx.Tx, locked []lockedRun, msg string, now time.Time,
-	backoff func(*model.Run, model.RetryPolicy) time.Duration) ([]*model.Run, error) {
+	rand func() float64) ([]*model.Run, error) {
 	if len(locked) == 0 {
 		return nil, nil
 	}
 	es := make([]ending, len(locked))
 	for i, l := range locked {
 		c := store.Completion{RunID: l.run.ID, Token: l.run.LeaseToken, Status: model.AttemptLost, Error: msg}
-		es[i] = decide(l.run, l.policy, c, now, backoff)
+		es[i] = decide(l.run, l.policy, c, now, store.Uniform(rand))
 	}
 	changed, err := endAttempts(ctx, tx, now, es)
 	if err != nil {

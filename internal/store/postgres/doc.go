@@ -20,9 +20,10 @@
 //     at once never hand out one run twice nor wait for each other. A queue with a
 //     MaxConcurrency has its row locked (FOR UPDATE) while its running runs are counted and
 //     its runs leased.
-//   - CompleteAttempts decides succeeded and cancelled ends in SQL; only a batch with
-//     failures reads (and locks) its runs first, with the retry policy of the failed ones'
-//     jobs, to apply the retry rules and the Backoff function in Go.
+//   - CompleteAttempts writes the outcome scheduler.Decide gives each end. Succeeded and
+//     cancelled ends need no run row (scheduler.NeedsRun), so a batch of them is one
+//     statement; only a batch with failures reads (and locks) its runs first, with the
+//     retry policy of the failed ones' jobs.
 //   - Batches that wait for run locks take them in run id order, so they cannot deadlock
 //     each other; a transaction that still fails on a deadlock or a serialization failure
 //     is run again whole.

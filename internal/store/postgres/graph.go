@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -119,7 +120,7 @@ func createGraphBatch(ctx context.Context, tx pgx.Tx, p *store.CreateGraphParams
 			edgeRun, edgeUp, edgeIf = append(edgeRun, r.ID), append(edgeUp, d.RunID), append(edgeIf, string(d.Condition))
 		}
 		if len(r.DependsOn) > 0 {
-			if n := store.PrepareDependencies(r, ups, now); n > 0 {
+			if n := scheduler.PrepareDependencies(r, ups, now); n > 0 {
 				pendingIDs, pendingN = append(pendingIDs, r.ID), append(pendingN, int32(n))
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -659,7 +660,7 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if _, err := tx.Exec(ctx, `DELETE FROM job_secrets WHERE job_id = $1`, p.ID); err != nil {
 			return translate(err, "delete webhook secret of job %s", p.ID)
 		}
-		runs, err := cancelRuns(ctx, tx, &store.CancelRunsParams{JobID: p.ID, Reason: "job deleted", Now: p.Now})
+		runs, err := cancelRuns(ctx, tx, &store.CancelRunsParams{JobID: p.ID, Reason: scheduler.JobDeleted, Now: p.Now})
 		if err != nil {
 			return fmt.Errorf("delete job %s: %w", p.ID, err)
 		}

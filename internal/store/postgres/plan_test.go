@@ -55,7 +55,7 @@ func hotPlanCases(now time.Time) []planCase {
 			[]string{"runs_queued", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
 		{"duplicate of a new run", existingRunSQL, []any{"", false, ids[0], now}, nil, noScan},
 		{"dependants met", meetSQL, []any{ids[0], []string{"succeeded", "finished"}}, []string{"run_deps_upstream", "Index Cond: (id = d.run_id)"}, append([]string{"Join Filter"}, noScan...)},
-		{"dependants skipped", skipSQL, []any{now, "failed", ids[0], []string{"succeeded"}}, []string{"run_deps_upstream", "Index Cond: (id = d.run_id)"}, append([]string{"Join Filter"}, noScan...)},
+		{"dependants skipped", skipSQL, []any{now, ids[0], []string{"succeeded"}, []string{"skipped: why"}}, []string{"run_deps_upstream", "Index Cond: (id = d.run_id)"}, append([]string{"Join Filter"}, noScan...)},
 		{"dependants released", setRunnableSQL, []any{ids, ids, ids, ids}, []string{"runs_pkey"}, noScan},
 		{"upstream states", upstreamStatusSQL, []any{ids}, []string{"runs_pkey"}, noScan},
 		{"graph unmet counts", depsPendingSQL, []any{ids, []int32{1, 2}}, []string{"runs_pkey"}, noScan},
@@ -69,7 +69,7 @@ func hotPlanCases(now time.Time) []planCase {
 		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "Index Cond: (id = due.id)"}, noScan},
 		// Each completion locks its run by primary key (not by walking runs_running_queue
 		// with a filter on the id) and the update finds it by primary key.
-		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, now},
+		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, []*time.Time{nil, nil}, now},
 			[]string{"Index Cond: (id = c.run_id)", "Index Cond: (id = (cur.run_id)::text)"},
 			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
 		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now}, []string{"runs_pkey"}, []string{"Seq Scan on runs"}},

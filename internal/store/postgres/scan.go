@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 // utc is the boundary form of a time: UTC, microsecond precision (what timestamptz keeps).
@@ -90,6 +91,7 @@ func scanJob(row pgx.Row) (*model.Job, error) {
 type runRow struct {
 	model.Run
 	attemptStartedAt *time.Time
+	depsPending      int32 // unmet dependencies, which the words of a dependency wait follow
 }
 
 // runCols are the columns scanRun reads, in order, for a runs table aliased r.
@@ -97,7 +99,7 @@ const runCols = `r.id, r.job_id, r.job_name, r.namespace, r.status, r.pending_co
 	r.queue, r.priority, r.trigger_kind, r.args, r.scheduled_for, r.created_at, r.started_at,
 	r.finished_at, r.attempt, r.max_attempts, coalesce(r.idempotency_key, ''), r.cancel_requested,
 	r.error, coalesce(r.worker_id, ''), coalesce(r.lease_token, ''), r.lease_expires_at,
-	r.attempt_started_at, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.has_dependants`
+	r.attempt_started_at, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.has_dependants, r.deps_pending`
 
 // runDest returns the scan destinations for runCols; call fixRun after the scan.
 func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
@@ -105,12 +107,15 @@ func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
 		&r.Queue, &r.Priority, trigger, args, &r.ScheduledFor, &r.CreatedAt, &r.StartedAt,
 		&r.FinishedAt, &r.Attempt, &r.MaxAttempts, &r.IdempotencyKey, &r.CancelRequested,
 		&r.Error, &r.WorkerID, &r.LeaseToken, &r.LeaseExpiresAt, &r.attemptStartedAt,
-		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &r.Requirements.Labels, &r.HasDependants}
+		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &r.Requirements.Labels, &r.HasDependants, &r.depsPending}
 }
 
 func fixRun(r *runRow, status, pending, trigger string, args []byte) {
 	r.Status = model.RunStatus(status)
 	r.PendingCode = model.PendingCode(pending)
+	if r.PendingCode == model.PendingDependencies {
+		r.PendingReason = scheduler.WaitingReason(int(r.depsPending))
+	}
 	r.Trigger = model.Trigger(trigger)
 	r.Args = compactJSON(args)
 	r.ScheduledFor = r.ScheduledFor.UTC()

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -85,7 +86,7 @@ func reserve(ctx context.Context, tx pgx.Tx, key string, r *model.RateLimit, now
 	if err != nil {
 		return time.Time{}, err
 	}
-	at, next := store.Reserve(tat, now, r)
+	at, next := scheduler.Reserve(tat, now, r)
 	if err := setRateTAT(ctx, tx, key, next); err != nil {
 		return time.Time{}, err
 	}
@@ -169,7 +170,7 @@ func replace(ctx context.Context, tx pgx.Tx, r *model.Run, holding int, now time
 	if err != nil {
 		return nil, 0, fmt.Errorf("slots of %q: %w", c.Key, err)
 	}
-	replaced, err := cancelRuns(ctx, tx, &store.CancelRunsParams{RunIDs: ids, Reason: store.ReplacedReason(r.ID), Now: now})
+	replaced, err := cancelRuns(ctx, tx, &store.CancelRunsParams{RunIDs: ids, Reason: scheduler.ReplacedReason(r.ID), Now: now})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -262,7 +263,7 @@ func readmit(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (*mode
 		return nil, fmt.Errorf("slot of run %s: %w", r.ID, err)
 	}
 	r.Concurrency = &model.RunConcurrency{Key: key}
-	store.Hold(r, 0)
+	scheduler.Hold(r, 0)
 	st := slotTx{ctx, tx}
 	if err := st.SetRun(r); err != nil {
 		return nil, err
@@ -464,7 +465,7 @@ func (s *Store) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bo
 		if tat != nil {
 			t = tat.UTC()
 		}
-		turn := store.NextTurn(t, now.UTC(), store.RateFromColumns(rate, per)).UTC()
+		turn := scheduler.NextTurn(t, now.UTC(), store.RateFromColumns(rate, per)).UTC()
 		if turn.After(now) && (next.IsZero() || turn.Before(next)) {
 			next = turn
 		}

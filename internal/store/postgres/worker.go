@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -98,7 +99,7 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			if err != nil {
 				return translate(err, "lock the previous session's runs")
 			}
-			if lost, err = endLost(ctx, tx, locked, "worker restarted", now, p.Backoff); err != nil {
+			if lost, err = endLost(ctx, tx, locked, scheduler.WorkerRestarted, now, p.Rand); err != nil {
 				return err
 			}
 

@@ -41,14 +41,6 @@ func chunks(n int, fn func(lo, hi int) error) error {
 	return nil
 }
 
-// padded returns args extended with NULLs to rows*k values.
-func padded(args []any, rows, k int) []any {
-	for len(args) < rows*k {
-		args = append(args, nil)
-	}
-	return args
-}
-
 // batch returns the statement named name for a bucket of rows, bound to the transaction.
 // The writer's one connection is busy with the transaction, so a statement not prepared
 // yet is prepared on the transaction for this use, and on the writer (for reuse) once the

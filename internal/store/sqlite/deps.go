@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -40,46 +41,46 @@ func condArgs(cs []model.Condition) []any {
 	return out
 }
 
-// meetSQL counts one dependency as met for the waiting dependants of $1 through edges of
-// the given conditions; it returns them with their unmet count.
-const meetSQL = `UPDATE runs SET deps_pending = deps_pending - 1,
-		pending_reason = CASE WHEN deps_pending = 2 THEN 'waiting for 1 upstream run'
-			WHEN deps_pending > 2 THEN 'waiting for ' || (deps_pending - 1) || ' upstream runs' ELSE pending_reason END
+// meetSQL counts one dependency as met for the waiting dependants of ?1 through edges of
+// the given conditions; it returns them (their unmet count, deps_pending, is in runCols,
+// and scanRun words their wait from it).
+const meetSQL = `UPDATE runs SET deps_pending = deps_pending - 1
 	WHERE status = 'waiting' AND pending_code = 'waiting_on_dependencies' AND id IN (
 		SELECT run_id FROM run_deps WHERE upstream_run_id = ? AND condition IN (?, ?, ?))
-	RETURNING ` + runCols + `, deps_pending`
+	RETURNING ` + runCols
 
 func (d depTx) MeetDependants(upstream string, met []model.Condition) ([]*model.Run, error) {
-	rows, err := d.t.stmt(d.t.ws.meetDeps).QueryContext(d.t.ctx, append([]any{upstream}, condArgs(met)...)...)
+	counted, err := scanRuns(d.t.stmt(d.t.ws.meetDeps).QueryContext(d.t.ctx, append([]any{upstream}, condArgs(met)...)...))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	var ready []*model.Run
-	for rows.Next() {
-		var left int
-		rr, err := scanRun(rows, &left)
-		if err != nil {
-			return nil, err
-		}
-		if left == 0 {
+	for _, rr := range counted {
+		if rr.depsPending == 0 {
 			ready = append(ready, rr.run)
 		}
 	}
-	return ready, rows.Err()
+	return ready, nil
 }
 
-// skipSQL skips the waiting dependants of $3 through edges of the given conditions; the
-// error names the upstream run, its state and the edge's condition (store.BrokenReason).
+// skipSQL skips the waiting dependants of ?2 through edges of the conditions ?3, ?4, ?5;
+// the error of each is the reason (?6, ?7, ?8) in the place of its edge's condition.
 const skipSQL = `UPDATE runs SET status = 'skipped', finished_at = ?1, pending_code = '', pending_reason = '',
-		error = 'skipped: upstream run ' || ?3 || ' ended ' || ?2 || ', needed ' ||
-			(SELECT condition FROM run_deps WHERE run_id = runs.id AND upstream_run_id = ?3)
+		error = (SELECT CASE condition WHEN ?3 THEN ?6 WHEN ?4 THEN ?7 WHEN ?5 THEN ?8 END
+			FROM run_deps WHERE run_id = runs.id AND upstream_run_id = ?2)
 	WHERE status = 'waiting' AND id IN (
-		SELECT run_id FROM run_deps WHERE upstream_run_id = ?3 AND condition IN (?4, ?5, ?6))
+		SELECT run_id FROM run_deps WHERE upstream_run_id = ?2 AND condition IN (?3, ?4, ?5))
 	RETURNING ` + runCols
 
-func (d depTx) SkipDependants(u *model.Run, broken []model.Condition, now time.Time) ([]*model.Run, error) {
-	args := append([]any{micros(now), string(u.Status), u.ID}, condArgs(broken)...)
+func (d depTx) SkipDependants(upstream string, broken []model.Condition, reasons []string, now time.Time) ([]*model.Run, error) {
+	args := append([]any{micros(now), upstream}, condArgs(broken)...)
+	for i := range 3 {
+		reason := ""
+		if i < len(reasons) {
+			reason = reasons[i]
+		}
+		args = append(args, reason)
+	}
 	skipped, err := scanRuns(d.t.stmt(d.t.ws.skipDeps).QueryContext(d.t.ctx, args...))
 	if err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func (d depTx) SetRunnable(runs []*model.Run) error {
 }
 
 // prepareDeps reads the states of r's upstream runs and sets r's starting state from them
-// (store.PrepareDependencies). It returns the number of unmet dependencies, or a
+// (scheduler.PrepareDependencies). It returns the number of unmet dependencies, or a
 // model.ErrNotFound naming an upstream run that does not exist.
 func (t *wtx) prepareDeps(r *model.Run, now time.Time) (int, error) {
 	ups := make(map[string]model.RunStatus, len(r.DependsOn))
@@ -114,7 +115,7 @@ func (t *wtx) prepareDeps(r *model.Run, now time.Time) (int, error) {
 		}
 		ups[d.RunID] = model.RunStatus(status)
 	}
-	return store.PrepareDependencies(r, ups, now), nil
+	return scheduler.PrepareDependencies(r, ups, now), nil
 }
 
 // insertDeps writes the edges of the new run r, its unmet count, and marks its upstream
@@ -280,7 +281,7 @@ func (t *wtx) reopen(e *ender, id string, now time.Time) (*model.Run, error) {
 	if err := rows.Close(); err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
-	unmet := store.Reopen(r, ups, now)
+	unmet := scheduler.Reopen(r, ups, now)
 	updated, err := scanRun(t.tx.QueryRowContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
 		scheduled_for = ?, max_attempts = attempt + ?, finished_at = ?, error = ?, cancel_requested = 0, deps_pending = ?
 		WHERE id = ? RETURNING `+runCols,

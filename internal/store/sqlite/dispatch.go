@@ -13,11 +13,9 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
-
-// backoffFunc is the Backoff of the params that end attempts.
-type backoffFunc = func(run *model.Run, policy model.RetryPolicy) time.Duration
 
 // PromoteDue moves due scheduled runs to queued.
 func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error) {
@@ -114,7 +112,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 				if tat, err = t.rateTAT(store.QueueRateKey(q.name)); err != nil {
 					return err
 				}
-				if want, _ = store.TakeTurns(tat, p.Now, q.rate, want); want <= 0 {
+				if want, _ = scheduler.TakeTurns(tat, p.Now, q.rate, want); want <= 0 {
 					continue
 				}
 			}
@@ -145,7 +143,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 			})
 			leased = append(leased, got...)
 			if q.rate != nil {
-				_, next := store.TakeTurns(tat, p.Now, q.rate, len(got))
+				_, next := scheduler.TakeTurns(tat, p.Now, q.rate, len(got))
 				if err := t.setRateTAT(store.QueueRateKey(q.name), next); err != nil {
 					return err
 				}
@@ -336,14 +334,12 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 	cs := slices.Clone(p.Completions)
 	seen := make(map[string]int, len(cs))
 	for i, c := range cs {
-		if !c.Status.Valid() {
-			cs[i].Status = model.AttemptFailed // what a worker cannot name is a failure
-		}
+		cs[i].Status = scheduler.RecordedStatus(c.Status)
 		seen[c.RunID]++
 	}
 	var fast, slow []int
 	for i, c := range cs {
-		if seen[c.RunID] == 1 && (c.Status == model.AttemptSucceeded || c.Status == model.AttemptCancelled) {
+		if seen[c.RunID] == 1 && !scheduler.NeedsRun(c.Status) {
 			fast = append(fast, i)
 		} else {
 			slow = append(slow, i)
@@ -351,7 +347,7 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 	}
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
-		e := t.ender(p.Now, p.Backoff)
+		e := t.ender(p.Now, p.Rand)
 		if err := t.finishBatch(e, cs, fast, out); err != nil {
 			return err
 		}
@@ -407,11 +403,9 @@ func (t *wtx) finishBatch(e *ender, cs []store.Completion, idx []int, out []stor
 		vals = vals[:0]
 		for _, i := range idx[lo:hi] {
 			c := cs[i]
-			status := model.RunSucceeded
-			if c.Status == model.AttemptCancelled {
-				status = model.RunCancelled
-			}
-			vals = append(vals, c.RunID, c.Token, string(status), c.Error)
+			// The outcome of a success or a cancellation does not depend on the run.
+			o := scheduler.Decide(scheduler.Ending{Status: c.Status, Error: c.Error}, e.now, 0.5)
+			vals = append(vals, c.RunID, c.Token, string(o.Status), o.Error)
 			byRun[c.RunID] = i
 		}
 		rows := bucket(hi - lo)
@@ -450,14 +444,14 @@ func (t *wtx) finishBatch(e *ender, cs []store.Completion, idx []int, out []stor
 type ender struct {
 	t        *wtx
 	now      time.Time
-	backoff  backoffFunc
+	rand     func() float64
 	policies map[string]model.RetryPolicy
 	update   *sql.Stmt
 	attempts []any // 8 values per ended attempt
 }
 
-func (t *wtx) ender(now time.Time, backoff backoffFunc) *ender {
-	return &ender{t: t, now: now, backoff: backoff, policies: map[string]model.RetryPolicy{},
+func (t *wtx) ender(now time.Time, rand func() float64) *ender {
+	return &ender{t: t, now: now, rand: rand, policies: map[string]model.RetryPolicy{},
 		update: t.stmt(t.ws.endAttemptRun)}
 }
 
@@ -481,49 +475,27 @@ func (e *ender) policy(jobID string) (model.RetryPolicy, error) {
 	return spec.Retry, nil
 }
 
-// end ends the running attempt of rr (already fenced), applying the retry rules of
-// store.Completion, and collects the attempt.
+// end ends the running attempt of rr (already fenced), writing the outcome that
+// scheduler.Decide gives, and collects the attempt.
 func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText string) (*model.Run, error) {
 	r := rr.run
-	var (
-		next      model.RunStatus
-		pending   model.PendingCode
-		reason    string
-		sched     any // nil keeps scheduled_for
-		finished  any
-		cancelReq = boolInt(r.CancelRequested)
-	)
-	switch {
-	case status == model.AttemptSucceeded:
-		next = model.RunSucceeded
-	case status == model.AttemptCancelled || r.CancelRequested:
-		next = model.RunCancelled
-	default:
-		policy, err := e.policy(r.JobID)
-		if err != nil {
+	ending := scheduler.Ending{Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, CancelRequested: r.CancelRequested,
+		Status: status, ExitCode: exit, Error: errText}
+	u := 0.5
+	if scheduler.NeedsRun(status) {
+		var err error
+		if ending.Policy, err = e.policy(r.JobID); err != nil {
 			return nil, err
 		}
-		if r.Attempt >= r.MaxAttempts || finalExit(policy, exit) {
-			next = model.RunFailed
-			break
-		}
-		var d time.Duration
-		if e.backoff != nil {
-			d = e.backoff(r, policy)
-		}
-		if d > 0 {
-			due := e.now.Add(d)
-			next, pending, sched = model.RunScheduled, model.PendingRetryBackoff, micros(due)
-			reason = fmt.Sprintf("attempt %d %s; retrying at %s", r.Attempt, status, norm(due).Format(time.RFC3339))
-		} else {
-			next, sched = model.RunQueued, micros(e.now)
-		}
-		cancelReq = 0
+		u = store.Uniform(e.rand)
 	}
-	if next.Final() {
-		finished = micros(e.now)
+	o := scheduler.Decide(ending, e.now, u)
+	var sched any // nil keeps scheduled_for
+	if !o.ScheduledFor.IsZero() {
+		sched = micros(o.ScheduledFor)
 	}
-	out, err := scanRun(e.update.QueryRowContext(e.t.ctx, string(next), string(pending), reason, sched, finished, errText, cancelReq, r.ID))
+	out, err := scanRun(e.update.QueryRowContext(e.t.ctx, string(o.Status), string(o.PendingCode), o.PendingReason, sched,
+		nullMicros(o.FinishedAt), o.Error, boolInt(r.CancelRequested), r.ID))
 	if err != nil {
 		return nil, fmt.Errorf("end attempt: %w", err)
 	}
@@ -562,11 +534,6 @@ func (e *ender) flush() error {
 	})
 	e.attempts = e.attempts[:0]
 	return err
-}
-
-// finalExit reports whether exit ends the run at once under policy.
-func finalExit(policy model.RetryPolicy, exit *int) bool {
-	return exit != nil && slices.Contains(policy.FinalExitCodes, *exit) && !slices.Contains(policy.RetryExitCodes, *exit)
 }
 
 // Heartbeat extends the worker's valid leases and says which to stop.
@@ -616,15 +583,15 @@ func (s *Store) RescueExpired(ctx context.Context, p *store.RescueExpiredParams)
 		if err != nil {
 			return err
 		}
-		e := t.ender(p.Now, p.Backoff)
+		e := t.ender(p.Now, p.Rand)
 		for _, rr := range expired {
-			r, err := e.end(rr, model.AttemptLost, nil, "lease expired")
+			r, err := e.end(rr, model.AttemptLost, nil, scheduler.LeaseExpired)
 			if err != nil {
 				return fmt.Errorf("run %s: %w", rr.run.ID, err)
 			}
 			finished := norm(p.Now)
 			r.Attempts = []model.Attempt{{RunID: r.ID, N: rr.run.Attempt, WorkerID: rr.worker, Status: model.AttemptLost,
-				Error: "lease expired", StartedAt: fromMicros(rr.attemptStarted), FinishedAt: &finished}}
+				Error: scheduler.LeaseExpired, StartedAt: fromMicros(rr.attemptStarted), FinishedAt: &finished}}
 			out = append(out, r)
 		}
 		if err := e.flush(); err != nil {

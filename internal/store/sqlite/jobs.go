@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -473,7 +474,7 @@ func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*mod
 		if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM job_secrets WHERE job_id = ?`, p.ID); err != nil {
 			return fmt.Errorf("delete webhook secret: %w", err)
 		}
-		if out, err = t.cancelJobRuns(p.ID, "job deleted", p.Now); err != nil {
+		if out, err = t.cancelJobRuns(p.ID, scheduler.JobDeleted, p.Now); err != nil {
 			return err
 		}
 		admitted, err := t.settle(out, p.Now)

@@ -33,7 +33,7 @@ func TestQueryPlans(t *testing.T) {
 		{"claim", claimSQL, 6, []string{"INTEGER PRIMARY KEY (rowid=?)"}, nil},
 		{"booked on a worker", workerBookedSQL, 1, []string{"INDEX runs_placed (worker_id=?)"}, nil},
 		{"dependants met", meetSQL, 4, []string{"run_deps_upstream (upstream_run_id=?)"}, nil},
-		{"dependants skipped", skipSQL, 6, []string{"run_deps_upstream (upstream_run_id=?)"}, nil},
+		{"dependants skipped", skipSQL, 8, []string{"run_deps_upstream (upstream_run_id=?)"}, nil},
 		{"booked", bookedSQL, 0, []string{"INDEX runs_placed"}, nil},
 		{"promote due", promoteDueSQL, 2, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
 		{"next due", nextDueSQL, 0, []string{"runs_scheduled"}, []string{"TEMP B-TREE"}},

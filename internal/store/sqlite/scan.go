@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -15,7 +16,7 @@ type scanner interface{ Scan(dest ...any) error }
 const runCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, scheduled_for, created_at, started_at, finished_at, attempt, max_attempts,
 	idempotency_key, cancel_requested, error, worker_id, lease_token, lease_expires_at, attempt_started_at,
-	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants`
+	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants, deps_pending`
 
 // runRow is a scanned runs row: the run as the model sees it, plus the raw lease columns
 // that an ended attempt is written from.
@@ -26,6 +27,7 @@ type runRow struct {
 	attemptStarted int64
 	jobID          string
 	spec           []byte // the job's spec, when the query returns it (leases)
+	depsPending    int    // unmet dependencies, which the words of a dependency wait follow
 }
 
 func scanRun(sc scanner, extra ...any) (runRow, error) {
@@ -38,12 +40,12 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 		idem, worker, token                   sql.NullString
 		cancel                                int
 		labels                                string
-		hasDeps                               int
+		hasDeps, depsPending                  int
 	)
 	dest := []any{&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
 		&trigger, &args, &sched, &created, &started, &finished, &r.Attempt, &r.MaxAttempts,
 		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart,
-		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps}
+		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps, &depsPending}
 	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err
@@ -54,6 +56,10 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 	r.HasDependants = hasDeps != 0
 	r.Status = model.RunStatus(status)
 	r.PendingCode = model.PendingCode(pending)
+	if r.PendingCode == model.PendingDependencies {
+		// The words follow the unmet count, which the dependency statements keep.
+		r.PendingReason = scheduler.WaitingReason(depsPending)
+	}
 	r.Trigger = model.Trigger(trigger)
 	if len(args) > 0 {
 		r.Args = json.RawMessage(args)
@@ -69,7 +75,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 		r.LeaseToken = token.String
 		r.LeaseExpiresAt = fromNullMicros(leaseExp)
 	}
-	return runRow{run: &r, worker: worker.String, attemptStarted: attStart.Int64, jobID: r.JobID}, nil
+	return runRow{run: &r, worker: worker.String, attemptStarted: attStart.Int64, jobID: r.JobID, depsPending: depsPending}, nil
 }
 
 // scanLeased reads the rows of a lease statement: runs followed by their job's spec.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -52,7 +53,7 @@ func (t *wtx) reserve(key string, r *model.RateLimit, now time.Time) (time.Time,
 	if err != nil {
 		return time.Time{}, err
 	}
-	at, next := store.Reserve(tat, now, r)
+	at, next := scheduler.Reserve(tat, now, r)
 	if err := t.setRateTAT(key, next); err != nil {
 		return time.Time{}, err
 	}
@@ -146,7 +147,7 @@ func (t *wtx) replace(r *model.Run, holding int, now time.Time) ([]*model.Run, i
 	rows.Close()
 	var replaced, ended []*model.Run
 	for _, id := range ids {
-		v, err := t.cancelRun(id, store.ReplacedReason(r.ID), now)
+		v, err := t.cancelRun(id, scheduler.ReplacedReason(r.ID), now)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -250,7 +251,7 @@ func (t *wtx) readmit(r *model.Run, now time.Time) (*model.Run, error) {
 		return nil, fmt.Errorf("slot of run %s: %w", r.ID, err)
 	}
 	r.Concurrency = &model.RunConcurrency{Key: key}
-	store.Hold(r, 0)
+	scheduler.Hold(r, 0)
 	st := slotTx{t: t}
 	if err := st.SetRun(r); err != nil {
 		return nil, err
@@ -332,7 +333,7 @@ func (s *Store) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bo
 		if err := rows.Scan(&rate, &per, &tat); err != nil {
 			return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
 		}
-		turn := store.NextTurn(fromMicros(tat), now, store.RateFromColumns(rate, per))
+		turn := scheduler.NextTurn(fromMicros(tat), now, store.RateFromColumns(rate, per))
 		if turn.After(now) && (next.IsZero() || turn.Before(next)) {
 			next = turn
 		}

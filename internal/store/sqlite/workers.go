@@ -9,6 +9,7 @@ import (
 	"database/sql"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -48,9 +49,9 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			if err != nil {
 				return fmt.Errorf("runs of the old session: %w", err)
 			}
-			e := t.ender(p.Now, p.Backoff)
+			e := t.ender(p.Now, p.Rand)
 			for _, rr := range held {
-				r, err := e.end(rr, model.AttemptLost, nil, "worker restarted (new session)")
+				r, err := e.end(rr, model.AttemptLost, nil, scheduler.WorkerRestarted)
 				if err != nil {
 					return fmt.Errorf("run %s: %w", rr.run.ID, err)
 				}

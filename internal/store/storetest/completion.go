@@ -7,39 +7,47 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
 func testCompletion(t *testing.T, open OpenFunc) {
 	t.Run("Rules", func(t *testing.T) {
 		t.Parallel()
-		retry3 := model.RetryPolicy{MaxAttempts: 3, FinalExitCodes: []int{2, 9}, RetryExitCodes: []int{9}}
+		// Full jitter: a draw of 0 retries at once.
+		retry3 := model.RetryPolicy{MaxAttempts: 3, Jitter: 1, FinalExitCodes: []int{2, 9}, RetryExitCodes: []int{9}}
+		withDelay := func(d time.Duration, jitter float64) model.RetryPolicy {
+			p := retry3
+			p.InitialDelay, p.Jitter = d, jitter
+			return p
+		}
 		cases := []struct {
 			name        string
 			policy      model.RetryPolicy
 			cancelReq   bool
 			status      model.AttemptStatus
 			exit        *int
-			backoff     *time.Duration // nil: Backoff func is nil
+			u           *float64 // the Rand's draw; nil: Rand is nil
 			wantStatus  model.RunStatus
 			wantPending model.PendingCode
 			wantDelay   time.Duration
 		}{
-			{name: "succeeded", policy: retry3, status: model.AttemptSucceeded, exit: intp(0), wantStatus: model.RunSucceeded},
-			{name: "failed, attempts left, nil backoff", policy: retry3, status: model.AttemptFailed, exit: intp(1), wantStatus: model.RunQueued},
-			{name: "failed, attempts left, zero backoff", policy: retry3, status: model.AttemptFailed, exit: intp(1), backoff: durp(0), wantStatus: model.RunQueued},
-			{name: "failed, attempts left, backoff", policy: retry3, status: model.AttemptFailed, exit: intp(1), backoff: durp(5 * time.Second), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: 5 * time.Second},
-			{name: "failed, no attempt left", policy: model.RetryPolicy{MaxAttempts: 1}, status: model.AttemptFailed, exit: intp(1), backoff: durp(time.Second), wantStatus: model.RunFailed},
-			{name: "final exit code", policy: retry3, status: model.AttemptFailed, exit: intp(2), backoff: durp(time.Second), wantStatus: model.RunFailed},
-			{name: "retry exit code beats final", policy: retry3, status: model.AttemptFailed, exit: intp(9), wantStatus: model.RunQueued},
-			{name: "failed without exit code", policy: retry3, status: model.AttemptFailed, wantStatus: model.RunQueued},
-			{name: "timed out", policy: retry3, status: model.AttemptTimedOut, backoff: durp(time.Minute), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: time.Minute},
-			{name: "lost", policy: retry3, status: model.AttemptLost, wantStatus: model.RunQueued},
-			{name: "cancelled", policy: retry3, status: model.AttemptCancelled, backoff: durp(time.Second), wantStatus: model.RunCancelled},
-			{name: "cancel requested, failed", policy: retry3, cancelReq: true, status: model.AttemptFailed, exit: intp(143), backoff: durp(time.Second), wantStatus: model.RunCancelled},
-			{name: "cancel requested, timed out", policy: retry3, cancelReq: true, status: model.AttemptTimedOut, wantStatus: model.RunCancelled},
+			{name: "succeeded", policy: retry3, status: model.AttemptSucceeded, exit: intp(0), u: floatp(0), wantStatus: model.RunSucceeded},
+			{name: "failed, attempts left, zero backoff", policy: retry3, status: model.AttemptFailed, exit: intp(1), u: floatp(0), wantStatus: model.RunQueued},
+			{name: "failed, attempts left, backoff", policy: withDelay(5*time.Second, 0), status: model.AttemptFailed, exit: intp(1), u: floatp(0), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: 5 * time.Second},
+			{name: "failed, nil Rand draws the middle", policy: withDelay(4*time.Second, 1), status: model.AttemptFailed, exit: intp(1), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: 4 * time.Second},
+			{name: "failed, jitter spreads by the draw", policy: withDelay(4*time.Second, 0.5), status: model.AttemptFailed, exit: intp(1), u: floatp(0.75), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: 5 * time.Second},
+			{name: "failed, no attempt left", policy: model.RetryPolicy{MaxAttempts: 1}, status: model.AttemptFailed, exit: intp(1), u: floatp(0), wantStatus: model.RunFailed},
+			{name: "final exit code", policy: retry3, status: model.AttemptFailed, exit: intp(2), u: floatp(0), wantStatus: model.RunFailed},
+			{name: "retry exit code beats final", policy: retry3, status: model.AttemptFailed, exit: intp(9), u: floatp(0), wantStatus: model.RunQueued},
+			{name: "failed without exit code", policy: retry3, status: model.AttemptFailed, u: floatp(0), wantStatus: model.RunQueued},
+			{name: "timed out", policy: withDelay(time.Minute, 0), status: model.AttemptTimedOut, u: floatp(0), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: time.Minute},
+			{name: "lost", policy: retry3, status: model.AttemptLost, u: floatp(0), wantStatus: model.RunQueued},
+			{name: "cancelled", policy: retry3, status: model.AttemptCancelled, u: floatp(0), wantStatus: model.RunCancelled},
+			{name: "cancel requested, failed", policy: retry3, cancelReq: true, status: model.AttemptFailed, exit: intp(143), u: floatp(0), wantStatus: model.RunCancelled},
+			{name: "cancel requested, timed out", policy: retry3, cancelReq: true, status: model.AttemptTimedOut, u: floatp(0), wantStatus: model.RunCancelled},
 			// The work finished before the stop reached it: the truth is that it succeeded.
-			{name: "cancel requested, succeeded", policy: retry3, cancelReq: true, status: model.AttemptSucceeded, exit: intp(0), wantStatus: model.RunSucceeded},
+			{name: "cancel requested, succeeded", policy: retry3, cancelReq: true, status: model.AttemptSucceeded, exit: intp(0), u: floatp(0), wantStatus: model.RunSucceeded},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -52,20 +60,23 @@ func testCompletion(t *testing.T, open OpenFunc) {
 					_, err := f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{r.ID}, Reason: "stop", Now: leasedAt})
 					require.NoError(t, err)
 				}
-				var bo *backoffRecorder
-				var boFn func(*model.Run, model.RetryPolicy) time.Duration
-				if c.backoff != nil {
-					bo = &backoffRecorder{d: *c.backoff}
-					boFn = bo.fn
+				var draws *randRecorder
+				var rand func() float64
+				if c.u != nil {
+					draws = &randRecorder{u: *c.u}
+					rand = draws.fn
 				}
 				now := at(time.Minute)
-				res := f.complete(store.Completion{RunID: r.ID, Token: l.Token, Status: c.status, ExitCode: c.exit, Error: "why " + c.name}, now, boFn)
-				require.NoError(t, res.Err)
-				got := res.Run
+				res, err := f.s.CompleteAttempts(f.ctx, &store.CompleteAttemptsParams{Now: now, Rand: rand,
+					Completions: []store.Completion{{RunID: r.ID, Token: l.Token, Status: c.status, ExitCode: c.exit, Error: "why " + c.name}}})
+				require.NoError(t, err)
+				require.Len(t, res, 1)
+				require.NoError(t, res[0].Err)
+				got := res[0].Run
 				require.Equal(t, c.wantStatus, got.Status)
 				require.Equal(t, c.wantPending, got.PendingCode)
 				if c.wantPending != model.PendingNone {
-					require.NotEmpty(t, got.PendingReason)
+					require.Equal(t, scheduler.RetryReason(1, c.status, now.Add(c.wantDelay)), got.PendingReason)
 				} else {
 					require.Empty(t, got.PendingReason)
 				}
@@ -83,14 +94,11 @@ func testCompletion(t *testing.T, open OpenFunc) {
 					require.Equal(t, now.Add(c.wantDelay), got.ScheduledFor)
 					require.False(t, got.CancelRequested)
 				}
-				if bo != nil {
-					if c.wantStatus.Final() {
-						require.Empty(t, bo.runs, "Backoff is asked only when the run is retried")
+				if draws != nil {
+					if c.status == model.AttemptSucceeded || c.status == model.AttemptCancelled {
+						require.Zero(t, draws.draws, "the end of a success or a cancellation draws nothing")
 					} else {
-						require.Len(t, bo.runs, 1)
-						require.Equal(t, 1, bo.runs[0].Attempt, "Backoff sees the attempt that just ended")
-						require.Equal(t, r.ID, bo.runs[0].ID)
-						require.Equal(t, c.policy, bo.policy[0])
+						require.Equal(t, 1, draws.draws, "one draw per failing end")
 					}
 				}
 
@@ -154,7 +162,8 @@ func testCompletion(t *testing.T, open OpenFunc) {
 				{RunID: ls[2].Run.ID, Token: ls[2].Token, Status: model.AttemptFailed, ExitCode: intp(1), Error: "boom"},
 				{RunID: ls[0].Run.ID, Token: ls[0].Token, Status: model.AttemptFailed}, // a repeat in the same batch
 			},
-			Now: now,
+			Now:  now,
+			Rand: drawZero,
 		})
 		require.NoError(t, err)
 		require.Len(t, res, 4)
@@ -211,4 +220,4 @@ func testCompletion(t *testing.T, open OpenFunc) {
 	})
 }
 
-func durp(d time.Duration) *time.Duration { return &d }
+func floatp(f float64) *float64 { return &f }

@@ -154,7 +154,7 @@ func testRaceCompleteVersusRescue(t *testing.T, open OpenFunc) {
 			return nil
 		}
 		for {
-			runs, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 7})
+			runs, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 7, Rand: drawZero})
 			if err != nil {
 				return err
 			}

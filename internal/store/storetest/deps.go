@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -34,7 +35,7 @@ func testDeps(t *testing.T, open OpenFunc) {
 		down := after(f, "load", dep(up, model.CondSucceeded))
 		require.Equal(t, model.RunWaiting, down.Status)
 		require.Equal(t, model.PendingDependencies, down.PendingCode)
-		require.Equal(t, "waiting for run "+up.ID+" to be succeeded", down.PendingReason)
+		require.Equal(t, "waiting for 1 upstream run", down.PendingReason)
 		got := f.getRun(down.ID)
 		require.Equal(t, []model.Dependency{dep(up, model.CondSucceeded)}, got.DependsOn)
 		page, err := f.s.ListRuns(f.ctx, &store.ListRunsParams{Status: model.RunWaiting})
@@ -74,12 +75,12 @@ func testDeps(t *testing.T, open OpenFunc) {
 
 		gotD := f.getRun(d.ID)
 		require.Equal(t, model.RunSkipped, gotD.Status)
-		require.Equal(t, store.BrokenReason(up.ID, model.RunFailed, model.CondSucceeded), gotD.Error)
+		require.Equal(t, scheduler.BrokenReason(up.ID, model.RunFailed, model.CondSucceeded), gotD.Error)
 		require.Equal(t, timep(at(time.Second)), gotD.FinishedAt)
 		require.Empty(t, gotD.PendingCode)
 		gotE := f.getRun(e.ID)
 		require.Equal(t, model.RunSkipped, gotE.Status, "skips cascade")
-		require.Equal(t, store.BrokenReason(d.ID, model.RunSkipped, model.CondSucceeded), gotE.Error)
+		require.Equal(t, scheduler.BrokenReason(d.ID, model.RunSkipped, model.CondSucceeded), gotE.Error)
 		require.Equal(t, model.RunQueued, f.getRun(cleanup.ID).Status, "finished holds for a skipped run")
 		require.Equal(t, model.RunQueued, f.getRun(onFail.ID).Status, "failed holds for a failed run")
 
@@ -92,11 +93,9 @@ func testDeps(t *testing.T, open OpenFunc) {
 
 	t.Run("FanInWaitsForAll", func(t *testing.T) {
 		f := setup(t, open)
-		var ups []*model.Run
 		var deps []model.Dependency
 		for i := range 3 {
 			_, u := f.submit(fmt.Sprintf("part-%d", i))
-			ups = append(ups, u)
 			deps = append(deps, dep(u, model.CondSucceeded))
 		}
 		join := after(f, "join", deps...)
@@ -130,7 +129,7 @@ func testDeps(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.True(t, slices.ContainsFunc(changed, func(r *model.Run) bool { return r.ID == down.ID && r.Status == model.RunSkipped }),
 			"the skipped dependant is reported with the cancel")
-		require.Equal(t, store.BrokenReason(up.ID, model.RunCancelled, model.CondSucceeded), f.getRun(down.ID).Error)
+		require.Equal(t, scheduler.BrokenReason(up.ID, model.RunCancelled, model.CondSucceeded), f.getRun(down.ID).Error)
 	})
 
 	t.Run("LostUpstreamSkips", func(t *testing.T) {
@@ -159,7 +158,7 @@ func testDeps(t *testing.T, open OpenFunc) {
 		require.Equal(t, model.RunQueued, after(f, "ready", dep(ok, model.CondSucceeded)).Status)
 		skipped := after(f, "never", dep(ok, model.CondSucceeded), dep(bad, model.CondSucceeded))
 		require.Equal(t, model.RunSkipped, skipped.Status)
-		require.Equal(t, store.BrokenReason(bad.ID, model.RunFailed, model.CondSucceeded), skipped.Error)
+		require.Equal(t, scheduler.BrokenReason(bad.ID, model.RunFailed, model.CondSucceeded), skipped.Error)
 		delayed := f.job("later")
 		r := f.createJob(delayed, f.run(delayed, func(r *model.Run) {
 			r.DependsOn = []model.Dependency{dep(ok, model.CondFinished)}

@@ -346,7 +346,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.False(t, ok)
 
-		f.submit("retry", func(j *model.Job) { j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: time.Second} })
+		f.submit("retry", func(j *model.Job) { j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: 10 * time.Second} })
 		f.submit("once")
 		f.submit("cancelled", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 5 })
 		ls := f.lease("w", 3, t0) // leases expire at t0+30s
@@ -364,16 +364,16 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.True(t, ok)
 		require.Equal(t, at(30*time.Second), next)
 
-		bo := &backoffRecorder{d: 10 * time.Second}
-		rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(30 * time.Second), Limit: 10, Backoff: bo.fn})
+		draws := &randRecorder{u: 0.5}
+		rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(30 * time.Second), Limit: 10, Rand: draws.fn})
 		require.NoError(t, err)
 		require.Empty(t, rescued, "a lease expiring at Now is still valid")
 
 		now := at(31 * time.Second)
-		rescued, err = f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 2, Backoff: bo.fn})
+		rescued, err = f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 2, Rand: draws.fn})
 		require.NoError(t, err)
 		require.Len(t, rescued, 2, "at most Limit")
-		more, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 2, Backoff: bo.fn})
+		more, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 2, Rand: draws.fn})
 		require.NoError(t, err)
 		require.Len(t, more, 1)
 		byID := map[string]*model.Run{}
@@ -400,9 +400,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.Equal(t, "w", hist[0].WorkerID)
 		require.Equal(t, timep(now), hist[0].FinishedAt)
 		require.Nil(t, hist[0].ExitCode)
-		require.Len(t, bo.runs, 1, "Backoff is asked only for the run that is retried")
-		require.Equal(t, 1, bo.runs[0].Attempt)
-		require.Equal(t, model.RetryPolicy{MaxAttempts: 2, InitialDelay: time.Second}, bo.policy[0])
+		require.Equal(t, 3, draws.draws, "one draw per lost attempt")
 
 		// No attempt left: failed.
 		r = byID[rOnce.Run.ID]

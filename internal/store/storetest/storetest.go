@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Placement", testPlacement},
 		{"Dependencies", testDeps},
 		{"Pipelines", testPipelines},
+		{"Wording", testWording},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -82,7 +83,7 @@ func (f *fx) job(name string, mods ...func(*model.Job)) *model.Job {
 		Spec: model.JobSpec{
 			Command: []string{"true"},
 			Queue:   model.DefaultQueue,
-			Retry:   model.RetryPolicy{MaxAttempts: 1},
+			Retry:   retryAtOnce,
 		},
 		Enabled:   true,
 		CreatedAt: t0,
@@ -169,10 +170,14 @@ func (f *fx) leaseOne(worker string, now time.Time) *model.Lease {
 	return ls[0]
 }
 
-// complete reports one completion and returns its result (Err not checked).
-func (f *fx) complete(c store.Completion, now time.Time, backoff func(*model.Run, model.RetryPolicy) time.Duration) store.CompletionResult {
+// complete reports one completion and returns its result (Err not checked). rand is the
+// params' Rand; nil here means drawZero, which retries the fixture's jobs at once.
+func (f *fx) complete(c store.Completion, now time.Time, rand func() float64) store.CompletionResult {
 	f.t.Helper()
-	res, err := f.s.CompleteAttempts(f.ctx, &store.CompleteAttemptsParams{Completions: []store.Completion{c}, Now: now, Backoff: backoff})
+	if rand == nil {
+		rand = drawZero
+	}
+	res, err := f.s.CompleteAttempts(f.ctx, &store.CompleteAttemptsParams{Completions: []store.Completion{c}, Now: now, Rand: rand})
 	require.NoError(f.t, err)
 	require.Len(f.t, res, 1)
 	return res[0]
@@ -200,7 +205,7 @@ func (f *fx) register(w, session string, now time.Time) (*model.Worker, []*model
 	f.t.Helper()
 	wk, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{
 		ID: w, Session: session, Labels: map[string]string{"zone": "a"},
-		Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 2, Slots: 16}, Now: now,
+		Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 2, Slots: 16}, Now: now, Rand: drawZero,
 	})
 	require.NoError(f.t, err)
 	return wk, lost
@@ -237,17 +242,23 @@ func leaseIDs(ls []*model.Lease) []string {
 	return out
 }
 
-// constBackoff returns a Backoff func that always answers d and records what it was given.
-type backoffRecorder struct {
-	d      time.Duration
-	runs   []model.Run
-	policy []model.RetryPolicy
+// retryAtOnce is the retry policy of the fixture's jobs: one attempt, and full jitter, so
+// that with a draw of 0 (drawZero) the backoff is zero. A test that gives such a job more
+// attempts sees a failed attempt retried at once (queued), as long as it draws zero.
+var retryAtOnce = model.RetryPolicy{MaxAttempts: 1, Jitter: 1} //nolint:gochecknoglobals // a read-only test constant
+
+// drawZero is a Rand that always draws 0.
+func drawZero() float64 { return 0 }
+
+// randRecorder is a Rand that always draws u and counts its draws.
+type randRecorder struct {
+	u     float64
+	draws int
 }
 
-func (b *backoffRecorder) fn(r *model.Run, p model.RetryPolicy) time.Duration {
-	b.runs = append(b.runs, *r)
-	b.policy = append(b.policy, p)
-	return b.d
+func (r *randRecorder) fn() float64 {
+	r.draws++
+	return r.u
 }
 
 // Leases unwraps LeaseRuns' answer for callers that look at the leases only.

@@ -102,8 +102,8 @@ func testWorkers(t *testing.T, open OpenFunc) {
 
 		// A new session: the old process is gone with its attempts.
 		now := at(time.Minute)
-		bo := &backoffRecorder{d: 0}
-		w, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: now, Backoff: bo.fn})
+		draws := &randRecorder{u: 0}
+		w, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: now, Rand: draws.fn})
 		require.NoError(t, err)
 		require.Equal(t, "s2", w.Session)
 		require.Equal(t, now, w.RegisteredAt)
@@ -116,7 +116,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		r := byID[ls[0].Run.ID]
 		require.Equal(t, model.RunQueued, r.Status)
 		require.Equal(t, now, r.ScheduledFor)
-		require.Len(t, bo.runs, 1)
+		require.Equal(t, 2, draws.draws, "one draw per lost attempt")
 		r = byID[ls[1].Run.ID]
 		require.Equal(t, model.RunFailed, r.Status)
 		require.Equal(t, timep(now), r.FinishedAt)

@@ -1,0 +1,103 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// Ending is the end of a run's running attempt: what the run was (its attempt count,
+// budget and cancel request), its job's retry policy, and how the attempt ended.
+type Ending struct {
+	Attempt         int // the attempt that ended, 1-based
+	MaxAttempts     int
+	CancelRequested bool
+	Policy          model.RetryPolicy
+	Status          model.AttemptStatus
+	ExitCode        *int
+	Error           string
+}
+
+// Outcome is what a run becomes when its attempt ends (running -> succeeded, failed,
+// cancelled, queued or scheduled). The store writes it as it is and clears the lease.
+type Outcome struct {
+	Status model.RunStatus
+	// ScheduledFor is when a retried run is due (Now, or Now plus the backoff); zero when
+	// the run ends, which keeps the time it had.
+	ScheduledFor  time.Time
+	PendingCode   model.PendingCode
+	PendingReason string
+	// FinishedAt is Now when Status is final, else nil.
+	FinishedAt *time.Time
+	// Error is the attempt's error, whatever the outcome.
+	Error string
+}
+
+// RecordedStatus is the status an attempt is recorded with: what a worker cannot name is a
+// failure.
+func RecordedStatus(s model.AttemptStatus) model.AttemptStatus {
+	if !s.Valid() {
+		return model.AttemptFailed
+	}
+	return s
+}
+
+// NeedsRun reports whether the outcome of an attempt that ended with status s depends on
+// the run and its job's retry policy. It does not for succeeded and cancelled: a store can
+// end such attempts with Outcome of an Ending that carries only the status and error,
+// without reading the run first.
+func NeedsRun(s model.AttemptStatus) bool {
+	s = RecordedStatus(s)
+	return s != model.AttemptSucceeded && s != model.AttemptCancelled
+}
+
+// Decide applies the retry rules to an attempt's end, at now; u is a uniform number in
+// [0, 1) that spreads the backoff by the policy's jitter (see Backoff).
+//
+//   - succeeded ends the run succeeded, even when a cancel was requested (the work
+//     finished before the stop reached it);
+//   - cancelled, or any other end of a run with CancelRequested, ends it cancelled;
+//   - otherwise (failed, timed_out, lost, or a status that is not valid) the run ends
+//     failed when its attempts are spent or the exit code is final (in FinalExitCodes and
+//     not in RetryExitCodes), else it is retried: queued at once when the backoff is zero,
+//     else scheduled after it with PendingCode retry_backoff (RetryReason).
+func Decide(e Ending, now time.Time, u float64) Outcome {
+	out := Outcome{Error: e.Error}
+	status := RecordedStatus(e.Status)
+	switch {
+	case status == model.AttemptSucceeded:
+		out.Status = model.RunSucceeded
+	case status == model.AttemptCancelled || e.CancelRequested:
+		out.Status = model.RunCancelled
+	case e.Attempt >= e.MaxAttempts || FinalExit(e.Policy, e.ExitCode):
+		out.Status = model.RunFailed
+	default:
+		out.ScheduledFor = now
+		out.Status = model.RunQueued
+		if d := Backoff(e.Policy, e.Attempt, u); d > 0 {
+			out.ScheduledFor = now.Add(d)
+			out.Status = model.RunScheduled
+			out.PendingCode = model.PendingRetryBackoff
+			out.PendingReason = RetryReason(e.Attempt, status, out.ScheduledFor)
+		}
+	}
+	if out.Status.Final() {
+		out.FinishedAt = &now
+	}
+	return out
+}
+
+// FinalExit reports whether exit ends a run at once under policy, attempts left or not.
+func FinalExit(policy model.RetryPolicy, exit *int) bool {
+	return exit != nil && slices.Contains(policy.FinalExitCodes, *exit) && !slices.Contains(policy.RetryExitCodes, *exit)
+}
+
+// RetryReason is the PendingReason of a run whose attempt n ended with status s and whose
+// next attempt is due at due (PendingCode retry_backoff), e.g. "attempt 2 timed out;
+// attempt 3 due at 2026-01-02T03:04:05Z".
+func RetryReason(n int, s model.AttemptStatus, due time.Time) string {
+	return fmt.Sprintf("attempt %d %s; attempt %d due at %s", n, strings.ReplaceAll(string(s), "_", " "), n+1, stamp(due))
+}
