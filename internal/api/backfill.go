@@ -7,8 +7,9 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/cron"
-	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -68,7 +69,7 @@ func (a *API) backfill(w http.ResponseWriter, r *http.Request) error {
 		if had[at.UTC()] || req.DryRun {
 			continue
 		}
-		run := engine.NewRun(j, model.TriggerCron, nil, now, now)
+		run := scheduler.NewRun(id.New(now), j, model.TriggerCron, nil, now, now)
 		run.ScheduledFor = at
 		runs = append(runs, run)
 		idx = append(idx, i)

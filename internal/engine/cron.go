@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/cron"
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -149,7 +151,7 @@ func (e *Engine) fireDue(ctx context.Context, now, horizon time.Time) (bool, tim
 	var held time.Time
 	fires := make([]store.Fire, 0, len(jobs))
 	for _, j := range jobs {
-		if j.NextFireAt.After(now) && runConcurrency(j, nil) != nil {
+		if j.NextFireAt.After(now) && scheduler.RunConcurrency(j, nil) != nil {
 			if held.IsZero() || j.NextFireAt.Before(held) {
 				held = *j.NextFireAt
 			}
@@ -192,8 +194,8 @@ func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
 	var fire []time.Time
 	fire, f.Next = e.planInstants("job", j.ID, j.Name, j.Spec.Schedule, *j.NextFireAt, now)
 	for _, at := range fire {
-		r := NewRun(j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
-		r.ScheduledFor = at                             // the instant it fires for: one run per (job, instant)
+		r := scheduler.NewRun(id.New(now), j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
+		r.ScheduledFor = at                                                    // the instant it fires for: one run per (job, instant)
 		f.Runs = append(f.Runs, r)
 	}
 	return f

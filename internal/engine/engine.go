@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -224,37 +223,6 @@ func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
 // backoff is the retry delay function handed to the store.
 func (e *Engine) backoff(run *model.Run, p model.RetryPolicy) time.Duration {
 	return scheduler.Backoff(p, run.Attempt, e.cfg.Rand())
-}
-
-// NewRun builds a run of job due at due (zero: now): queued when due, scheduled with
-// not_due otherwise.
-func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, now time.Time) *model.Run {
-	if due.IsZero() || due.Before(now) {
-		due = now
-	}
-	if args == nil {
-		args = job.Spec.Args
-	}
-	maxAttempts := job.Spec.Retry.MaxAttempts
-	if maxAttempts < 1 {
-		maxAttempts = 1
-	}
-	r := &model.Run{
-		ID:           id.New(now),
-		JobID:        job.ID,
-		JobName:      job.Name,
-		Namespace:    job.Namespace,
-		Queue:        job.Spec.Queue,
-		Priority:     job.Spec.Priority,
-		Trigger:      trigger,
-		Args:         args,
-		ScheduledFor: due,
-		CreatedAt:    now,
-		MaxAttempts:  maxAttempts,
-		Concurrency:  runConcurrency(job, args),
-	}
-	store.Release(r, now)
-	return r
 }
 
 // SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
