@@ -76,10 +76,15 @@ var importRules = []struct {
 	},
 	{
 		name: "leaves import only model",
-		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/scheduler", "internal/cron",
+		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/cron",
 			"internal/placement", "internal/capacity"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
 		reason: "the bottom of the graph: everything may import them, so they import nothing of ours but model",
+	},
+	{
+		name: "scheduler sits on the leaves", pkgs: []string{"internal/scheduler"},
+		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model", "internal/cron", "internal/placement"},
+		reason: "the one home of scheduling rules decides over schedules and placement, and generates no ids itself",
 	},
 	{
 		name: "only app picks a store", pkgs: []string{"..."},
