@@ -1,8 +1,7 @@
-package engine
+package scheduler
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,11 +54,11 @@ func RenderKey(job *model.Job, args json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// runConcurrency is the limit a new run of job with args counts against: Max runs at once
+// RunConcurrency is the limit a new run of job with args counts against: Max runs at once
 // per key (for allow, 0 means no limit; the other policies default to 1) and the job's rate
 // limit; nil when the job sets neither. A key template that does not render (the API
 // refuses such args before) falls back to the job's own key, so the limit still holds.
-func runConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency {
+func RunConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency {
 	c := job.Spec.Concurrency
 	policy := model.ConcurrencyPolicy(c.Policy)
 	if policy == "" {
@@ -79,49 +78,4 @@ func runConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency 
 		}
 	}
 	return &model.RunConcurrency{Key: key, Max: limit, Policy: policy, Rate: c.Rate}
-}
-
-// releaseLoop keeps rate limits moving without polling: it admits runs held by a key's
-// rate limit when their turn comes, and wakes workers when a rate-limited queue with queued
-// runs gets its next turn. It sleeps until the earlier of the two, or until a new held run
-// or an underfilled lease may have brought one earlier.
-func (e *Engine) releaseLoop(ctx context.Context) {
-	for ctx.Err() == nil {
-		wake := e.timers.Wait()
-		now := e.clock.Now()
-		next, ok, err := e.store.NextRelease(ctx)
-		if err != nil {
-			e.retryLater(ctx, "next rate-limit release", err)
-			continue
-		}
-		if ok && !next.After(now) {
-			runs, err := e.store.ReleaseDue(ctx, now)
-			if err != nil {
-				e.retryLater(ctx, "release rate-limited runs", err)
-				continue
-			}
-			e.wakeFor(runs)
-			continue
-		}
-		if e.rateQueues.Load() {
-			turn, tok, err := e.store.NextQueueTurn(ctx, now)
-			if err != nil {
-				e.retryLater(ctx, "next queue turn", err)
-				continue
-			}
-			if tok && (!ok || turn.Before(next)) {
-				next, ok = turn, true
-			}
-		}
-		until := now.Add(e.cfg.MaxLeaseWait * 10) // nothing held: sleep until woken
-		if ok {
-			until = next
-		}
-		if !e.sleepUntil(ctx, wake, until) {
-			return
-		}
-		if e.rateQueues.Load() && ok && !e.clock.Now().Before(next) {
-			e.work.Notify() // a queue's turn: leases may take its runs again
-		}
-	}
 }
