@@ -197,7 +197,8 @@ type WebhookSecret struct {
 }
 
 // BackfillRequest is the body of POST /v1/jobs/{id}/backfill: the cron instants in
-// [From, To] that have no run yet get one. DryRun lists them without creating anything.
+// [From, To] that have no run yet get one, up to now (later instants are left to the
+// schedule). DryRun lists them without creating anything.
 type BackfillRequest struct {
 	From   time.Time `json:"from"`
 	To     time.Time `json:"to"`

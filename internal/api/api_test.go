@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/store/sqlite"
@@ -40,12 +41,18 @@ func setup(t *testing.T, mods ...func(*Config)) *testBundle {
 // watch requests enter and leave the server.
 func setupWrapped(t *testing.T, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
 	t.Helper()
+	return setupOn(t, clock.Real{}, wrap, mods...)
+}
+
+// setupOn is setupWrapped with the engine (and so the API) reading clk.
+func setupOn(t *testing.T, clk clock.Clock, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	eng := engine.New(engine.Config{Store: st, Logger: log})
+	eng := engine.New(engine.Config{Store: st, Logger: log, Clock: clk})
 	require.NoError(t, eng.Start(ctx))
 	t.Cleanup(eng.Stop)
 	cfg := Config{Engine: eng, Logger: log}

@@ -7,8 +7,9 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/cron"
-	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -16,7 +17,8 @@ import (
 const maxBackfill = 10000
 
 // backfill serves POST /v1/jobs/{id}/backfill: one cron run per instant of the range that
-// has none yet. Backfilled runs are cron runs of their instant, so the store's one run per
+// has none yet, up to now (scheduler.BackfillInstants: instants after now are left to the
+// schedule, and an @every job's instants are those of its own grid). Backfilled runs are cron runs of their instant, so the store's one run per
 // (job, instant) rule (invariant 4) keeps them from doubling a fire or each other.
 func (a *API) backfill(w http.ResponseWriter, r *http.Request) error {
 	var req apitype.BackfillRequest
@@ -46,21 +48,32 @@ func (a *API) backfill(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("backfill: job %s: %w", j.ID, err)
 	}
-	// The instants in [from, to]: Missed lists those in (prev, now].
-	instants, more := sc.Missed(req.From.Add(-time.Nanosecond), req.To, maxBackfill)
+	now := a.clock.Now()
+	var fired []time.Time
+	readFired := func() (err error) {
+		fired, err = a.store.FiredInstants(r.Context(), &store.FiredInstantsParams{JobID: j.ID, From: req.From, To: req.To})
+		return err
+	}
+	anchored := sc.Every() == 0 || j.NextFireAt != nil
+	if !anchored { // the fired instants anchor the grid (GridAnchor)
+		if err := readFired(); err != nil {
+			return err
+		}
+	}
+	instants, more := scheduler.BackfillInstants(sc, scheduler.GridAnchor(j, fired), req.From, req.To, now, maxBackfill)
 	if more {
 		return invalidField("to", fmt.Sprintf("the range holds more than %d instants: backfill it in parts", maxBackfill))
 	}
-	fired, err := a.store.FiredInstants(r.Context(), &store.FiredInstantsParams{JobID: j.ID, From: req.From, To: req.To})
-	if err != nil {
-		return err
+	if anchored {
+		if err := readFired(); err != nil {
+			return err
+		}
 	}
 	had := make(map[time.Time]bool, len(fired))
 	for _, t := range fired {
 		had[t.UTC()] = true
 	}
 	out := apitype.BackfillResponse{DryRun: req.DryRun, Instants: make([]apitype.BackfillInstant, len(instants))}
-	now := a.clock.Now()
 	var runs []*model.Run
 	var idx []int
 	for i, at := range instants {
@@ -68,7 +81,7 @@ func (a *API) backfill(w http.ResponseWriter, r *http.Request) error {
 		if had[at.UTC()] || req.DryRun {
 			continue
 		}
-		run := engine.NewRun(j, model.TriggerCron, nil, now, now)
+		run := scheduler.NewRun(id.New(now), j, model.TriggerCron, nil, now, now)
 		run.ScheduledFor = at
 		runs = append(runs, run)
 		idx = append(idx, i)

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 )
 
 func TestCronJobLifecycle(t *testing.T) {
@@ -247,4 +250,83 @@ func TestRateLimitedTriggers(t *testing.T) {
 	}
 	require.Equal(t, []string{"queued", "queued", "waiting"}, statuses, "two an hour: the third waits for its turn")
 	require.Equal(t, "rate_limited", codes[2])
+}
+
+// cronRunsOf lists a job's runs by the instant they are for.
+func cronRunsOf(t *testing.T, b *testBundle, jobID string) map[time.Time]*model.Run {
+	t.Helper()
+	page, err := b.store.ListRuns(t.Context(), &store.ListRunsParams{JobID: jobID, Limit: 1000})
+	require.NoError(t, err)
+	out := make(map[time.Time]*model.Run, len(page.Runs))
+	for _, r := range page.Runs {
+		out[r.ScheduledFor.UTC()] = r
+	}
+	return out
+}
+
+// TestBackfillEveryKeepsTheJobsGrid: an @every job's instants are on the grid of its own
+// fires (from its creation on), not on one anchored at the range's start, so instants that
+// fired are not listed as missing and a backfill does not run them a second time.
+func TestBackfillEveryKeepsTheJobsGrid(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	b := setupOn(t, clk, nil)
+	created := b.createJob(t, `{"name": "tick", "command": ["true"], "schedule": {"cron": "@every 10s"}}`)
+	for i := 1; i <= 3; i++ {
+		clk.Set(start.Add(time.Duration(i) * 10 * time.Second))
+		require.Eventually(t, func() bool { return len(cronRunsOf(t, b, created.Job.ID)) == i }, 10*time.Second, time.Millisecond, "fire %d", i)
+	}
+
+	body := `{"from": "2030-01-01T12:00:05Z", "to": "2030-01-01T12:00:30Z", "dry_run": true}`
+	r := b.do(t, "POST", "/v1/jobs/tick/backfill", body)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var dry apitype.BackfillResponse
+	r.decode(t, &dry)
+	var listed []time.Time
+	for _, in := range dry.Instants {
+		listed = append(listed, in.At)
+		require.True(t, in.Existed, "%s fired", in.At)
+	}
+	require.Equal(t, []time.Time{start.Add(10 * time.Second), start.Add(20 * time.Second), start.Add(30 * time.Second)}, listed)
+
+	r = b.do(t, "POST", "/v1/jobs/tick/backfill", `{"from": "2030-01-01T12:00:05Z", "to": "2030-01-01T12:00:30Z"}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var done apitype.BackfillResponse
+	r.decode(t, &done)
+	require.Zero(t, done.Created)
+	require.Len(t, cronRunsOf(t, b, created.Job.ID), 3, "no second run for a fired instant")
+}
+
+// TestBackfillStopsAtNow: a backfill reaching past now creates no run for a future
+// instant (nor lists one); those instants fire on schedule, when they come.
+func TestBackfillStopsAtNow(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
+	clk := clock.NewFake(now)
+	b := setupOn(t, clk, nil)
+	created := b.createJob(t, `{"name": "minutely", "command": ["true"], "schedule": {"cron": "* * * * *"}}`)
+
+	r := b.do(t, "POST", "/v1/jobs/minutely/backfill", `{"from": "2030-01-01T11:58:00Z", "to": "2030-01-01T12:03:00Z"}`)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var out apitype.BackfillResponse
+	r.decode(t, &out)
+	runs := cronRunsOf(t, b, created.Job.ID)
+	for at := range runs {
+		require.False(t, at.After(now), "a run for the future instant %s", at)
+	}
+	require.Len(t, runs, 3)
+	require.Equal(t, 3, out.Created)
+	var listed []time.Time
+	for _, in := range out.Instants {
+		listed = append(listed, in.At)
+	}
+	past := []time.Time{now.Add(-150 * time.Second), now.Add(-90 * time.Second), now.Add(-30 * time.Second)} // 11:58, 11:59, 12:00
+	require.Equal(t, past, listed, "instants after now are not listed")
+
+	// 12:01 fires on schedule, from the cron loop.
+	next := time.Date(2030, 1, 1, 12, 1, 0, 0, time.UTC)
+	clk.Set(next)
+	require.Eventually(t, func() bool { return cronRunsOf(t, b, created.Job.ID)[next] != nil }, 10*time.Second, time.Millisecond)
+	require.Equal(t, next, cronRunsOf(t, b, created.Job.ID)[next].CreatedAt.UTC(), "made when its instant came")
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/stint-dev/stint/apitype"
-	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -50,7 +50,7 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 		index[name] = i
 	}
 	now := a.clock.Now()
-	entries := make([]engine.GraphEntry, len(names))
+	entries := make([]scheduler.GraphEntry, len(names))
 	var errs []apitype.FieldError
 	var ups []upstreamRef
 	jobNames := make(map[string]string) // job name -> entry
@@ -88,10 +88,10 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 				keys[key] = name
 			}
 		}
-		deps := make([]engine.GraphDep, len(vj.Deps))
+		deps := make([]scheduler.GraphDep, len(vj.Deps))
 		for j, d := range vj.Deps {
 			if d.Run != "" {
-				deps[j] = engine.GraphDep{RunID: d.Run, Condition: d.Condition}
+				deps[j] = scheduler.GraphDep{RunID: d.Run, Condition: d.Condition}
 				ups = append(ups, upstreamRef{field: fmt.Sprintf("%sdepends_on[%d].run", prefix, j), runID: d.Run})
 				continue
 			}
@@ -104,15 +104,15 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 				errs = append(errs, apitype.FieldError{Field: fmt.Sprintf("%sdepends_on[%d].ref", prefix, j),
 					Message: fmt.Sprintf("self-edge: entry %q cannot depend on itself", name)})
 			}
-			deps[j] = engine.GraphDep{Entry: up, Condition: d.Condition}
+			deps[j] = scheduler.GraphDep{Entry: up, Condition: d.Condition}
 		}
-		entries[i] = engine.GraphEntry{Job: vj.Job, Run: vj.Run, Deps: deps}
+		entries[i] = scheduler.GraphEntry{Job: vj.Job, Run: vj.Run, Deps: deps}
 	}
 	if len(errs) > 0 {
 		return batchErrors(http.StatusBadRequest, errs)
 	}
-	if _, err := engine.OrderGraph(entries); err != nil {
-		var ce *engine.CycleError
+	if _, err := scheduler.OrderGraph(entries); err != nil {
+		var ce *scheduler.CycleError
 		if !errors.As(err, &ce) {
 			return err
 		}

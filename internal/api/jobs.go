@@ -12,7 +12,9 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -445,7 +447,7 @@ func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
 	// A changed schedule (or enabled flag) follows its new rule at once; any other change
 	// leaves the next fire where it was.
 	if ms.Concurrency.Key != "" && ms.Schedule != nil {
-		if _, err := engine.RenderKey(&model.Job{Spec: ms}, nil); err != nil {
+		if _, err := scheduler.RenderKey(&model.Job{Spec: ms}, nil); err != nil {
 			return invalidField("concurrency.key", err.Error()+" (over the job's args)")
 		}
 	}
@@ -557,11 +559,12 @@ func (a *API) triggerJob(w http.ResponseWriter, r *http.Request) error {
 // key names an earlier run.
 func (a *API) runNow(w http.ResponseWriter, r *http.Request, j *model.Job, trigger model.Trigger, args []byte, key string) error {
 	if j.Spec.Concurrency.Key != "" {
-		if _, err := engine.RenderKey(j, args); err != nil {
+		if _, err := scheduler.RenderKey(j, args); err != nil {
 			return invalidField("args", err.Error()+" (the job's concurrency key)")
 		}
 	}
-	run := engine.NewRun(j, trigger, args, a.clock.Now(), a.clock.Now())
+	now := a.clock.Now()
+	run := scheduler.NewRun(id.New(now), j, trigger, args, now, now)
 	run.IdempotencyKey = key
 	res, err := a.eng.Trigger(r.Context(), []*model.Run{run})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -136,10 +137,10 @@ func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time) (
 		index[n] = i
 	}
 	vp := &validPipeline{jobNames: make(map[string]string, len(names))}
-	steps := make([]engine.StepDef, len(names))
-	entries := make([]engine.GraphEntry, len(names))
+	steps := make([]scheduler.StepDef, len(names))
+	entries := make([]scheduler.GraphEntry, len(names))
 	for i, step := range names {
-		jobName := engine.StepJobName(name, step)
+		jobName := scheduler.StepJobName(name, step)
 		switch {
 		case !namePattern.MatchString(step):
 			fe.add(mapPath("steps", step), "step names %s", nameRule)
@@ -178,16 +179,16 @@ func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time) (
 				fe.add(fmt.Sprintf("%sdepends_on[%d].ref", prefix, j), "self-edge: step %q cannot depend on itself", step)
 			}
 			deps[j] = model.StepDependency{Step: d.Ref, Condition: d.Condition}
-			entries[i].Deps = append(entries[i].Deps, engine.GraphDep{Entry: up, Condition: d.Condition})
+			entries[i].Deps = append(entries[i].Deps, scheduler.GraphDep{Entry: up, Condition: d.Condition})
 		}
-		steps[i] = engine.StepDef{Name: step, Job: vj.Job.Spec, DependsOn: deps}
+		steps[i] = scheduler.StepDef{Name: step, Job: vj.Job.Spec, DependsOn: deps}
 		vp.jobNames[step] = jobName
 	}
 	if len(fe.errs) > 0 {
 		return nil, fe.errs
 	}
-	if _, err := engine.OrderGraph(entries); err != nil {
-		var ce *engine.CycleError
+	if _, err := scheduler.OrderGraph(entries); err != nil {
+		var ce *scheduler.CycleError
 		if !errors.As(err, &ce) {
 			return nil, []apitype.FieldError{{Field: "steps", Message: err.Error()}}
 		}
@@ -246,7 +247,7 @@ func (a *API) wouldBe(def *engine.PipelineDef, prev *model.Pipeline, jobIDs map[
 	if prev != nil {
 		pl.ID, pl.CreatedAt, pl.UpdatedAt = prev.ID, prev.CreatedAt, prev.UpdatedAt
 	}
-	order, err := engine.StepOrder(def.Steps)
+	order, err := scheduler.StepOrder(def.Steps)
 	if err != nil { // cannot happen: buildPipeline ordered them
 		order = def.Steps
 	}
@@ -485,7 +486,7 @@ func pipelineToAPI(pl *model.Pipeline) *apitype.Pipeline {
 		UpdatedAt:  pl.UpdatedAt.UTC(),
 	}
 	for i, s := range pl.Spec.Steps {
-		st := apitype.PipelineStep{Name: s.Name, JobID: s.JobID, JobName: engine.StepJobName(pl.Name, s.Name)}
+		st := apitype.PipelineStep{Name: s.Name, JobID: s.JobID, JobName: scheduler.StepJobName(pl.Name, s.Name)}
 		for _, d := range s.DependsOn {
 			st.DependsOn = append(st.DependsOn, apitype.Dependency{Ref: d.Step, Condition: string(d.Condition)})
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 // Limits of a job spec.
@@ -74,7 +75,7 @@ const (
 )
 
 // buildJob validates spec and turns it into a job with id, defaults and request hash filled,
-// plus its first run (via engine.NewRun) unless the job is disabled or scheduled. now is the
+// plus its first run (via scheduler.NewRun) unless the job is disabled or scheduled. now is the
 // submission time. prefix names the spec within the request ("" for POST /v1/jobs,
 // "jobs[3]." in a batch). It returns every bad field at once; with any, the job is nil.
 // depends_on entries must name runs (refs exist only in DAG requests); whether those runs
@@ -100,7 +101,7 @@ func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMo
 	}
 	job := vj.Job
 	if job.Spec.Concurrency.Key != "" { // the first run has the job's own args
-		if _, err := engine.RenderKey(job, nil); err != nil {
+		if _, err := scheduler.RenderKey(job, nil); err != nil {
 			return nil, []apitype.FieldError{{Field: prefix + "concurrency.key", Message: err.Error() + " (over the job's args)"}}
 		}
 	}
@@ -111,7 +112,7 @@ func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMo
 	case spec.Delay != nil:
 		due = now.Add(spec.Delay.Std())
 	}
-	vj.Run = engine.NewRun(job, model.TriggerSubmit, nil, due, now)
+	vj.Run = scheduler.NewRun(id.New(now), job, model.TriggerSubmit, nil, due, now)
 	if len(deps) > 0 && vj.Run.Concurrency != nil {
 		fe.add("depends_on", "a run with dependencies cannot have a concurrency or rate limit")
 		fe.add("concurrency", "a job with depends_on cannot have a concurrency or rate limit")
@@ -255,7 +256,7 @@ func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time) (*vali
 	}
 	// Cron fires run with the job's own args: they must render the key.
 	if ms.Concurrency.Key != "" && ms.Schedule != nil {
-		if _, err := engine.RenderKey(job, nil); err != nil {
+		if _, err := scheduler.RenderKey(job, nil); err != nil {
 			return nil, []apitype.FieldError{{Field: prefix + "concurrency.key", Message: err.Error() + " (over the job's args)"}}
 		}
 	}
@@ -437,7 +438,7 @@ func concurrencyToModel(c *apitype.Concurrency, fe *fieldErrors) model.Concurren
 		fe.add("concurrency.max", "must be between 0 and %d (0: unlimited for allow, 1 for the others)", maxConcurrency)
 	}
 	if c.Key != "" {
-		if _, err := engine.ParseKeyTemplate(c.Key); err != nil {
+		if _, err := scheduler.ParseKeyTemplate(c.Key); err != nil {
 			fe.add("concurrency.key", "%s", err.Error())
 		}
 	}

@@ -52,7 +52,7 @@ func TestOpenStore(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "stint.db"), "the default store lives in the data directory")
 
 	_, _, err = OpenStore(ctx, "mysql://x", dir, log)
-	require.ErrorContains(t, err, "want sqlite:///path/file.db or postgres://")
+	require.ErrorContains(t, err, "want sqlite:///path/file.db or a postgres:// URL")
 }
 
 func TestNewLogger(t *testing.T) {

@@ -60,7 +60,7 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.Var(&from, "from", "first instant of the range (RFC 3339)")
-	fl.Var(&to, "to", "last instant of the range (RFC 3339)")
+	fl.Var(&to, "to", "last instant of the range (RFC 3339); instants after now are left to the schedule")
 	fl.BoolVar(&yes, "yes", false, "create the runs (without it, only list the instants)")
 	asJSON := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {

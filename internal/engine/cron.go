@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/cron"
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
 // Cron defaults.
 const (
-	// DefaultMisfireGrace is how late an instant may fire and still count as on time.
+	// DefaultMisfireGrace is how late an instant may fire and still count as on time
+	// (scheduler.PlanFire).
 	DefaultMisfireGrace = time.Minute
-	// DefaultMisfireLimit caps the runs misfire policy run_all creates for one recovery.
-	DefaultMisfireLimit = 100
 	// fireBatch caps the jobs one fire transaction takes.
 	fireBatch = 500
 )
@@ -149,7 +150,7 @@ func (e *Engine) fireDue(ctx context.Context, now, horizon time.Time) (bool, tim
 	var held time.Time
 	fires := make([]store.Fire, 0, len(jobs))
 	for _, j := range jobs {
-		if j.NextFireAt.After(now) && runConcurrency(j, nil) != nil {
+		if j.NextFireAt.After(now) && scheduler.RunConcurrency(j, nil) != nil {
 			if held.IsZero() || j.NextFireAt.Before(held) {
 				held = *j.NextFireAt
 			}
@@ -186,22 +187,27 @@ func (e *Engine) fireDue(ctx context.Context, now, horizon time.Time) (bool, tim
 }
 
 // planFire decides what a due job fires at now: the runs for its due instants under its
-// misfire policy, and its next fire.
+// misfire policy, and its next fire. A job fired ahead of its instant (CronLead) is planned
+// as at its instant, its run scheduled for it.
 func (e *Engine) planFire(j *model.Job, now time.Time) store.Fire {
 	f := store.Fire{JobID: j.ID, Expect: *j.NextFireAt}
+	at := now
+	if j.NextFireAt.After(now) {
+		at = *j.NextFireAt
+	}
 	var fire []time.Time
-	fire, f.Next = e.planInstants("job", j.ID, j.Name, j.Spec.Schedule, *j.NextFireAt, now)
+	fire, f.Next = e.planInstants("job", j.ID, j.Name, j.Spec.Schedule, *j.NextFireAt, at)
 	for _, at := range fire {
-		r := NewRun(j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
-		r.ScheduledFor = at                             // the instant it fires for: one run per (job, instant)
+		r := scheduler.NewRun(id.New(now), j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
+		r.ScheduledFor = at                                                    // the instant it fires for: one run per (job, instant)
 		f.Runs = append(f.Runs, r)
 	}
 	return f
 }
 
-// planInstants decides which instants of schedule s, due since due, fire at now under its
-// misfire policy, and where the schedule goes next (nil: nowhere). kind, id and name name
-// the job or pipeline in logs.
+// planInstants returns which instants of schedule s, due since due, fire at now
+// (scheduler.PlanFire decides), and where the schedule goes next (nil: nowhere); it logs
+// and counts a misfire. kind, id and name name the job or pipeline in logs.
 func (e *Engine) planInstants(kind, id, name string, s *model.Schedule, due, now time.Time) ([]time.Time, *time.Time) {
 	sc, err := e.sched.get(s)
 	if err != nil {
@@ -209,43 +215,19 @@ func (e *Engine) planInstants(kind, id, name string, s *model.Schedule, due, now
 		e.log.Error("cron schedule no longer parses; it stops firing", kind, id, "cron", s.Cron, "timezone", s.Timezone, "err", err)
 		return nil, nil
 	}
-	var next *time.Time
-	limit := s.MisfireLimit
-	if limit <= 0 {
-		limit = DefaultMisfireLimit
-	}
-	missed, more := sc.Missed(due, now, limit)
-	instants := append([]time.Time{due}, missed...)
-	last := instants[len(instants)-1]
-	if n := sc.NextAfter(last, now); !n.IsZero() {
-		next = &n
-	}
-	grace := e.cfg.MisfireGrace
-	var fire []time.Time
-	switch {
-	case len(instants) == 1 && now.Sub(due) <= grace:
-		fire = instants // on time
-	case s.Misfire == model.MisfireSkip:
-		if !more && now.Sub(last) <= grace {
-			fire = []time.Time{last} // the newest instant is on time; the others are dropped
-		}
-	case s.Misfire == model.MisfireRunAll:
-		fire = instants[:min(len(instants), limit)]
-	default: // run_once
-		fire = []time.Time{due}
-	}
-	if len(instants) > 1 || now.Sub(due) > grace {
-		e.cronMissed.Add(uint64(len(instants)))
-		e.cronDropped.Add(uint64(len(instants) - len(fire)))
-		count := fmt.Sprint(len(instants))
-		if more {
+	p := scheduler.PlanFire(sc, s, due, now, e.cfg.MisfireGrace)
+	if p.Missed > 0 || p.Dropped > 0 {
+		e.cronMissed.Add(uint64(p.Missed))
+		e.cronDropped.Add(uint64(p.Dropped))
+		count := fmt.Sprint(p.Missed)
+		if p.More {
 			count += "+"
 		}
 		e.log.Warn("cron misfire: instants missed while no server fired them",
 			kind, id, "name", name, "policy", misfirePolicy(s), "missed", count,
-			"first", due.UTC(), "runs", len(fire), "limit", limit)
+			"first", due.UTC(), "runs", len(p.Fire), "dropped", p.Dropped, "limit", scheduler.MisfireLimit(s))
 	}
-	return fire, next
+	return p.Fire, p.Next
 }
 
 func misfirePolicy(s *model.Schedule) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -111,6 +112,64 @@ func TestCronMisfirePolicies(t *testing.T) {
 	}
 }
 
+// TestCronGraceAfterOutage: an instant late by at most the misfire grace (a minute) fires
+// under every policy; the policy decides only about the instants later than that.
+func TestCronGraceAfterOutage(t *testing.T) {
+	every := func(d time.Duration, from, to time.Time) []time.Time {
+		var out []time.Time
+		for at := from; !at.After(to); at = at.Add(d) {
+			out = append(out, at)
+		}
+		return out
+	}
+	// A 20 s outage of an @every 1s job: its 21 instants, t0-20s .. t0, are each at most
+	// 20 s late.
+	short := t0.Add(-20 * time.Second)
+	all := every(time.Second, short, t0)
+	// A 2 min outage of an @every 10s job: t0-120s .. t0-70s (6) are late, t0-60s .. t0 (7)
+	// on time.
+	long := t0.Add(-2 * time.Minute)
+	late, onTime := every(10*time.Second, long, t0.Add(-70*time.Second)), every(10*time.Second, t0.Add(-time.Minute), t0)
+	cases := []struct {
+		name  string
+		sched model.Schedule
+		due   time.Time
+		want  []time.Time
+		stats model.CronStats
+	}{
+		{"20s skip", model.Schedule{Cron: "@every 1s", Misfire: model.MisfireSkip}, short, all, model.CronStats{Runs: 21}},
+		{"20s run_once", model.Schedule{Cron: "@every 1s"}, short, all, model.CronStats{Runs: 21}},
+		{"20s run_all", model.Schedule{Cron: "@every 1s", Misfire: model.MisfireRunAll}, short, all, model.CronStats{Runs: 21}},
+		// The limit caps on-time runs too; the count of dropped ones stops at limit + 1.
+		{"20s run_once over its limit", model.Schedule{Cron: "@every 1s", MisfireLimit: 5}, short, all[:5],
+			model.CronStats{Runs: 5, Dropped: 1}},
+		{"2m skip", model.Schedule{Cron: "@every 10s", Misfire: model.MisfireSkip}, long, onTime,
+			model.CronStats{Runs: 7, Missed: 6, Dropped: 6}},
+		{"2m run_once", model.Schedule{Cron: "@every 10s"}, long, append([]time.Time{long}, onTime...),
+			model.CronStats{Runs: 8, Missed: 6, Dropped: 5}},
+		{"2m run_all", model.Schedule{Cron: "@every 10s", Misfire: model.MisfireRunAll}, long, append(late, onTime...),
+			model.CronStats{Runs: 13, Missed: 6}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, b := setup(t)
+			j := cronJob(t, e, b, tc.sched, model.Concurrency{}, &tc.due)
+			next := t0.Add(time.Second)
+			if tc.due == long {
+				next = t0.Add(10 * time.Second)
+			}
+			waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(next) }, "recovered in one step, on the job's grid")
+			var got []time.Time
+			for _, r := range runsOf(t, b, j.ID) {
+				got = append(got, r.ScheduledFor)
+			}
+			slices.SortFunc(got, time.Time.Compare)
+			require.Equal(t, tc.want, got)
+			waitFor(t, func() bool { return e.CronStats() == tc.stats }, fmt.Sprintf("stats %+v", e.CronStats()))
+		})
+	}
+}
+
 func nextAfter(t *testing.T, s model.Schedule, now time.Time) time.Time {
 	t.Helper()
 	var sc schedules
@@ -124,7 +183,7 @@ func TestCronMissedForAYearRecoversAtOnce(t *testing.T) {
 	yearAgo := t0.AddDate(-1, 0, 0)
 	j := cronJob(t, e, b, model.Schedule{Cron: "* * * * * *", Misfire: model.MisfireRunAll}, model.Concurrency{}, &yearAgo)
 	waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(t0.Add(time.Second)) }, "next fire is the next second")
-	require.Len(t, runsOf(t, b, j.ID), DefaultMisfireLimit, "run_all stops at its cap")
+	require.Len(t, runsOf(t, b, j.ID), scheduler.DefaultMisfireLimit, "run_all stops at its cap")
 }
 
 func TestCronConcurrencyPolicies(t *testing.T) {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -233,37 +232,6 @@ func (e *Engine) Stop() {
 // Changes returns a channel closed at the next change of any run's state or logs. Followers
 // take it, read, and wait on it when there is nothing new.
 func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
-
-// NewRun builds a run of job due at due (zero: now): queued when due, scheduled with
-// not_due otherwise.
-func NewRun(job *model.Job, trigger model.Trigger, args json.RawMessage, due, now time.Time) *model.Run {
-	if due.IsZero() || due.Before(now) {
-		due = now
-	}
-	if args == nil {
-		args = job.Spec.Args
-	}
-	maxAttempts := job.Spec.Retry.MaxAttempts
-	if maxAttempts < 1 {
-		maxAttempts = 1
-	}
-	r := &model.Run{
-		ID:           id.New(now),
-		JobID:        job.ID,
-		JobName:      job.Name,
-		Namespace:    job.Namespace,
-		Queue:        job.Spec.Queue,
-		Priority:     job.Spec.Priority,
-		Trigger:      trigger,
-		Args:         args,
-		ScheduledFor: due,
-		CreatedAt:    now,
-		MaxAttempts:  maxAttempts,
-		Concurrency:  runConcurrency(job, args),
-	}
-	scheduler.Release(r, now)
-	return r
-}
 
 // SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
 func (e *Engine) SubmitJobs(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {

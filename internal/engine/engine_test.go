@@ -13,6 +13,7 @@ import (
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/store/sqlite"
 )
@@ -65,7 +66,7 @@ func submit(t *testing.T, e *Engine, b *testBundle, due time.Time, retry model.R
 		Spec:      model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: retry},
 		CreatedAt: now, UpdatedAt: now,
 	}
-	run := NewRun(job, model.TriggerSubmit, nil, due, now)
+	run := scheduler.NewRun(id.New(now), job, model.TriggerSubmit, nil, due, now)
 	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: run}})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -117,7 +118,7 @@ func TestPendingReasonsFromTheStore(t *testing.T) {
 		jobID := id.New(now)
 		job := &model.Job{ID: jobID, Namespace: model.DefaultNamespace, Name: jobID, Enabled: true,
 			Spec: model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Requirements: req}, CreatedAt: now, UpdatedAt: now}
-		res, err := e.SubmitJobs(ctx, []store.NewJob{{Job: job, Run: NewRun(job, model.TriggerSubmit, nil, time.Time{}, now)}})
+		res, err := e.SubmitJobs(ctx, []store.NewJob{{Job: job, Run: scheduler.NewRun(id.New(now), job, model.TriggerSubmit, nil, time.Time{}, now)}})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 		return res[0].Run

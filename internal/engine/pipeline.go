@@ -7,21 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
-
-// StepDef is one step of a pipeline as a user writes it: the job it runs and the steps it
-// waits for.
-type StepDef struct {
-	Name      string
-	Job       model.JobSpec
-	DependsOn []model.StepDependency
-}
 
 // PipelineDef is a pipeline as a user writes it.
 type PipelineDef struct {
@@ -30,50 +22,7 @@ type PipelineDef struct {
 	Enabled   bool
 	Schedule  *model.Schedule
 	Args      json.RawMessage // a JSON object, or empty
-	Steps     []StepDef
-}
-
-// StepJobName is the name of the job that runs step of pipeline (in its namespace).
-func StepJobName(pipeline, step string) string { return pipeline + "." + step }
-
-// StepOrder returns the steps in an order where each follows the steps it depends on,
-// keeping the given order where it can (OrderGraph). It fails on a dependency on an unknown
-// step or on the step itself, and on a cycle, naming its steps.
-func StepOrder(steps []StepDef) ([]StepDef, error) {
-	index := make(map[string]int, len(steps))
-	for i, s := range steps {
-		index[s.Name] = i
-	}
-	entries := make([]GraphEntry, len(steps))
-	for i, s := range steps {
-		for _, d := range s.DependsOn {
-			j, ok := index[d.Step]
-			switch {
-			case d.Step == s.Name:
-				return nil, fmt.Errorf("step %q depends on itself", s.Name)
-			case !ok:
-				return nil, fmt.Errorf("step %q depends on %q: no such step", s.Name, d.Step)
-			}
-			entries[i].Deps = append(entries[i].Deps, GraphDep{Entry: j, Condition: d.Condition})
-		}
-	}
-	order, err := OrderGraph(entries)
-	var cycle *CycleError
-	if errors.As(err, &cycle) {
-		names := make([]string, len(cycle.Path))
-		for k, i := range cycle.Path {
-			names[k] = steps[i].Name
-		}
-		return nil, fmt.Errorf("steps depend on each other in a cycle: %s", strings.Join(names, " -> "))
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]StepDef, len(order))
-	for k, i := range order {
-		out[k] = steps[i]
-	}
-	return out, nil
+	Steps     []scheduler.StepDef
 }
 
 // PutPipeline creates or replaces a pipeline and the jobs of its steps: each step runs a
@@ -81,7 +30,7 @@ func StepOrder(steps []StepDef) ([]StepDef, error) {
 // that name that is not already a step of this pipeline is a model.ErrConflict. Steps
 // removed from the definition keep their jobs (and history).
 func (e *Engine) PutPipeline(ctx context.Context, def *PipelineDef) (*model.Pipeline, bool, error) {
-	order, err := StepOrder(def.Steps)
+	order, err := scheduler.StepOrder(def.Steps)
 	if err != nil {
 		return nil, false, fmt.Errorf("pipeline %q: %w", def.Name, err)
 	}
@@ -116,8 +65,8 @@ func (e *Engine) PutPipeline(ctx context.Context, def *PipelineDef) (*model.Pipe
 }
 
 // putStepJob creates or updates the job of one step.
-func (e *Engine) putStepJob(ctx context.Context, def *PipelineDef, sd StepDef, owned map[string]bool, now time.Time) (*model.Job, error) {
-	name := StepJobName(def.Name, sd.Name)
+func (e *Engine) putStepJob(ctx context.Context, def *PipelineDef, sd scheduler.StepDef, owned map[string]bool, now time.Time) (*model.Job, error) {
+	name := scheduler.StepJobName(def.Name, sd.Name)
 	spec := sd.Job
 	spec.Schedule = nil // the pipeline's schedule triggers it
 	j, err := e.store.GetJob(ctx, &store.GetJobParams{Namespace: def.Namespace, IDOrName: name})
@@ -173,7 +122,7 @@ func (e *Engine) startPipelineRun(ctx context.Context, pl *model.Pipeline, trigg
 		if err != nil {
 			return nil, fmt.Errorf("pipeline %s: step %q: %w", pl.Name, st.Name, err)
 		}
-		r := NewRun(j, model.TriggerPipeline, stepArgs, at, now)
+		r := scheduler.NewRun(id.New(now), j, model.TriggerPipeline, stepArgs, at, now)
 		for _, d := range st.DependsOn {
 			r.DependsOn = append(r.DependsOn, model.Dependency{RunID: byStep[d.Step].ID, Condition: d.Condition})
 		}
@@ -314,7 +263,7 @@ func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.
 	for i, n := range names {
 		byRun[pr.Steps[n].ID] = i
 	}
-	entries := make([]GraphEntry, len(names))
+	entries := make([]scheduler.GraphEntry, len(names))
 	for i, n := range names {
 		r, err := e.store.GetRun(ctx, pr.Steps[n].ID)
 		if err != nil {
@@ -322,11 +271,11 @@ func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.
 		}
 		for _, d := range r.DependsOn {
 			if j, ok := byRun[d.RunID]; ok {
-				entries[i].Deps = append(entries[i].Deps, GraphDep{Entry: j, Condition: d.Condition})
+				entries[i].Deps = append(entries[i].Deps, scheduler.GraphDep{Entry: j, Condition: d.Condition})
 			}
 		}
 	}
-	order, err := OrderGraph(entries)
+	order, err := scheduler.OrderGraph(entries)
 	if err != nil {
 		return nil, fmt.Errorf("retry pipeline run %s: %w", id, err)
 	}

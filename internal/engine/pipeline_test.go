@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -19,7 +21,7 @@ func etl(schedule *model.Schedule) *PipelineDef {
 	return &PipelineDef{
 		Namespace: model.DefaultNamespace, Name: "etl", Enabled: true, Schedule: schedule,
 		Args: json.RawMessage(`{"day": "today", "env": "prod"}`),
-		Steps: []StepDef{
+		Steps: []scheduler.StepDef{
 			{Name: "load", Job: noop, DependsOn: []model.StepDependency{{Step: "transform", Condition: model.CondSucceeded}}},
 			{Name: "transform", Job: noop, DependsOn: []model.StepDependency{{Step: "extract", Condition: model.CondSucceeded}}},
 			{Name: "extract", Job: noop},
@@ -84,7 +86,7 @@ func submitNamed(t *testing.T, e *Engine, b *testBundle, name string) {
 	now := b.clk.Now()
 	job := &model.Job{ID: name + "-id", Namespace: model.DefaultNamespace, Name: name, Enabled: true,
 		Spec: model.JobSpec{Handler: "noop", Queue: model.DefaultQueue}, CreatedAt: now, UpdatedAt: now}
-	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: NewRun(job, model.TriggerSubmit, nil, time.Time{}, now)}})
+	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: scheduler.NewRun(id.New(now), job, model.TriggerSubmit, nil, time.Time{}, now)}})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 }

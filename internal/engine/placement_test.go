@@ -9,6 +9,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -29,7 +30,7 @@ func submitNeeding(t *testing.T, e *Engine, b *testBundle, req model.Requirement
 		Spec:      model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Requirements: req, Retry: model.RetryPolicy{MaxAttempts: 1}},
 		CreatedAt: now, UpdatedAt: now,
 	}
-	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: NewRun(job, model.TriggerSubmit, nil, time.Time{}, now)}})
+	res, err := e.SubmitJobs(context.Background(), []store.NewJob{{Job: job, Run: scheduler.NewRun(id.New(now), job, model.TriggerSubmit, nil, time.Time{}, now)}})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	return res[0].Run

@@ -120,7 +120,7 @@ func (e *Engine) Plan(ctx context.Context, job *model.Job, run *model.Run, fires
 // none, so no run counts yet). It returns nil when the limit has room, or when the limit is
 // not one it counts (see Plan).
 func (e *Engine) concurrencyHold(ctx context.Context, job, existing *model.Job) (*Hold, error) {
-	rc := runConcurrency(job, nil)
+	rc := scheduler.RunConcurrency(job, nil)
 	if existing == nil || rc == nil || rc.Max == 0 || rc.Max > maxPlanCount || job.Spec.Concurrency.Key != "" {
 		return nil, nil
 	}

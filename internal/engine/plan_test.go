@@ -9,6 +9,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -26,7 +27,7 @@ func planJob(name string, spec model.JobSpec, due, now time.Time) (*model.Job, *
 		j.NextFireAt = NextFireAt(j, now)
 		return j, nil
 	}
-	return j, NewRun(j, model.TriggerSubmit, nil, due, now)
+	return j, scheduler.NewRun(id.New(now), j, model.TriggerSubmit, nil, due, now)
 }
 
 func TestPlanPlacement(t *testing.T) {

@@ -1,4 +1,4 @@
-package engine
+package scheduler
 
 import (
 	"bytes"
@@ -54,11 +54,11 @@ func RenderKey(job *model.Job, args json.RawMessage) (string, error) {
 	return b.String(), nil
 }
 
-// runConcurrency is the limit a new run of job with args counts against: Max runs at once
+// RunConcurrency is the limit a new run of job with args counts against: Max runs at once
 // per key (for allow, 0 means no limit; the other policies default to 1) and the job's rate
 // limit; nil when the job sets neither. A key template that does not render (the API
 // refuses such args before) falls back to the job's own key, so the limit still holds.
-func runConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency {
+func RunConcurrency(job *model.Job, args json.RawMessage) *model.RunConcurrency {
 	c := job.Spec.Concurrency
 	policy := model.ConcurrencyPolicy(c.Policy)
 	if policy == "" {
