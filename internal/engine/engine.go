@@ -81,8 +81,7 @@ type Engine struct {
 	timers  *broadcast // the earliest due time or lease expiry may have moved earlier
 	changes *broadcast // a run changed state or got log output (followers)
 
-	schedChanged *broadcast // a job's next fire may have moved earlier
-	sched        schedules
+	schedChanged *broadcast  // a job's next fire may have moved earlier
 	rateQueues   atomic.Bool // some queue has a rate limit (leases then watch for turns)
 
 	cronRuns, cronMissed, cronDropped atomic.Uint64 // see CronStats
@@ -92,6 +91,7 @@ type Engine struct {
 	promoter       *service.Promoter
 	rescuer        *service.Rescuer
 	releaser       *service.Releaser
+	cron           *service.CronFirer
 	leaderServices []leaderService
 
 	mu      sync.Mutex
@@ -199,7 +199,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 	}
 	e.wakeFor(admitted)
-	e.goLoop(ctx, e.cronLoop)
 	// Leadership (issue 11) will call this when this server becomes the leader, instead of
 	// Start: the leader services act on the whole cluster's runs.
 	if err := e.startLeaderServices(ctx); err != nil {
@@ -477,32 +476,6 @@ func (e *Engine) DrainWorker(ctx context.Context, workerID string) error {
 	}
 	e.mu.Unlock()
 	return nil
-}
-
-// sleepUntil waits until the clock reads until, a wake-up on wake, or ctx's end. The loops
-// work out until from a reading of the clock and then query the store: a timer set for a
-// duration from that reading would oversleep by the time the queries took (and, on a fake
-// clock, by however far a test moved it meanwhile). It reports false when ctx ended.
-func (e *Engine) sleepUntil(ctx context.Context, wake <-chan struct{}, until time.Time) bool {
-	t := e.clock.NewTimerAt(until)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-wake:
-	case <-t.C():
-	}
-	return true
-}
-
-// retryLater logs a loop's store error and pauses a second, so a store outage neither spins
-// nor kills the loop.
-func (e *Engine) retryLater(ctx context.Context, what string, err error) {
-	if errors.Is(err, context.Canceled) {
-		return
-	}
-	e.log.Error(what, "err", err)
-	e.sleepUntil(ctx, nil, e.clock.Now().Add(time.Second))
 }
 
 // ListQueues lists queues with their depth by status.

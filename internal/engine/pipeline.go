@@ -164,64 +164,6 @@ func mergeArgs(base, over json.RawMessage) (json.RawMessage, error) {
 	return out, nil
 }
 
-// firePipelines fires the pipelines due by now, and returns whether it fired any and the
-// earliest instant of a pipeline due by horizon but not yet by now (pipelines fire at their
-// instant: their runs depend on each other, so there is nothing to create ahead).
-func (e *Engine) firePipelines(ctx context.Context, now, horizon time.Time) (bool, time.Time, error) {
-	pls, err := e.store.DuePipelines(ctx, horizon, fireBatch)
-	if err != nil {
-		return false, time.Time{}, err
-	}
-	var (
-		held  time.Time
-		fired bool
-	)
-	for _, pl := range pls {
-		due := *pl.NextFireAt
-		if due.After(now) {
-			if held.IsZero() || due.Before(held) {
-				held = due
-			}
-			continue
-		}
-		instants, next := e.planInstants("pipeline", pl.ID, pl.Name, pl.Spec.Schedule, due, now)
-		if len(instants) == 0 {
-			// Nothing to fire (skipped by misfire policy): move the schedule on alone.
-			if _, err := e.store.SetPipelineNextFire(ctx, pl.ID, due, next); err != nil {
-				return fired, held, err
-			}
-			fired = true
-			continue
-		}
-		for i, at := range instants {
-			// The first run's transaction moves the schedule (compare and set on the
-			// instant read); the unique (pipeline, instant) keeps the others to one each.
-			var fireNext *time.Time
-			if i == 0 {
-				fireNext = next
-				if fireNext == nil {
-					fireNext = &time.Time{} // no further instant
-				}
-			}
-			_, err := e.startPipelineRun(ctx, pl, model.TriggerCron, nil, at, now, fireNext)
-			switch {
-			case errors.Is(err, store.ErrStale):
-				e.log.Debug("pipeline already fired for its instant", "pipeline", pl.ID, "at", at)
-				if i == 0 {
-					break // another server fired it
-				}
-				continue
-			case err != nil:
-				return fired, held, err
-			default:
-				e.cronRuns.Add(uint64(len(pl.Spec.Steps)))
-			}
-			fired = true
-		}
-	}
-	return fired, held, nil
-}
-
 // CancelPipelineRun cancels the steps of a pipeline run that have not ended (running ones
 // are stopped by their workers); steps waiting on them are skipped. It returns the
 // pipeline run after.

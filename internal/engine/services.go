@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/service"
@@ -41,11 +42,28 @@ func (e *Engine) newServices() {
 		OnReleased: e.wakeFor,
 		OnTurn:     e.work.Notify,
 	})
-	e.leaderServices = []leaderService{e.promoter, e.rescuer, e.releaser}
+	e.cron = service.NewCronFirer(service.CronFirerConfig{
+		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.schedChanged.Wait, IdleWait: idle,
+		Lead: e.cfg.CronLead, MisfireGrace: e.cfg.MisfireGrace,
+		StartPipelineRun: func(ctx context.Context, pl *model.Pipeline, at, now time.Time, fireNext *time.Time) error {
+			_, err := e.startPipelineRun(ctx, pl, model.TriggerCron, nil, at, now, fireNext)
+			return err
+		},
+		OnFired: func(created, replaced []*model.Run) {
+			e.wakeFor(created)
+			e.pushCancels(replaced)
+		},
+		OnCount: func(d model.CronStats) {
+			e.cronRuns.Add(d.Runs)
+			e.cronMissed.Add(d.Missed)
+			e.cronDropped.Add(d.Dropped)
+		},
+	})
+	e.leaderServices = []leaderService{e.promoter, e.rescuer, e.releaser, e.cron}
 }
 
 // startLeaderServices starts the services that act on every run of the cluster (promote,
-// rescue, release). Today every server runs them, and Start calls this; with leader
+// rescue, release, cron). Today every server runs them, and Start calls this; with leader
 // election (issue 11) the server that wins leadership will call it instead, and stop them
 // with stopLeaderServices when it loses leadership (a service starts once, so winning it
 // again means newServices first). Their work is idempotent, so two servers running them

@@ -132,6 +132,7 @@ type fakeStore struct {
 	nextRelease     func(ctx context.Context) (time.Time, bool, error)
 	releaseDue      func(ctx context.Context, now time.Time) ([]*model.Run, error)
 	nextQueueTurn   func(ctx context.Context, now time.Time) (time.Time, bool, error)
+	nextFire        func(ctx context.Context) (time.Time, bool, error)
 }
 
 func (f *fakeStore) NextDue(ctx context.Context) (time.Time, bool, error) {
@@ -196,6 +197,37 @@ func (f *fakeStore) NextQueueTurn(ctx context.Context, now time.Time) (time.Time
 		return time.Time{}, false, nil
 	}
 	return f.nextQueueTurn(ctx, now)
+}
+
+// The cron firer's other store methods find nothing due.
+
+func (f *fakeStore) DueJobs(context.Context, *store.DueJobsParams) ([]*model.Job, error) {
+	f.calls.Add(1)
+	return nil, nil
+}
+
+func (f *fakeStore) FireJobs(context.Context, *store.FireJobsParams) ([]store.FireResult, error) {
+	f.calls.Add(1)
+	return nil, nil
+}
+
+// NextFire ignores after: the tests that use the fake set no lead.
+func (f *fakeStore) NextFire(ctx context.Context, _ time.Time) (time.Time, bool, error) {
+	f.calls.Add(1)
+	if f.nextFire == nil {
+		return time.Time{}, false, nil
+	}
+	return f.nextFire(ctx)
+}
+
+func (f *fakeStore) DuePipelines(context.Context, time.Time, int) ([]*model.Pipeline, error) {
+	f.calls.Add(1)
+	return nil, nil
+}
+
+func (f *fakeStore) SetPipelineNextFire(context.Context, string, time.Time, *time.Time) (bool, error) {
+	f.calls.Add(1)
+	return true, nil
 }
 
 // failOnce makes the first call of a store method fail with errOutage and passes the rest
