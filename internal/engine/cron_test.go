@@ -56,27 +56,6 @@ func nextFireOf(t *testing.T, b *testBundle, jobID string) *time.Time {
 	return j.NextFireAt
 }
 
-func TestCronFiresEachInstantOnce(t *testing.T) {
-	e, b := setup(t) // t0 = 2026-03-01 12:00 UTC
-	// Every 7 minutes: no instant coincides with an idle loop's timer (MaxLeaseWait*10 = 5m),
-	// so a timer due at an instant is the cron loop sleeping until it.
-	j := cronJob(t, e, b, model.Schedule{Cron: "*/7 * * * *", Timezone: "Europe/Berlin"}, model.Concurrency{}, nil)
-	first := t0.Add(7 * time.Minute)
-	require.Equal(t, first, *j.NextFireAt)
-	require.Empty(t, runsOf(t, b, j.ID), "nothing fires before the instant")
-
-	for i, at := range []time.Time{first, first.Add(7 * time.Minute), first.Add(14 * time.Minute)} {
-		waitTimer(t, b, at) // the loop sleeps until exactly the next fire
-		b.clk.Set(at)
-		waitFor(t, func() bool { return len(runsOf(t, b, j.ID)) == i+1 }, fmt.Sprintf("a run per instant (%d); pending timers %v", i, b.clk.Pending()))
-		r := runsOf(t, b, j.ID)[i]
-		require.Equal(t, model.TriggerCron, r.Trigger)
-		require.Equal(t, at, r.ScheduledFor, "the run is for its instant")
-		require.Equal(t, model.RunQueued, r.Status)
-		waitFor(t, func() bool { n := nextFireOf(t, b, j.ID); return n != nil && n.Equal(at.Add(7*time.Minute)) }, "the next fire moved on")
-	}
-}
-
 func TestCronMisfirePolicies(t *testing.T) {
 	// The server was down from 11:00 to 12:02: the instants 11:00, 11:05, ..., 12:00 (13 of
 	// them) were missed.

@@ -9,16 +9,21 @@
 //     fired the moment a run becomes queued (a submission, a promotion, a retry), so no
 //     worker polls on an interval. Cancel requests for a worker's runs are pushed to its
 //     outstanding long poll.
-//   - Timers. The promoter sleeps until the earliest scheduled run is due and moves due runs
-//     to queued; the rescuer sleeps until the earliest lease expires and ends expired
-//     attempts as lost. Both are woken early when the earliest time changes. Time comes
-//     from an injected clock.
+//   - Services. The background loops are internal/service's services, which the engine
+//     builds over its store, clock and broadcasts and keeps in leaderServices: the promoter
+//     (scheduled runs become queued when due), the rescuer (expired leases end as lost),
+//     the releaser (rate-limited runs and queues get their turns) and the cron firer (jobs'
+//     and pipelines' schedules). Each sleeps until its next instant on the injected clock
+//     and is woken early by the broadcast of a change that may bring it earlier; what it
+//     finds comes back through callbacks (wake workers, push lost attempts and cancels,
+//     count CronStats). Start starts them through startLeaderServices, the call leader
+//     election (issue 11) will make on the leader alone; Stop stops them.
 //
 // The engine speaks model and store types only: it imports neither apitype nor worker
 // (internal/archtest checks it). Its worker methods (Register, Lease, Heartbeat, AppendLogs,
 // Complete) take and return domain values and errors such as ErrUnknownWorker (a
 // model.ErrNotFound); internal/api.Protocol translates them to and from the worker protocol,
 // for the HTTP worker routes and for the server's own local worker alike. Every write of
-// the API goes through an engine method, so this package alone decides which of its loops
-// (workers' long polls, promoter, rescuer, cron loop) a change wakes.
+// the API goes through an engine method, so this package alone decides what a change wakes
+// (workers' long polls, promoter, rescuer, releaser, cron firer).
 package engine

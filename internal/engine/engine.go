@@ -328,7 +328,7 @@ func (e *Engine) DeleteJob(ctx context.Context, jobID string) ([]*model.Run, err
 
 // DeletePipeline deletes a pipeline and the jobs of its steps, cancelling their active runs
 // (running ones are stopped by their workers); the runs stay, as history. A pipeline or a
-// step job already gone is no error. It returns the runs it cancelled. The cron loop is not
+// step job already gone is no error. It returns the runs it cancelled. The cron firer is not
 // woken: a deletion only moves the earliest fire later, and the loop finds nothing due then.
 func (e *Engine) DeletePipeline(ctx context.Context, pl *model.Pipeline) ([]*model.Run, error) {
 	if err := e.store.DeletePipeline(ctx, pl.ID); err != nil && !errors.Is(err, model.ErrNotFound) {
@@ -373,7 +373,7 @@ func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*
 	return runs, nil
 }
 
-// pushLost tells the workers of attempts the rescue loop ended as lost, through their
+// pushLost tells the workers of attempts the rescuer ended as lost, through their
 // outstanding long poll, to kill them: a worker that is still polling but whose heartbeats
 // did not arrive for a whole lease TTL would otherwise learn it at its next heartbeat.
 func (e *Engine) pushLost(runs []*model.Run) {

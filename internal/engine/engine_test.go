@@ -110,11 +110,12 @@ func getRun(t *testing.T, b *testBundle, runID string) *model.Run {
 	return r
 }
 
-// The engine's loops read the time, work out how long to sleep and then set a timer for that
-// long. A test moves the fake clock only once the loop that must act sleeps on a timer that
-// the move fires (waitTimer, waitTimerBy): a loop caught between reading the time and setting
-// its timer would measure its wait from the old time but set the timer from the new one, and
-// sleep past the instant the test moved to, however often the clock is set to it again.
+// The engine's services (internal/service) read the time, work out how long to sleep and
+// then set a timer. A test moves the fake clock only once the service that must act sleeps
+// on a timer that the move fires (waitTimer, waitTimerBy): a service caught between reading
+// the time and setting its timer would work out its wait from the old time, and sleep past
+// the instant the test moved to. The services' own tests wait on their Slept signal
+// instead; these tests of the whole engine look at the fake clock's pending timers.
 
 // waitTimer waits until some service sleeps on a fake-clock timer due at at.
 func waitTimer(t *testing.T, b *testBundle, at time.Time) {

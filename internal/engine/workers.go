@@ -161,7 +161,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 				return nil, fmt.Errorf("lease for %s: %w", workerID, err)
 			}
 			if len(leased.Leases) < p.Max && e.rateQueues.Load() {
-				e.timers.Notify() // a rate-limited queue may have run out of turns: see releaseLoop
+				e.timers.Notify() // a rate-limited queue may have run out of turns: see service.Releaser
 			}
 			resp.Leases = append(resp.Leases, leased.Leases...)
 			if len(leased.Leases) > 0 {

@@ -85,28 +85,33 @@ func TestCronFirer(t *testing.T) {
 		return *j.NextFireAt
 	}
 
-	t.Run("sleeps until the earliest fire and fires then", func(t *testing.T) {
+	t.Run("sleeps until the earliest fire and fires each instant once", func(t *testing.T) {
 		t.Parallel()
 		c, b := setup(t)
-		instant := t0.Add(7 * time.Minute)
-		j := cronJob(t, b, "every7", "*/7 * * * *", instant, model.Concurrency{})
+		first := t0.Add(7 * time.Minute)
+		j := newJob(t, b.store, "every7", func(j *model.Job) {
+			j.Spec.Schedule = &model.Schedule{Cron: "*/7 * * * *", Timezone: "Europe/Berlin"}
+			j.NextFireAt = &first
+		})
 		start(t, c)
 
-		require.Equal(t, instant, c.TestSignals.Slept.WaitOrTimeout())
-		require.Empty(t, runsOf(t, b, j.ID), "nothing fires before the instant")
-		b.clk.Set(instant)
-		require.Equal(t, CronPass{Now: instant, Jobs: 1}, c.TestSignals.Fired.WaitOrTimeout())
-		runs := runsOf(t, b, j.ID)
-		require.Len(t, runs, 1)
-		require.Equal(t, model.TriggerCron, runs[0].Trigger)
-		require.Equal(t, instant, runs[0].ScheduledFor)
-		require.Equal(t, model.RunQueued, runs[0].Status)
-		require.Equal(t, instant.Add(7*time.Minute), nextFireOf(t, b, j.ID))
-		require.Len(t, b.fired.all(), 1)
-		require.Equal(t, runs[0].ID, b.fired.all()[0].created[0].ID)
-		require.Equal(t, []model.CronStats{{Runs: 1}}, b.counts.all())
-
-		require.Equal(t, instant.Add(7*time.Minute), c.TestSignals.Slept.WaitOrTimeout(), "then until the next instant")
+		for i, at := range []time.Time{first, first.Add(7 * time.Minute), first.Add(14 * time.Minute)} {
+			require.Equal(t, at, c.TestSignals.Slept.WaitOrTimeout(), "asleep until exactly the next fire")
+			require.Len(t, runsOf(t, b, j.ID), i, "nothing fires before the instant")
+			b.clk.Set(at)
+			require.Equal(t, CronPass{Now: at, Jobs: 1}, c.TestSignals.Fired.WaitOrTimeout())
+			runs := runsOf(t, b, j.ID) // newest first
+			require.Len(t, runs, i+1)
+			require.Equal(t, model.TriggerCron, runs[0].Trigger)
+			require.Equal(t, at, runs[0].ScheduledFor, "the run is for its instant")
+			require.Equal(t, model.RunQueued, runs[0].Status)
+			require.Equal(t, at.Add(7*time.Minute), nextFireOf(t, b, j.ID))
+			fired := b.fired.all()
+			require.Len(t, fired, i+1)
+			require.Equal(t, runs[0].ID, fired[i].created[0].ID)
+		}
+		require.Equal(t, []model.CronStats{{Runs: 1}, {Runs: 1}, {Runs: 1}}, b.counts.all())
+		require.Equal(t, first.Add(21*time.Minute), c.TestSignals.Slept.WaitOrTimeout())
 	})
 
 	t.Run("fires a free job Lead ahead and a limited one at its instant", func(t *testing.T) {
