@@ -237,7 +237,7 @@ func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.Pipel
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := e.CancelRuns(ctx, &store.CancelRunsParams{RunIDs: ids, Reason: "pipeline run " + id + " cancelled"}); err != nil {
+		if _, err := e.CancelRuns(ctx, &store.CancelRunsParams{RunIDs: ids, Reason: scheduler.PipelineCancelled(id)}); err != nil {
 			return nil, fmt.Errorf("cancel pipeline run %s: %w", id, err)
 		}
 	}

@@ -134,18 +134,11 @@ func (e *Engine) concurrencyHold(ctx context.Context, job, existing *model.Job) 
 			break
 		}
 	}
-	if active < rc.Max {
+	reason := scheduler.AdmissionPreview(rc, active, existing.Name)
+	if reason == "" {
 		return nil, nil
 	}
-	what := "a new run would wait for one to end"
-	switch rc.Policy {
-	case model.ConcurrencyForbid:
-		what = "a new run would be skipped (policy forbid)"
-	case model.ConcurrencyReplace:
-		what = "a new run would cancel the oldest (policy replace)"
-	}
-	return &Hold{model.PendingConcurrencyLimit,
-		fmt.Sprintf("concurrency limit: %d of %d runs of job %q active: %s", active, rc.Max, existing.Name, what)}, nil
+	return &Hold{model.PendingConcurrencyLimit, reason}, nil
 }
 
 // maxPlanCount is the largest concurrency limit Plan counts the active runs of (it lists
