@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 )
 
 // Concurrency keys. A job's runs count against the key "job:<id>" unless the job names a
@@ -95,7 +96,7 @@ func (e *Engine) releaseLoop(ctx context.Context) {
 			continue
 		}
 		if ok && !next.After(now) {
-			runs, err := e.store.ReleaseDue(ctx, now)
+			runs, err := e.store.ReleaseDue(ctx, &store.ReleaseDueParams{Now: now})
 			if err != nil {
 				e.retryLater(ctx, "release rate-limited runs", err)
 				continue
@@ -104,7 +105,7 @@ func (e *Engine) releaseLoop(ctx context.Context) {
 			continue
 		}
 		if e.rateQueues.Load() {
-			turn, tok, err := e.store.NextQueueTurn(ctx, now)
+			turn, tok, err := e.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now})
 			if err != nil {
 				e.retryLater(ctx, "next queue turn", err)
 				continue

@@ -56,6 +56,48 @@ type PutPipelineParams struct {
 	Now      time.Time
 }
 
+// GetPipelineParams find one pipeline: by id, or by name within Namespace.
+type GetPipelineParams struct {
+	Namespace string
+	IDOrName  string
+}
+
+// ListPipelinesParams select the pipelines to list.
+type ListPipelinesParams struct {
+	Namespace string // empty: all namespaces
+}
+
+// DeletePipelineParams name the pipeline to delete.
+type DeletePipelineParams struct {
+	ID string
+}
+
+// GetPipelineRunParams name the pipeline run to read.
+type GetPipelineRunParams struct {
+	ID string
+}
+
+// SetPipelineNextFireParams move a pipeline's next fire by compare and set.
+type SetPipelineNextFireParams struct {
+	ID string
+	// Expect is the pipeline's NextFireAt as the caller read it; the move applies only if
+	// the pipeline still has it (and is enabled).
+	Expect time.Time
+	// Next becomes the pipeline's NextFireAt; nil when the schedule has no further instant.
+	Next *time.Time
+}
+
+// DuePipelinesParams select the pipelines whose next fire is due.
+type DuePipelinesParams struct {
+	Now   time.Time
+	Limit int // <= 0: 100
+}
+
+// ResolvePendingParams are the arguments of ResolvePending.
+type ResolvePendingParams struct {
+	Now time.Time
+}
+
 // ListPipelineRunsParams page a pipeline's runs, newest first.
 type ListPipelineRunsParams struct {
 	PipelineID string
@@ -144,6 +186,11 @@ type ListRunsParams struct {
 type RunPage struct {
 	Runs       []*model.Run
 	NextCursor string
+}
+
+// GetRunParams name the run to read.
+type GetRunParams struct {
+	ID string
 }
 
 // CancelRunsParams name runs to cancel: RunIDs, or every active run of JobID.
@@ -269,6 +316,16 @@ type ReadLogsParams struct {
 	Limit    int
 }
 
+// AppendLogsParams are the arguments of AppendLogs.
+type AppendLogsParams struct {
+	Chunks []model.LogChunk
+}
+
+// GetQueueParams name the queue to read.
+type GetQueueParams struct {
+	Name string
+}
+
 // UpdateQueueParams change a queue; nil fields are left as they are.
 type UpdateQueueParams struct {
 	Name           string
@@ -295,10 +352,28 @@ type RegisterWorkerParams struct {
 	Rand func() float64
 }
 
+// GetWorkerParams name the worker to read.
+type GetWorkerParams struct {
+	ID string
+}
+
+// SetWorkerStateParams set a worker's state.
+type SetWorkerStateParams struct {
+	ID    string
+	State model.WorkerState
+}
+
 // DueJobsParams select the jobs whose next cron fire is due.
 type DueJobsParams struct {
 	Now   time.Time
 	Limit int
+}
+
+// NextFireParams bound NextFire's search.
+type NextFireParams struct {
+	// After: only fires later than this count (zero: any). It is a bound, not the
+	// current time: the cron loop passes the end of its lead.
+	After time.Time
 }
 
 // Fire is one due job's cron fire: the runs it creates and where its schedule goes next.
@@ -341,6 +416,26 @@ type SetWebhookSecretParams struct {
 type FiredInstantsParams struct {
 	JobID    string
 	From, To time.Time
+}
+
+// WebhookSecretParams name the job or pipeline whose webhook secret to read.
+type WebhookSecretParams struct {
+	JobID string // a job's or a pipeline's id
+}
+
+// AdmitHeldParams are the arguments of AdmitHeld.
+type AdmitHeldParams struct {
+	Now time.Time
+}
+
+// ReleaseDueParams are the arguments of ReleaseDue.
+type ReleaseDueParams struct {
+	Now time.Time
+}
+
+// NextQueueTurnParams are the arguments of NextQueueTurn.
+type NextQueueTurnParams struct {
+	Now time.Time
 }
 
 // Uniform draws a number in [0, 1) from rand, the Rand of a params struct: 0.5 when rand

@@ -262,8 +262,8 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 // ResolvePending resolves the dependants of the runs in dep_outbox: runs whose end was
 // recorded by a statement of its own (see endSQL), whose resolution right after did not
 // happen (a crash, or another server's, in between). It returns the runs it changed.
-func (s *Store) ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error) {
-	byRun, err := s.resolveOutbox(ctx, nil, now)
+func (s *Store) ResolvePending(ctx context.Context, p *store.ResolvePendingParams) ([]*model.Run, error) {
+	byRun, err := s.resolveOutbox(ctx, nil, p.Now)
 	if err != nil {
 		return nil, err
 	}

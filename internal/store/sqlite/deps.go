@@ -217,7 +217,9 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 
 // ResolvePending has nothing to do: SQLite resolves dependants in the transaction that
 // ends their upstream run.
-func (s *Store) ResolvePending(context.Context, time.Time) ([]*model.Run, error) { return nil, nil }
+func (s *Store) ResolvePending(context.Context, *store.ResolvePendingParams) ([]*model.Run, error) {
+	return nil, nil
+}
 
 // ReopenRuns runs final runs again, upstream first; see store.Store.
 func (s *Store) ReopenRuns(ctx context.Context, p *store.ReopenRunsParams) ([]*model.Run, error) {
