@@ -10,8 +10,10 @@ import (
 // Store is stint's durable state. See the package doc for the rules engines keep.
 //
 // Signatures follow one style: a method that takes arguments besides ctx takes exactly one
-// *XxxParams named after it (GetRun takes *GetRunParams), declared in this package's
-// params files, and a params field that carries the current time is named Now. Methods that
+// *XxxParams named after it (GetRun takes *GetRunParams), declared by area in
+// params_jobs.go (jobs and runs), params_cron.go (cron, webhooks, limits),
+// params_pipelines.go (pipelines and graphs) and params_dispatch.go (dispatch, logs,
+// queues, workers); a params field that carries the current time is named Now. Methods that
 // need nothing but ctx (Ping, ListQueues, ListWorkers, NextDue, NextLeaseExpiry,
 // NextRelease) take ctx alone, and Close takes nothing.
 type Store interface {
