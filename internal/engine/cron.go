@@ -121,7 +121,7 @@ func (e *Engine) cronLoop(ctx context.Context) {
 		if !heldPipeline.IsZero() && (held.IsZero() || heldPipeline.Before(held)) {
 			held = heldPipeline
 		}
-		next, ok, err := e.store.NextFire(ctx, horizon)
+		next, ok, err := e.store.NextFire(ctx, &store.NextFireParams{After: horizon})
 		if err != nil {
 			e.retryLater(ctx, "next cron fire", err)
 			continue

@@ -36,7 +36,7 @@ func (e *Engine) PutPipeline(ctx context.Context, def *PipelineDef) (*model.Pipe
 	}
 	now := e.clock.Now()
 	owned := map[string]bool{}
-	prev, err := e.store.GetPipeline(ctx, &store.GetJobParams{Namespace: def.Namespace, IDOrName: def.Name})
+	prev, err := e.store.GetPipeline(ctx, &store.GetPipelineParams{Namespace: def.Namespace, IDOrName: def.Name})
 	switch {
 	case err == nil:
 		for _, s := range prev.Spec.Steps {
@@ -168,7 +168,7 @@ func mergeArgs(base, over json.RawMessage) (json.RawMessage, error) {
 // earliest instant of a pipeline due by horizon but not yet by now (pipelines fire at their
 // instant: their runs depend on each other, so there is nothing to create ahead).
 func (e *Engine) firePipelines(ctx context.Context, now, horizon time.Time) (bool, time.Time, error) {
-	pls, err := e.store.DuePipelines(ctx, horizon, fireBatch)
+	pls, err := e.store.DuePipelines(ctx, &store.DuePipelinesParams{Now: horizon, Limit: fireBatch})
 	if err != nil {
 		return false, time.Time{}, err
 	}
@@ -187,7 +187,7 @@ func (e *Engine) firePipelines(ctx context.Context, now, horizon time.Time) (boo
 		instants, next := e.planInstants("pipeline", pl.ID, pl.Name, pl.Spec.Schedule, due, now)
 		if len(instants) == 0 {
 			// Nothing to fire (skipped by misfire policy): move the schedule on alone.
-			if _, err := e.store.SetPipelineNextFire(ctx, pl.ID, due, next); err != nil {
+			if _, err := e.store.SetPipelineNextFire(ctx, &store.SetPipelineNextFireParams{ID: pl.ID, Expect: due, Next: next}); err != nil {
 				return fired, held, err
 			}
 			fired = true
@@ -226,7 +226,7 @@ func (e *Engine) firePipelines(ctx context.Context, now, horizon time.Time) (boo
 // are stopped by their workers); steps waiting on them are skipped. It returns the
 // pipeline run after.
 func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error) {
-	pr, err := e.store.GetPipelineRun(ctx, id)
+	pr, err := e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("cancel pipeline run: %w", err)
 	}
@@ -241,7 +241,7 @@ func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.Pipel
 			return nil, fmt.Errorf("cancel pipeline run %s: %w", id, err)
 		}
 	}
-	return e.store.GetPipelineRun(ctx, id)
+	return e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 }
 
 // RetryPipelineRun runs steps of an ended pipeline run again, with everything downstream of
@@ -250,7 +250,7 @@ func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.Pipel
 // again as the store's ReopenRuns says (upstream first, fresh attempt budgets; a step
 // waits again for its upstream steps that run again). It returns the pipeline run after.
 func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.PipelineRun, error) {
-	pr, err := e.store.GetPipelineRun(ctx, id)
+	pr, err := e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("retry pipeline run: %w", err)
 	}
@@ -265,7 +265,7 @@ func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.
 	}
 	entries := make([]scheduler.GraphEntry, len(names))
 	for i, n := range names {
-		r, err := e.store.GetRun(ctx, pr.Steps[n].ID)
+		r, err := e.store.GetRun(ctx, &store.GetRunParams{ID: pr.Steps[n].ID})
 		if err != nil {
 			return nil, fmt.Errorf("retry pipeline run %s: step %q: %w", id, n, err)
 		}
@@ -303,5 +303,5 @@ func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.
 		return nil, fmt.Errorf("retry pipeline run %s: %w", id, err)
 	}
 	e.wakeFor(runs)
-	return e.store.GetPipelineRun(ctx, id)
+	return e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 }

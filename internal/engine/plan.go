@@ -65,7 +65,7 @@ func (e *Engine) Plan(ctx context.Context, job *model.Job, run *model.Run, fires
 	if qname == "" {
 		qname = model.DefaultQueue
 	}
-	q, err := e.store.GetQueue(ctx, qname)
+	q, err := e.store.GetQueue(ctx, &store.GetQueueParams{Name: qname})
 	switch {
 	case errors.Is(err, model.ErrNotFound): // a new queue: no pause, no limits
 	case err != nil:

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+
+	"github.com/stint-dev/stint/internal/store"
 )
 
 // releaseLoop keeps rate limits moving without polling: it admits runs held by a key's
@@ -18,7 +20,7 @@ func (e *Engine) releaseLoop(ctx context.Context) {
 			continue
 		}
 		if ok && !next.After(now) {
-			runs, err := e.store.ReleaseDue(ctx, now)
+			runs, err := e.store.ReleaseDue(ctx, &store.ReleaseDueParams{Now: now})
 			if err != nil {
 				e.retryLater(ctx, "release rate-limited runs", err)
 				continue
@@ -27,7 +29,7 @@ func (e *Engine) releaseLoop(ctx context.Context) {
 			continue
 		}
 		if e.rateQueues.Load() {
-			turn, tok, err := e.store.NextQueueTurn(ctx, now)
+			turn, tok, err := e.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now})
 			if err != nil {
 				e.retryLater(ctx, "next queue turn", err)
 				continue

@@ -104,7 +104,8 @@ func (t *wtx) existingRun(r *model.Run) (*model.Run, error) {
 }
 
 // GetRun returns a run with its attempts, read in one snapshot.
-func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+func (s *Store) GetRun(ctx context.Context, p *store.GetRunParams) (*model.Run, error) {
+	id := p.ID
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", id, err)
