@@ -11,6 +11,7 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 )
 
 // signaturePrefix starts every webhook signature (apitype.WebhookSignature).
@@ -101,7 +102,7 @@ func (a *API) pipelineHook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	secret, err := a.store.WebhookSecret(r.Context(), pl.ID)
+	secret, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: pl.ID})
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return err
 	}
@@ -135,7 +136,7 @@ func (a *API) hook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	secret, err := a.store.WebhookSecret(r.Context(), j.ID)
+	secret, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: j.ID})
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return err
 	}

@@ -288,7 +288,7 @@ func (a *API) missingUpstream(ctx context.Context, refs []upstreamRef) ([]apityp
 	for _, u := range refs {
 		ok, known := found[u.runID]
 		if !known {
-			_, err := a.store.GetRun(ctx, u.runID)
+			_, err := a.store.GetRun(ctx, &store.GetRunParams{ID: u.runID})
 			switch {
 			case err == nil:
 				ok = true

@@ -93,7 +93,7 @@ func (a *API) runLogs(w http.ResponseWriter, r *http.Request) error {
 			// Take the wake-up channel before reading, so a change between the reads and
 			// the wait is not missed.
 			changed = a.eng.Changes()
-			cur, err := a.store.GetRun(ctx, runID)
+			cur, err := a.store.GetRun(ctx, &store.GetRunParams{ID: runID})
 			if errors.Is(err, model.ErrNotFound) {
 				return nil // deleted meanwhile: nothing more will come
 			}

@@ -61,7 +61,7 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 		return batchErrors(http.StatusBadRequest, errs)
 	}
 	def := vp.def
-	prev, err := a.store.GetPipeline(r.Context(), &store.GetJobParams{Namespace: ns, IDOrName: def.Name})
+	prev, err := a.store.GetPipeline(r.Context(), &store.GetPipelineParams{Namespace: ns, IDOrName: def.Name})
 	switch {
 	case errors.Is(err, model.ErrNotFound) || err == nil && (prev.Name != def.Name || prev.Namespace != ns):
 		prev = nil // none, or the name is another pipeline's id
@@ -265,7 +265,7 @@ func (a *API) findPipeline(r *http.Request) (*model.Pipeline, error) {
 		return nil, err
 	}
 	name := r.PathValue("name")
-	pl, err := a.store.GetPipeline(r.Context(), &store.GetJobParams{Namespace: ns, IDOrName: name})
+	pl, err := a.store.GetPipeline(r.Context(), &store.GetPipelineParams{Namespace: ns, IDOrName: name})
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("pipeline %q not found in namespace %q", name, ns)}
 	}
@@ -283,7 +283,7 @@ func (a *API) findPipelineRun(r *http.Request) (*model.Pipeline, *model.Pipeline
 		return nil, nil, err
 	}
 	runID := r.PathValue("id")
-	pr, err := a.store.GetPipelineRun(r.Context(), runID)
+	pr, err := a.store.GetPipelineRun(r.Context(), &store.GetPipelineRunParams{ID: runID})
 	switch {
 	case errors.Is(err, model.ErrNotFound) || err == nil && pr.PipelineID != pl.ID:
 		return nil, nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("pipeline %q has no run %q", pl.Name, runID)}
@@ -310,7 +310,7 @@ func (a *API) listPipelines(w http.ResponseWriter, r *http.Request) error {
 	if ns != "" && !namePattern.MatchString(ns) {
 		return invalidField("namespace", nameRule)
 	}
-	pls, err := a.store.ListPipelines(r.Context(), ns)
+	pls, err := a.store.ListPipelines(r.Context(), &store.ListPipelinesParams{Namespace: ns})
 	if err != nil {
 		return fmt.Errorf("list pipelines: %w", err)
 	}
@@ -457,7 +457,7 @@ func (a *API) retryPipelineRun(w http.ResponseWriter, r *http.Request) error {
 func (a *API) writePipelineRun(w http.ResponseWriter, r *http.Request, status int, pr *model.PipelineRun) error {
 	steps := make([]*model.Run, 0, len(pr.Steps))
 	for name, run := range pr.Steps {
-		full, err := a.store.GetRun(r.Context(), run.ID)
+		full, err := a.store.GetRun(r.Context(), &store.GetRunParams{ID: run.ID})
 		if err != nil {
 			return fmt.Errorf("pipeline run %s: step %q: %w", pr.ID, name, err)
 		}

@@ -33,7 +33,7 @@ func (a *API) listQueues(w http.ResponseWriter, r *http.Request) error {
 // getQueue serves GET /v1/queues/{name}.
 func (a *API) getQueue(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
-	q, err := a.store.GetQueue(r.Context(), name)
+	q, err := a.store.GetQueue(r.Context(), &store.GetQueueParams{Name: name})
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("queue %q not found", name)}
 	}

@@ -13,7 +13,7 @@ import (
 
 // findRun returns the run named by the path's {id}, with its attempts.
 func (a *API) findRun(ctx context.Context, runID string) (*model.Run, error) {
-	run, err := a.store.GetRun(ctx, runID)
+	run, err := a.store.GetRun(ctx, &store.GetRunParams{ID: runID})
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("run %q not found", runID)}
 	}
@@ -119,7 +119,7 @@ func (a *API) retryRun(w http.ResponseWriter, r *http.Request) error {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("run %q not found", runID)}
 	case errors.Is(err, model.ErrInvalidState):
 		detail := fmt.Sprintf("run %s cannot be retried: only failed or cancelled runs can", runID)
-		if cur, gerr := a.store.GetRun(r.Context(), runID); gerr == nil {
+		if cur, gerr := a.store.GetRun(r.Context(), &store.GetRunParams{ID: runID}); gerr == nil {
 			detail = fmt.Sprintf("run %s is %s: only failed or cancelled runs can be retried", runID, cur.Status)
 		}
 		return &httpError{status: http.StatusConflict, detail: detail}

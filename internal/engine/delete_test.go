@@ -41,7 +41,7 @@ func TestDeletePipelineCancelsItsRuns(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancel was not pushed to the long poll")
 	}
-	_, err = b.store.GetPipeline(ctx, &store.GetJobParams{Namespace: pl.Namespace, IDOrName: pl.Name})
+	_, err = b.store.GetPipeline(ctx, &store.GetPipelineParams{Namespace: pl.Namespace, IDOrName: pl.Name})
 	require.ErrorIs(t, err, model.ErrNotFound)
 	for _, s := range pl.Spec.Steps {
 		_, err := b.store.GetJob(ctx, &store.GetJobParams{Namespace: pl.Namespace, IDOrName: s.JobID})
@@ -63,7 +63,7 @@ func TestRotateWebhookSecret(t *testing.T) {
 	second, err := e.RotateWebhookSecret(ctx, run.JobID)
 	require.NoError(t, err)
 	require.NotEqual(t, first, second)
-	stored, err := b.store.WebhookSecret(ctx, run.JobID)
+	stored, err := b.store.WebhookSecret(ctx, &store.WebhookSecretParams{JobID: run.JobID})
 	require.NoError(t, err)
 	require.Equal(t, second, stored, "the new secret replaces the old")
 	_, err = e.RotateWebhookSecret(ctx, "nothing")

@@ -176,13 +176,13 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	// A crash between a run's end and the admission of the runs held behind it (possible on
 	// PostgreSQL, where the two are separate transactions) is repaired here.
-	admitted, err := e.store.AdmitHeld(ctx, e.clock.Now())
+	admitted, err := e.store.AdmitHeld(ctx, &store.AdmitHeldParams{Now: e.clock.Now()})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("start engine: %w", err)
 	}
 	// Likewise a crash between a run's end and the resolution of its dependants.
-	resolved, err := e.store.ResolvePending(ctx, e.clock.Now())
+	resolved, err := e.store.ResolvePending(ctx, &store.ResolvePendingParams{Now: e.clock.Now()})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("start engine: %w", err)
@@ -331,7 +331,7 @@ func (e *Engine) DeleteJob(ctx context.Context, jobID string) ([]*model.Run, err
 // step job already gone is no error. It returns the runs it cancelled. The cron firer is not
 // woken: a deletion only moves the earliest fire later, and the loop finds nothing due then.
 func (e *Engine) DeletePipeline(ctx context.Context, pl *model.Pipeline) ([]*model.Run, error) {
-	if err := e.store.DeletePipeline(ctx, pl.ID); err != nil && !errors.Is(err, model.ErrNotFound) {
+	if err := e.store.DeletePipeline(ctx, &store.DeletePipelineParams{ID: pl.ID}); err != nil && !errors.Is(err, model.ErrNotFound) {
 		return nil, fmt.Errorf("delete pipeline %s: %w", pl.Name, err)
 	}
 	var cancelled []*model.Run
@@ -450,7 +450,7 @@ func (e *Engine) Workers(ctx context.Context) ([]*model.Worker, error) {
 
 // Worker returns one worker, marked lost when silent for longer than the lease TTL.
 func (e *Engine) Worker(ctx context.Context, workerID string) (*model.Worker, error) {
-	w, err := e.store.GetWorker(ctx, workerID)
+	w, err := e.store.GetWorker(ctx, &store.GetWorkerParams{ID: workerID})
 	if err != nil {
 		return nil, fmt.Errorf("get worker: %w", err)
 	}
@@ -466,7 +466,7 @@ func (e *Engine) markLost(w *model.Worker, now time.Time) {
 
 // DrainWorker asks a worker to stop taking work and exit once its running attempts end.
 func (e *Engine) DrainWorker(ctx context.Context, workerID string) error {
-	if err := e.store.SetWorkerState(ctx, workerID, model.WorkerDraining); err != nil {
+	if err := e.store.SetWorkerState(ctx, &store.SetWorkerStateParams{ID: workerID, State: model.WorkerDraining}); err != nil {
 		return fmt.Errorf("drain worker: %w", err)
 	}
 	e.mu.Lock()

@@ -105,7 +105,7 @@ func complete(t *testing.T, e *Engine, l *model.Lease, status model.AttemptStatu
 
 func getRun(t *testing.T, b *testBundle, runID string) *model.Run {
 	t.Helper()
-	r, err := b.store.GetRun(context.Background(), runID)
+	r, err := b.store.GetRun(context.Background(), &store.GetRunParams{ID: runID})
 	require.NoError(t, err)
 	return r
 }

@@ -27,7 +27,7 @@ func (e *Engine) ExplainPending(ctx context.Context, runs []*model.Run) error {
 		q, ok := queues[r.Queue]
 		if !ok {
 			var err error
-			if q, err = e.store.GetQueue(ctx, r.Queue); err != nil {
+			if q, err = e.store.GetQueue(ctx, &store.GetQueueParams{Name: r.Queue}); err != nil {
 				return fmt.Errorf("explain pending: %w", err)
 			}
 			queues[r.Queue] = q

@@ -36,7 +36,7 @@ func (e *Engine) PutPipeline(ctx context.Context, def *PipelineDef) (*model.Pipe
 	}
 	now := e.clock.Now()
 	owned := map[string]bool{}
-	prev, err := e.store.GetPipeline(ctx, &store.GetJobParams{Namespace: def.Namespace, IDOrName: def.Name})
+	prev, err := e.store.GetPipeline(ctx, &store.GetPipelineParams{Namespace: def.Namespace, IDOrName: def.Name})
 	switch {
 	case err == nil:
 		for _, s := range prev.Spec.Steps {
@@ -168,7 +168,7 @@ func mergeArgs(base, over json.RawMessage) (json.RawMessage, error) {
 // are stopped by their workers); steps waiting on them are skipped. It returns the
 // pipeline run after.
 func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error) {
-	pr, err := e.store.GetPipelineRun(ctx, id)
+	pr, err := e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("cancel pipeline run: %w", err)
 	}
@@ -179,11 +179,11 @@ func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.Pipel
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := e.CancelRuns(ctx, &store.CancelRunsParams{RunIDs: ids, Reason: "pipeline run " + id + " cancelled"}); err != nil {
+		if _, err := e.CancelRuns(ctx, &store.CancelRunsParams{RunIDs: ids, Reason: scheduler.PipelineCancelled(id)}); err != nil {
 			return nil, fmt.Errorf("cancel pipeline run %s: %w", id, err)
 		}
 	}
-	return e.store.GetPipelineRun(ctx, id)
+	return e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 }
 
 // RetryPipelineRun runs steps of an ended pipeline run again, with everything downstream of
@@ -192,7 +192,7 @@ func (e *Engine) CancelPipelineRun(ctx context.Context, id string) (*model.Pipel
 // again as the store's ReopenRuns says (upstream first, fresh attempt budgets; a step
 // waits again for its upstream steps that run again). It returns the pipeline run after.
 func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.PipelineRun, error) {
-	pr, err := e.store.GetPipelineRun(ctx, id)
+	pr, err := e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("retry pipeline run: %w", err)
 	}
@@ -207,7 +207,7 @@ func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.
 	}
 	entries := make([]scheduler.GraphEntry, len(names))
 	for i, n := range names {
-		r, err := e.store.GetRun(ctx, pr.Steps[n].ID)
+		r, err := e.store.GetRun(ctx, &store.GetRunParams{ID: pr.Steps[n].ID})
 		if err != nil {
 			return nil, fmt.Errorf("retry pipeline run %s: step %q: %w", id, n, err)
 		}
@@ -245,5 +245,5 @@ func (e *Engine) RetryPipelineRun(ctx context.Context, id, step string) (*model.
 		return nil, fmt.Errorf("retry pipeline run %s: %w", id, err)
 	}
 	e.wakeFor(runs)
-	return e.store.GetPipelineRun(ctx, id)
+	return e.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: id})
 }

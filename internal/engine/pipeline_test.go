@@ -119,7 +119,7 @@ func TestTriggerPipelineRunsStepsInOrder(t *testing.T) {
 		require.Equal(t, pr.Steps[step].ID, resp.Leases[0].Run.ID)
 		complete(t, e, resp.Leases[0], model.AttemptSucceeded)
 	}
-	got, err := b.store.GetPipelineRun(ctx, pr.ID)
+	got, err := b.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: pr.ID})
 	require.NoError(t, err)
 	require.Equal(t, model.RunSkipped, got.Steps["alert"].Status, "the failure alert does not run when extract succeeds")
 	require.Equal(t, model.PipelineSucceeded, got.Status())
@@ -148,7 +148,7 @@ func TestPipelineCronFiresEachInstantOnce(t *testing.T) {
 	page, err = b.store.ListPipelineRuns(ctx, &store.ListPipelineRunsParams{PipelineID: pl.ID})
 	require.NoError(t, err)
 	require.Len(t, page.Runs, 1)
-	got, err := b.store.GetPipeline(ctx, &store.GetJobParams{IDOrName: pl.ID})
+	got, err := b.store.GetPipeline(ctx, &store.GetPipelineParams{IDOrName: pl.ID})
 	require.NoError(t, err)
 	require.Equal(t, t0.Add(10*time.Minute), *got.NextFireAt)
 }
@@ -173,7 +173,7 @@ func TestRetryPipelineRunFromStep(t *testing.T) {
 	require.NoError(t, err)
 	leaseAndEnd(t, e, pr.Steps["extract"], "failed")
 	leaseAndEnd(t, e, pr.Steps["alert"], "succeeded") // the failure alert ran
-	got, err := b.store.GetPipelineRun(ctx, pr.ID)
+	got, err := b.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: pr.ID})
 	require.NoError(t, err)
 	require.Equal(t, model.PipelineFailed, got.Status())
 	require.Equal(t, model.RunSkipped, got.Steps["load"].Status)
@@ -190,7 +190,7 @@ func TestRetryPipelineRunFromStep(t *testing.T) {
 	for _, s := range []string{"extract", "transform", "load"} {
 		leaseAndEnd(t, e, pr.Steps[s], "succeeded")
 	}
-	got, err = b.store.GetPipelineRun(ctx, pr.ID)
+	got, err = b.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: pr.ID})
 	require.NoError(t, err)
 	require.Equal(t, model.RunSkipped, got.Steps["alert"].Status, "no alert: extract succeeded this time")
 	require.Equal(t, model.PipelineSucceeded, got.Status())
@@ -216,7 +216,7 @@ func TestCancelPipelineRun(t *testing.T) {
 		require.True(t, got.Steps[s].Status.Final(), s)
 	}
 	complete(t, e, resp.Leases[0], model.AttemptCancelled)
-	got, err = b.store.GetPipelineRun(ctx, pr.ID)
+	got, err = b.store.GetPipelineRun(ctx, &store.GetPipelineRunParams{ID: pr.ID})
 	require.NoError(t, err)
 	require.Equal(t, model.PipelineCancelled, got.Status())
 

@@ -65,7 +65,7 @@ func (e *Engine) Plan(ctx context.Context, job *model.Job, run *model.Run, fires
 	if qname == "" {
 		qname = model.DefaultQueue
 	}
-	q, err := e.store.GetQueue(ctx, qname)
+	q, err := e.store.GetQueue(ctx, &store.GetQueueParams{Name: qname})
 	switch {
 	case errors.Is(err, model.ErrNotFound): // a new queue: no pause, no limits
 	case err != nil:
@@ -134,18 +134,11 @@ func (e *Engine) concurrencyHold(ctx context.Context, job, existing *model.Job) 
 			break
 		}
 	}
-	if active < rc.Max {
+	reason := scheduler.AdmissionPreview(rc, active, existing.Name)
+	if reason == "" {
 		return nil, nil
 	}
-	what := "a new run would wait for one to end"
-	switch rc.Policy {
-	case model.ConcurrencyForbid:
-		what = "a new run would be skipped (policy forbid)"
-	case model.ConcurrencyReplace:
-		what = "a new run would cancel the oldest (policy replace)"
-	}
-	return &Hold{model.PendingConcurrencyLimit,
-		fmt.Sprintf("concurrency limit: %d of %d runs of job %q active: %s", active, rc.Max, existing.Name, what)}, nil
+	return &Hold{model.PendingConcurrencyLimit, reason}, nil
 }
 
 // maxPlanCount is the largest concurrency limit Plan counts the active runs of (it lists

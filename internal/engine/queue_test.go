@@ -33,7 +33,7 @@ func (p *wakeProbe) UpdateQueue(ctx context.Context, up *store.UpdateQueueParams
 			p.woken = true
 		default:
 		}
-		q, err := p.GetQueue(ctx, up.Name)
+		q, err := p.GetQueue(ctx, &store.GetQueueParams{Name: up.Name})
 		p.committed = err == nil && !q.Paused
 	}
 	return p.Store.UpdateQueue(ctx, up)

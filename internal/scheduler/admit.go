@@ -124,3 +124,19 @@ func NextTurn(tat, now time.Time, r *model.RateLimit) time.Time {
 // stamp is how a reason writes an instant: RFC 3339 in UTC (with the fraction of a second
 // when there is one).
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// AdmissionPreview words what Admit would do with a new run of job under limit c while
+// active runs hold its slots, for a plan (nothing is created): "" when the run would be
+// admitted.
+func AdmissionPreview(c *model.RunConcurrency, active int, job string) string {
+	what := "a new run would wait for one to end"
+	switch Admit(c, active) {
+	case AdmitRun:
+		return ""
+	case SkipRun:
+		what = "a new run would be skipped (policy forbid)"
+	case ReplaceRuns:
+		what = "a new run would cancel the oldest (policy replace)"
+	}
+	return fmt.Sprintf("concurrency limit: %d of %d runs of job %q active: %s", active, c.Max, job, what)
+}

@@ -38,3 +38,26 @@ func TestAdmit(t *testing.T) {
 	require.Equal(t, HoldRun, Admit(c, 3))
 	require.Equal(t, AdmitRun, Admit(&model.RunConcurrency{Max: 0}, 100), "no max: a rate limit alone")
 }
+
+func TestAdmissionPreview(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		policy model.ConcurrencyPolicy
+		active int
+		want   string
+	}{
+		{"room left", model.ConcurrencyQueue, 1, ""},
+		{"queue waits", model.ConcurrencyQueue, 2, `concurrency limit: 2 of 2 runs of job "report" active: a new run would wait for one to end`},
+		{"allow waits too", model.ConcurrencyAllow, 2, `concurrency limit: 2 of 2 runs of job "report" active: a new run would wait for one to end`},
+		{"forbid skips", model.ConcurrencyForbid, 2, `concurrency limit: 2 of 2 runs of job "report" active: a new run would be skipped (policy forbid)`},
+		{"replace cancels", model.ConcurrencyReplace, 3, `concurrency limit: 3 of 2 runs of job "report" active: a new run would cancel the oldest (policy replace)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := &model.RunConcurrency{Max: 2, Policy: tt.policy}
+			require.Equal(t, tt.want, AdmissionPreview(c, tt.active, "report"))
+		})
+	}
+}

@@ -14,3 +14,6 @@ const (
 	// CancelledByRequest is the Error of a run cancelled through the API without a reason.
 	CancelledByRequest = "cancelled by request"
 )
+
+// PipelineCancelled is the Error of the step runs of pipeline run id when it is cancelled.
+func PipelineCancelled(id string) string { return "pipeline run " + id + " cancelled" }

@@ -25,9 +25,9 @@ const DefaultMisfireGrace = time.Minute
 type CronStore interface {
 	DueJobs(ctx context.Context, p *store.DueJobsParams) ([]*model.Job, error)
 	FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.FireResult, error)
-	NextFire(ctx context.Context, after time.Time) (time.Time, bool, error)
-	DuePipelines(ctx context.Context, now time.Time, limit int) ([]*model.Pipeline, error)
-	SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error)
+	NextFire(ctx context.Context, p *store.NextFireParams) (time.Time, bool, error)
+	DuePipelines(ctx context.Context, p *store.DuePipelinesParams) ([]*model.Pipeline, error)
+	SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNextFireParams) (bool, error)
 }
 
 // CronFirerConfig wires a CronFirer.
@@ -153,7 +153,7 @@ func (c *CronFirer) loop(ctx context.Context) {
 		if !heldPipeline.IsZero() && (held.IsZero() || heldPipeline.Before(held)) {
 			held = heldPipeline
 		}
-		next, ok, err := c.store.NextFire(ctx, horizon)
+		next, ok, err := c.store.NextFire(ctx, &store.NextFireParams{After: horizon})
 		if err != nil {
 			c.retryLater(ctx, "next cron fire", err)
 			continue
@@ -243,7 +243,7 @@ func (c *CronFirer) planFire(j *model.Job, now time.Time) store.Fire {
 // firePipelines fires the pipelines due by now. It returns how many instants it fired or
 // skipped, and the earliest instant of a pipeline due by horizon but not yet by now.
 func (c *CronFirer) firePipelines(ctx context.Context, now, horizon time.Time) (int, time.Time, error) {
-	pls, err := c.store.DuePipelines(ctx, horizon, c.batch)
+	pls, err := c.store.DuePipelines(ctx, &store.DuePipelinesParams{Now: horizon, Limit: c.batch})
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -262,7 +262,7 @@ func (c *CronFirer) firePipelines(ctx context.Context, now, horizon time.Time) (
 		instants, next := c.planInstants("pipeline", pl.ID, pl.Name, pl.Spec.Schedule, due, now)
 		if len(instants) == 0 {
 			// Nothing to fire (skipped by misfire policy): move the schedule on alone.
-			if _, err := c.store.SetPipelineNextFire(ctx, pl.ID, due, next); err != nil {
+			if _, err := c.store.SetPipelineNextFire(ctx, &store.SetPipelineNextFireParams{ID: pl.ID, Expect: due, Next: next}); err != nil {
 				return fired, held, err
 			}
 			fired++

@@ -7,14 +7,15 @@ import (
 
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/testsignal"
 )
 
 // ReleaserStore is what the Releaser asks of the store.
 type ReleaserStore interface {
 	NextRelease(ctx context.Context) (time.Time, bool, error)
-	ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error)
-	NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error)
+	ReleaseDue(ctx context.Context, p *store.ReleaseDueParams) ([]*model.Run, error)
+	NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error)
 }
 
 // ReleaserConfig wires a Releaser.
@@ -91,7 +92,7 @@ func (r *Releaser) loop(ctx context.Context) {
 			continue
 		}
 		if ok && !next.After(now) {
-			runs, err := r.store.ReleaseDue(ctx, now)
+			runs, err := r.store.ReleaseDue(ctx, &store.ReleaseDueParams{Now: now})
 			if err != nil {
 				r.retryLater(ctx, "release rate-limited runs", err)
 				continue
@@ -101,7 +102,7 @@ func (r *Releaser) loop(ctx context.Context) {
 			continue
 		}
 		if r.rateQueues() {
-			turn, tok, err := r.store.NextQueueTurn(ctx, now)
+			turn, tok, err := r.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now})
 			if err != nil {
 				r.retryLater(ctx, "next queue turn", err)
 				continue

@@ -119,7 +119,7 @@ func TestReleaser(t *testing.T) {
 
 	t.Run("watches no queue turns while no queue is rate-limited", func(t *testing.T) {
 		t.Parallel()
-		fake := &fakeStore{nextQueueTurn: func(context.Context, time.Time) (time.Time, bool, error) {
+		fake := &fakeStore{nextQueueTurn: func(context.Context, *store.NextQueueTurnParams) (time.Time, bool, error) {
 			return t0.Add(time.Second), true, nil
 		}}
 		r, b := setup(t, func(c *ReleaserConfig) { c.Store = fake })

@@ -16,7 +16,7 @@ import (
 // RescuerStore is what the Rescuer asks of the store.
 type RescuerStore interface {
 	RescueExpired(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error)
-	ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error)
+	ResolvePending(ctx context.Context, p *store.ResolvePendingParams) ([]*model.Run, error)
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 }
 
@@ -106,7 +106,7 @@ func (r *Rescuer) loop(ctx context.Context) {
 			r.retryLater(ctx, "rescue expired leases", err)
 			continue
 		}
-		if resolved, err := r.store.ResolvePending(ctx, now); err != nil {
+		if resolved, err := r.store.ResolvePending(ctx, &store.ResolvePendingParams{Now: now}); err != nil {
 			r.log.Error("resolve dependants", "err", err)
 		} else if len(resolved) > 0 {
 			r.onResolved(resolved)

@@ -125,7 +125,7 @@ func TestRescuer(t *testing.T) {
 	t.Run("hands resolved dependants on", func(t *testing.T) {
 		t.Parallel()
 		dependant := &model.Run{ID: "dependant", Status: model.RunQueued}
-		fake := &fakeStore{resolvePending: func(context.Context, time.Time) ([]*model.Run, error) {
+		fake := &fakeStore{resolvePending: func(context.Context, *store.ResolvePendingParams) ([]*model.Run, error) {
 			return []*model.Run{dependant}, nil
 		}}
 		r, b := setup(t, func(c *RescuerConfig) { c.Store = fake })

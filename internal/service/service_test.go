@@ -114,7 +114,7 @@ func newRun(t *testing.T, st store.Store, j *model.Job, due, now time.Time, mods
 // getRun reads a run.
 func getRun(t *testing.T, st store.Store, runID string) *model.Run {
 	t.Helper()
-	r, err := st.GetRun(context.Background(), runID)
+	r, err := st.GetRun(context.Background(), &store.GetRunParams{ID: runID})
 	require.NoError(t, err)
 	return r
 }
@@ -127,11 +127,11 @@ type fakeStore struct {
 	nextDue         func(ctx context.Context) (time.Time, bool, error)
 	promoteDue      func(ctx context.Context, p *store.PromoteDueParams) (int, error)
 	rescueExpired   func(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error)
-	resolvePending  func(ctx context.Context, now time.Time) ([]*model.Run, error)
+	resolvePending  func(ctx context.Context, p *store.ResolvePendingParams) ([]*model.Run, error)
 	nextLeaseExpiry func(ctx context.Context) (time.Time, bool, error)
 	nextRelease     func(ctx context.Context) (time.Time, bool, error)
-	releaseDue      func(ctx context.Context, now time.Time) ([]*model.Run, error)
-	nextQueueTurn   func(ctx context.Context, now time.Time) (time.Time, bool, error)
+	releaseDue      func(ctx context.Context, p *store.ReleaseDueParams) ([]*model.Run, error)
+	nextQueueTurn   func(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error)
 	nextFire        func(ctx context.Context) (time.Time, bool, error)
 }
 
@@ -159,12 +159,12 @@ func (f *fakeStore) RescueExpired(ctx context.Context, p *store.RescueExpiredPar
 	return f.rescueExpired(ctx, p)
 }
 
-func (f *fakeStore) ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error) {
+func (f *fakeStore) ResolvePending(ctx context.Context, p *store.ResolvePendingParams) ([]*model.Run, error) {
 	f.calls.Add(1)
 	if f.resolvePending == nil {
 		return nil, nil
 	}
-	return f.resolvePending(ctx, now)
+	return f.resolvePending(ctx, p)
 }
 
 func (f *fakeStore) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
@@ -183,20 +183,20 @@ func (f *fakeStore) NextRelease(ctx context.Context) (time.Time, bool, error) {
 	return f.nextRelease(ctx)
 }
 
-func (f *fakeStore) ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error) {
+func (f *fakeStore) ReleaseDue(ctx context.Context, p *store.ReleaseDueParams) ([]*model.Run, error) {
 	f.calls.Add(1)
 	if f.releaseDue == nil {
 		return nil, nil
 	}
-	return f.releaseDue(ctx, now)
+	return f.releaseDue(ctx, p)
 }
 
-func (f *fakeStore) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error) {
+func (f *fakeStore) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
 	f.calls.Add(1)
 	if f.nextQueueTurn == nil {
 		return time.Time{}, false, nil
 	}
-	return f.nextQueueTurn(ctx, now)
+	return f.nextQueueTurn(ctx, p)
 }
 
 // The cron firer's other store methods find nothing due.
@@ -212,7 +212,7 @@ func (f *fakeStore) FireJobs(context.Context, *store.FireJobsParams) ([]store.Fi
 }
 
 // NextFire ignores after: the tests that use the fake set no lead.
-func (f *fakeStore) NextFire(ctx context.Context, _ time.Time) (time.Time, bool, error) {
+func (f *fakeStore) NextFire(ctx context.Context, _ *store.NextFireParams) (time.Time, bool, error) {
 	f.calls.Add(1)
 	if f.nextFire == nil {
 		return time.Time{}, false, nil
@@ -220,12 +220,12 @@ func (f *fakeStore) NextFire(ctx context.Context, _ time.Time) (time.Time, bool,
 	return f.nextFire(ctx)
 }
 
-func (f *fakeStore) DuePipelines(context.Context, time.Time, int) ([]*model.Pipeline, error) {
+func (f *fakeStore) DuePipelines(context.Context, *store.DuePipelinesParams) ([]*model.Pipeline, error) {
 	f.calls.Add(1)
 	return nil, nil
 }
 
-func (f *fakeStore) SetPipelineNextFire(context.Context, string, time.Time, *time.Time) (bool, error) {
+func (f *fakeStore) SetPipelineNextFire(context.Context, *store.SetPipelineNextFireParams) (bool, error) {
 	f.calls.Add(1)
 	return true, nil
 }

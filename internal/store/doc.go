@@ -1,6 +1,8 @@
 // Package store defines the Store interface, stint's one door to durable state, and the
-// params structs its methods take. Two engines implement it — store/sqlite (the embedded
-// default) and store/postgres — and store/storetest holds the conformance suite both run.
+// params structs its methods take: a method with arguments besides ctx takes exactly one
+// *XxxParams named after it (GetRun takes *GetRunParams), whose field for the current
+// time is Now. Two engines implement it — store/sqlite (the embedded default) and
+// store/postgres — and store/storetest holds the conformance suite both run.
 //
 // The engines decide nothing about a run themselves: what an attempt's end makes of it
 // (scheduler.Decide), whether a new run is admitted under a concurrency or rate limit

@@ -8,6 +8,14 @@ import (
 )
 
 // Store is stint's durable state. See the package doc for the rules engines keep.
+//
+// Signatures follow one style: a method that takes arguments besides ctx takes exactly one
+// *XxxParams named after it (GetRun takes *GetRunParams), declared by area in
+// params_jobs.go (jobs and runs), params_cron.go (cron, webhooks, limits),
+// params_pipelines.go (pipelines and graphs) and params_dispatch.go (dispatch, logs,
+// queues, workers); a params field that carries the current time is named Now. Methods that
+// need nothing but ctx (Ping, ListQueues, ListWorkers, NextDue, NextLeaseExpiry,
+// NextRelease) take ctx alone, and Close takes nothing.
 type Store interface {
 	// Jobs
 
@@ -59,7 +67,7 @@ type Store interface {
 	CreateRuns(ctx context.Context, p *CreateRunsParams) ([]CreateRunResult, error)
 	// GetRun returns a run with its Attempts filled (finished attempts in order, then the
 	// running one if any).
-	GetRun(ctx context.Context, id string) (*model.Run, error)
+	GetRun(ctx context.Context, p *GetRunParams) (*model.Run, error)
 	// ListRuns lists runs newest first (by id descending), filtered, paging after Cursor.
 	// NextCursor is empty exactly when no run follows. Limit <= 0 means 100. WorkerID
 	// matches running runs only: a run's lease fields are cleared when it leaves running.
@@ -93,7 +101,7 @@ type Store interface {
 
 	// NextFire returns the earliest NextFireAt after After (zero: any) among enabled jobs
 	// and pipelines; ok is false when none has one.
-	NextFire(ctx context.Context, after time.Time) (t time.Time, ok bool, err error)
+	NextFire(ctx context.Context, p *NextFireParams) (t time.Time, ok bool, err error)
 	// DueJobs returns the enabled jobs whose NextFireAt <= Now, earliest first, at most
 	// Limit (<= 0: 100).
 	DueJobs(ctx context.Context, p *DueJobsParams) ([]*model.Job, error)
@@ -107,16 +115,16 @@ type Store interface {
 	// AdmitHeld admits the held runs (PendingCode concurrency_limit) of every key that has
 	// a free slot and returns them as they are after. The engine calls it at start, to
 	// repair an admission that a crash interrupted.
-	AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error)
+	AdmitHeld(ctx context.Context, p *AdmitHeldParams) ([]*model.Run, error)
 	// ReleaseDue admits the held runs whose turn under a rate limit has come (and those held
 	// behind them that now fit), returning them as they are after.
-	ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error)
+	ReleaseDue(ctx context.Context, p *ReleaseDueParams) ([]*model.Run, error)
 	// NextRelease returns the earliest turn a run held by a rate limit waits for.
 	NextRelease(ctx context.Context) (t time.Time, ok bool, err error)
-	// NextQueueTurn returns the earliest instant after now at which a rate-limited queue
+	// NextQueueTurn returns the earliest instant after Now at which a rate-limited queue
 	// that has queued runs gets its next turn (LeaseRuns takes no more runs of such a queue
 	// than its limit allows at the time of the lease).
-	NextQueueTurn(ctx context.Context, now time.Time) (t time.Time, ok bool, err error)
+	NextQueueTurn(ctx context.Context, p *NextQueueTurnParams) (t time.Time, ok bool, err error)
 
 	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
 	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)
@@ -124,8 +132,9 @@ type Store interface {
 	// names either; model.ErrNotFound when neither exists). DeleteJob and DeletePipeline
 	// delete it with the job or pipeline.
 	SetWebhookSecret(ctx context.Context, p *SetWebhookSecretParams) error
-	// WebhookSecret returns a job's webhook secret; model.ErrNotFound when it has none.
-	WebhookSecret(ctx context.Context, jobID string) (string, error)
+	// WebhookSecret returns the webhook secret of a job or a pipeline (JobID names either);
+	// model.ErrNotFound when it has none.
+	WebhookSecret(ctx context.Context, p *WebhookSecretParams) (string, error)
 
 	// Dispatch
 
@@ -136,6 +145,7 @@ type Store interface {
 	// NextDue returns the earliest ScheduledFor among scheduled runs; ok is false when there
 	// is none.
 	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+
 	// Pipelines
 
 	// PutPipeline creates the pipeline, or replaces the spec, enabled flag and next fire of
@@ -143,27 +153,27 @@ type Store interface {
 	// returns the pipeline as stored and whether it was created.
 	PutPipeline(ctx context.Context, p *PutPipelineParams) (*model.Pipeline, bool, error)
 	// GetPipeline finds a pipeline by id, then by name within Namespace.
-	GetPipeline(ctx context.Context, p *GetJobParams) (*model.Pipeline, error)
-	// ListPipelines lists the pipelines of a namespace (all when empty) by name.
-	ListPipelines(ctx context.Context, namespace string) ([]*model.Pipeline, error)
+	GetPipeline(ctx context.Context, p *GetPipelineParams) (*model.Pipeline, error)
+	// ListPipelines lists the pipelines of Namespace (all when empty) by name.
+	ListPipelines(ctx context.Context, p *ListPipelinesParams) ([]*model.Pipeline, error)
 	// DeletePipeline deletes a pipeline; its runs stay, as history.
-	DeletePipeline(ctx context.Context, id string) error
+	DeletePipeline(ctx context.Context, p *DeletePipelineParams) error
 	// GetPipelineRun returns a pipeline run with its steps' runs.
-	GetPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error)
+	GetPipelineRun(ctx context.Context, p *GetPipelineRunParams) (*model.PipelineRun, error)
 	// ListPipelineRuns pages a pipeline's runs, newest first, with their steps' runs.
 	ListPipelineRuns(ctx context.Context, p *ListPipelineRunsParams) (*PipelineRunPage, error)
-	// SetPipelineNextFire moves an enabled pipeline's next fire to next (nil: none) if it is
-	// still expect (compare and set), and reports whether it was.
-	SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error)
-	// DuePipelines returns enabled pipelines whose NextFireAt is at or before now, earliest
-	// first, at most limit (<= 0: 100).
-	DuePipelines(ctx context.Context, now time.Time, limit int) ([]*model.Pipeline, error)
+	// SetPipelineNextFire moves an enabled pipeline's next fire to Next (nil: none) if it is
+	// still Expect (compare and set), and reports whether it was.
+	SetPipelineNextFire(ctx context.Context, p *SetPipelineNextFireParams) (bool, error)
+	// DuePipelines returns enabled pipelines whose NextFireAt is at or before Now, earliest
+	// first, at most Limit (<= 0: 100).
+	DuePipelines(ctx context.Context, p *DuePipelinesParams) ([]*model.Pipeline, error)
 
 	// ResolvePending resolves the dependants of runs whose end was recorded but whose
 	// dependants were not resolved with it (a store that resolves them in a transaction of
 	// their own, after a crash or an error in between); servers call it at start and in
 	// their rescue loop. It returns the runs it changed.
-	ResolvePending(ctx context.Context, now time.Time) ([]*model.Run, error)
+	ResolvePending(ctx context.Context, p *ResolvePendingParams) ([]*model.Run, error)
 	// CreateGraph creates jobs with their first runs and runs of existing jobs, with the
 	// dependencies between them, in one transaction: all or nothing. Runs are created in the
 	// order given (the jobs' runs first, then Runs), so a run may depend on any run created
@@ -221,7 +231,7 @@ type Store interface {
 	// AppendLogs stores log chunks (one transaction for the batch). A chunk whose (RunID,
 	// Attempt, Seq) is already stored is ignored (a worker may resend), so the first write
 	// stands. A chunk of a run that does not exist fails the batch with model.ErrNotFound.
-	AppendLogs(ctx context.Context, chunks []model.LogChunk) error
+	AppendLogs(ctx context.Context, p *AppendLogsParams) error
 	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit
 	// (Limit <= 0: no limit). An unknown run is model.ErrNotFound.
 	ReadLogs(ctx context.Context, p *ReadLogsParams) ([]model.LogChunk, error)
@@ -233,7 +243,7 @@ type Store interface {
 	// finished runs are history and are not counted.
 	ListQueues(ctx context.Context) ([]*model.Queue, error)
 	// GetQueue returns one queue with Depth filled.
-	GetQueue(ctx context.Context, name string) (*model.Queue, error)
+	GetQueue(ctx context.Context, p *GetQueueParams) (*model.Queue, error)
 	// UpdateQueue changes the fields that are set, creating the queue if it does not exist,
 	// and returns it with Depth filled.
 	UpdateQueue(ctx context.Context, p *UpdateQueueParams) (*model.Queue, error)
@@ -248,11 +258,11 @@ type Store interface {
 	// GetWorker returns one worker with Running and Used filled: Running counts its running
 	// runs, Used sums their jobs' Requirements (as they were when each run was created) with
 	// Slots = Running.
-	GetWorker(ctx context.Context, id string) (*model.Worker, error)
+	GetWorker(ctx context.Context, p *GetWorkerParams) (*model.Worker, error)
 	// ListWorkers returns every worker by id, with Running and Used filled.
 	ListWorkers(ctx context.Context) ([]*model.Worker, error)
-	// SetWorkerState sets a worker's state (draining, lost).
-	SetWorkerState(ctx context.Context, id string, state model.WorkerState) error
+	// SetWorkerState sets a worker's State (draining, lost).
+	SetWorkerState(ctx context.Context, p *SetWorkerStateParams) error
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

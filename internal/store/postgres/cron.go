@@ -13,7 +13,8 @@ import (
 )
 
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
-func (s *Store) NextFire(ctx context.Context, after time.Time) (time.Time, bool, error) {
+func (s *Store) NextFire(ctx context.Context, p *store.NextFireParams) (time.Time, bool, error) {
+	after := p.After
 	var t *time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT least(
 		(SELECT min(next_fire_at) FROM jobs
@@ -225,10 +226,10 @@ func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretP
 }
 
 // WebhookSecret returns a job's webhook secret.
-func (s *Store) WebhookSecret(ctx context.Context, jobID string) (string, error) {
+func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams) (string, error) {
 	var secret string
-	if err := s.pool.QueryRow(ctx, `SELECT secret FROM job_secrets WHERE job_id = $1`, jobID).Scan(&secret); err != nil {
-		return "", translate(err, "webhook secret of job %s", jobID)
+	if err := s.pool.QueryRow(ctx, `SELECT secret FROM job_secrets WHERE job_id = $1`, p.JobID).Scan(&secret); err != nil {
+		return "", translate(err, "webhook secret of job %s", p.JobID)
 	}
 	return secret, nil
 }

@@ -35,4 +35,10 @@
 //
 // Times are stored as timestamptz, in UTC with microsecond precision, and returned in UTC.
 // Lease tokens are random UUIDs (gen_random_uuid), opaque to callers.
+//
+// Files: both engines name their files by area alike — store.go (the Store type, Open,
+// transactions), migrate.go, bulk.go (binary COPY), jobs.go, runs.go, graph.go
+// (CreateGraph), deps.go, slots.go, cron.go, pipelines.go, dispatch.go, logs.go, queues.go,
+// workers.go and scan.go. Specific to this engine: runinput.go, new runs as column arrays
+// for one INSERT ... SELECT FROM unnest.
 package postgres

@@ -12,6 +12,75 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
+// CreateGraph creates jobs, runs and the dependencies between them, all or nothing; see
+// store.Store. A graph without concurrency limits and idempotency keys (DAG requests and
+// pipeline runs, as a rule) goes in with a fixed number of statements (createGraphBatch);
+// any other, entry by entry.
+func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*store.Graph, error) {
+	if p.PipelineRun != nil && len(p.Steps) != len(p.Runs) {
+		return nil, fmt.Errorf("create graph: %d steps for %d runs", len(p.Steps), len(p.Runs))
+	}
+	now := utc(p.Now)
+	out := &store.Graph{}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		*out = store.Graph{}
+		if p.PipelineRun != nil {
+			if err := firePipeline(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		if graphBatchable(p) {
+			g, err := createGraphBatch(ctx, tx, p, now)
+			if err != nil {
+				return err
+			}
+			*out = *g
+			if p.PipelineRun != nil {
+				return insertSteps(ctx, tx, p.PipelineRun.ID, p.Steps, out.Runs[len(out.Runs)-len(p.Runs):])
+			}
+			return nil
+		}
+		for i, e := range p.Jobs {
+			if e.Job == nil {
+				return fmt.Errorf("entry %d: no job", i)
+			}
+			res, err := createJobTx(ctx, tx, e, now)
+			switch {
+			case err != nil:
+				return fmt.Errorf("job %q: %w", e.Job.Name, err)
+			case res.Err != nil:
+				return res.Err
+			case res.Existing:
+				return fmt.Errorf("job %q: idempotency key %q taken: %w", e.Job.Name, e.Job.IdempotencyKey, model.ErrConflict)
+			}
+			out.Jobs = append(out.Jobs, res.Job)
+			if res.Run != nil {
+				out.Runs = append(out.Runs, res.Run)
+			}
+		}
+		for _, r := range p.Runs {
+			res, err := createRunTx(ctx, tx, r, now)
+			switch {
+			case err != nil:
+				return err
+			case res.Err != nil:
+				return res.Err
+			case res.Existing:
+				return fmt.Errorf("run %s: idempotency key or cron instant taken: %w", r.ID, model.ErrConflict)
+			}
+			out.Runs = append(out.Runs, res.Run)
+		}
+		if p.PipelineRun != nil {
+			return insertSteps(ctx, tx, p.PipelineRun.ID, p.Steps, out.Runs[len(out.Runs)-len(p.Runs):])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "create graph")
+	}
+	return out, nil
+}
+
 // graphBatchable reports whether CreateGraph can write p with a fixed number of set-based
 // statements: no run under a concurrency limit (admission goes run by run) and no
 // idempotency key (whose clash answers with an existing entry, which the batch cannot

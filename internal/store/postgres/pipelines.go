@@ -53,7 +53,7 @@ func (s *Store) PutPipeline(ctx context.Context, p *store.PutPipelineParams) (*m
 }
 
 // GetPipeline finds a pipeline by id, then by name in the namespace.
-func (s *Store) GetPipeline(ctx context.Context, p *store.GetJobParams) (*model.Pipeline, error) {
+func (s *Store) GetPipeline(ctx context.Context, p *store.GetPipelineParams) (*model.Pipeline, error) {
 	ns := p.Namespace
 	if ns == "" {
 		ns = model.DefaultNamespace
@@ -67,8 +67,8 @@ func (s *Store) GetPipeline(ctx context.Context, p *store.GetJobParams) (*model.
 }
 
 // ListPipelines lists a namespace's pipelines (all when empty) by name.
-func (s *Store) ListPipelines(ctx context.Context, namespace string) ([]*model.Pipeline, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE $1 = '' OR namespace = $1 ORDER BY name, namespace`, namespace)
+func (s *Store) ListPipelines(ctx context.Context, p *store.ListPipelinesParams) ([]*model.Pipeline, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE $1 = '' OR namespace = $1 ORDER BY name, namespace`, p.Namespace)
 	if err != nil {
 		return nil, translate(err, "list pipelines")
 	}
@@ -89,7 +89,8 @@ func collectPipelines(rows pgx.Rows) ([]*model.Pipeline, error) {
 }
 
 // DeletePipeline deletes a pipeline; its runs stay.
-func (s *Store) DeletePipeline(ctx context.Context, id string) error {
+func (s *Store) DeletePipeline(ctx context.Context, p *store.DeletePipelineParams) error {
+	id := p.ID
 	var n int
 	err := s.pool.QueryRow(ctx, `WITH d AS (DELETE FROM pipelines WHERE id = $1 RETURNING id),
 		s AS (DELETE FROM job_secrets WHERE job_id IN (SELECT id FROM d))
@@ -103,13 +104,14 @@ func (s *Store) DeletePipeline(ctx context.Context, id string) error {
 	return nil
 }
 
-// DuePipelines returns the enabled pipelines due to fire at now.
-func (s *Store) DuePipelines(ctx context.Context, now time.Time, limit int) ([]*model.Pipeline, error) {
+// DuePipelines returns the enabled pipelines due to fire at Now.
+func (s *Store) DuePipelines(ctx context.Context, p *store.DuePipelinesParams) ([]*model.Pipeline, error) {
+	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+pipelineCols+` FROM pipelines
-		WHERE next_fire_at IS NOT NULL AND enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2`, utc(now), limit)
+		WHERE next_fire_at IS NOT NULL AND enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2`, utc(p.Now), limit)
 	if err != nil {
 		return nil, translate(err, "due pipelines")
 	}
@@ -120,12 +122,12 @@ func (s *Store) DuePipelines(ctx context.Context, now time.Time, limit int) ([]*
 	return out, nil
 }
 
-// SetPipelineNextFire moves a pipeline's next fire if it is still expect.
-func (s *Store) SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error) {
+// SetPipelineNextFire moves a pipeline's next fire if it is still Expect.
+func (s *Store) SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNextFireParams) (bool, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE pipelines SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
-		utcPtr(next), id, utc(expect))
+		utcPtr(p.Next), p.ID, utc(p.Expect))
 	if err != nil {
-		return false, translate(err, "pipeline %s: next fire", id)
+		return false, translate(err, "pipeline %s: next fire", p.ID)
 	}
 	return tag.RowsAffected() > 0, nil
 }
@@ -198,7 +200,8 @@ func scanPipelineRun(row pgx.Row) (*model.PipelineRun, error) {
 }
 
 // GetPipelineRun returns a pipeline run with its steps' runs, read in one snapshot.
-func (s *Store) GetPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error) {
+func (s *Store) GetPipelineRun(ctx context.Context, p *store.GetPipelineRunParams) (*model.PipelineRun, error) {
+	id := p.ID
 	var pr *model.PipelineRun
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error

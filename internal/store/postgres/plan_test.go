@@ -322,7 +322,7 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 			chunks = append(chunks, model.LogChunk{RunID: l.Run.ID, Attempt: 1, Seq: int64(seq + 1), Stream: model.Stdout, Data: []byte("line\n"), CreatedAt: now})
 		}
 	}
-	require.NoError(t, s.AppendLogs(ctx, chunks))
+	require.NoError(t, s.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks}))
 	for _, table := range []string{"jobs", "runs", "attempts", "workers", "queues", "log_chunks"} {
 		_, err := s.pool.Exec(ctx, "ANALYZE "+table)
 		require.NoError(t, err)

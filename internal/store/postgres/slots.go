@@ -425,14 +425,14 @@ func (s *Store) admitKeys(ctx context.Context, keys []string, now time.Time) ([]
 }
 
 // AdmitHeld admits the held runs of every key that has a free slot.
-func (s *Store) AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error) {
-	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, now)
+func (s *Store) AdmitHeld(ctx context.Context, p *store.AdmitHeldParams) ([]*model.Run, error) {
+	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, p.Now)
 }
 
 // ReleaseDue admits the held runs whose turn under a rate limit has come.
-func (s *Store) ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error) {
+func (s *Store) ReleaseDue(ctx context.Context, p *store.ReleaseDueParams) ([]*model.Run, error) {
 	return s.admitWhere(ctx, "release rate-limited runs", `SELECT DISTINCT key FROM run_slots
-		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= $1`, now, utc(now))
+		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= $1`, p.Now, utc(p.Now))
 }
 
 // NextRelease returns the earliest turn a rate-limited held run waits for.
@@ -440,9 +440,10 @@ func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
 	return s.minTime(ctx, `SELECT min(release_at) FROM run_slots WHERE state = 'held' AND release_at IS NOT NULL`, "next release")
 }
 
-// NextQueueTurn returns the earliest next turn after now of a rate-limited queue that has
+// NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has
 // queued runs.
-func (s *Store) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error) {
+func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
+	now := p.Now
 	rows, err := s.pool.Query(ctx, `SELECT q.rate, q.rate_per_us, l.tat FROM queues q
 		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
 		WHERE q.rate > 0 AND NOT q.paused

@@ -13,7 +13,8 @@ import (
 )
 
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
-func (s *Store) NextFire(ctx context.Context, after time.Time) (time.Time, bool, error) {
+func (s *Store) NextFire(ctx context.Context, p *store.NextFireParams) (time.Time, bool, error) {
+	after := p.After
 	var v sql.NullInt64
 	err := s.r.QueryRowContext(ctx, `SELECT min(x) FROM (
 		SELECT min(next_fire_at) AS x FROM jobs INDEXED BY jobs_next_fire
@@ -193,10 +194,10 @@ func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretP
 }
 
 // WebhookSecret returns a job's webhook secret.
-func (s *Store) WebhookSecret(ctx context.Context, jobID string) (string, error) {
+func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams) (string, error) {
 	var secret string
-	if err := s.r.QueryRowContext(ctx, `SELECT secret FROM job_secrets WHERE job_id = ?`, jobID).Scan(&secret); err != nil {
-		return "", fmt.Errorf("webhook secret of job %s: %w", jobID, mapErr(err))
+	if err := s.r.QueryRowContext(ctx, `SELECT secret FROM job_secrets WHERE job_id = ?`, p.JobID).Scan(&secret); err != nil {
+		return "", fmt.Errorf("webhook secret of job %s: %w", p.JobID, mapErr(err))
 	}
 	return secret, nil
 }

@@ -37,4 +37,10 @@
 //
 // Migrations are the embedded files migrations/NNNN_name.sql, applied in order at Open in
 // one transaction and recorded in schema_migrations.
+//
+// Files: both engines name their files by area alike — store.go (the Store type, Open,
+// transactions), migrate.go, bulk.go (multi-row inserts), jobs.go, runs.go, graph.go
+// (CreateGraph), deps.go, slots.go, cron.go, pipelines.go, dispatch.go, logs.go, queues.go,
+// workers.go and scan.go. Specific to this engine: stmts.go, the prepared statements of the
+// writer and the readers.
 package sqlite

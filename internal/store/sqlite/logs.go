@@ -9,7 +9,8 @@ import (
 )
 
 // AppendLogs stores log chunks in one transaction; resent chunks are ignored.
-func (s *Store) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
+func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error {
+	chunks := p.Chunks
 	if len(chunks) == 0 {
 		return nil
 	}

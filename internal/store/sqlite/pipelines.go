@@ -68,7 +68,7 @@ func (s *Store) PutPipeline(ctx context.Context, p *store.PutPipelineParams) (*m
 }
 
 // GetPipeline finds a pipeline by id, then by name in the namespace.
-func (s *Store) GetPipeline(ctx context.Context, p *store.GetJobParams) (*model.Pipeline, error) {
+func (s *Store) GetPipeline(ctx context.Context, p *store.GetPipelineParams) (*model.Pipeline, error) {
 	pl, err := scanPipeline(s.r.QueryRowContext(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE id = ?`, p.IDOrName))
 	if errors.Is(err, sql.ErrNoRows) {
 		ns := p.Namespace
@@ -84,9 +84,9 @@ func (s *Store) GetPipeline(ctx context.Context, p *store.GetJobParams) (*model.
 }
 
 // ListPipelines lists a namespace's pipelines (all when empty) by name.
-func (s *Store) ListPipelines(ctx context.Context, namespace string) ([]*model.Pipeline, error) {
+func (s *Store) ListPipelines(ctx context.Context, p *store.ListPipelinesParams) ([]*model.Pipeline, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE ? = '' OR namespace = ? ORDER BY name, namespace`,
-		namespace, namespace)
+		p.Namespace, p.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("list pipelines: %w", err)
 	}
@@ -103,7 +103,8 @@ func (s *Store) ListPipelines(ctx context.Context, namespace string) ([]*model.P
 }
 
 // DeletePipeline deletes a pipeline; its runs stay.
-func (s *Store) DeletePipeline(ctx context.Context, id string) error {
+func (s *Store) DeletePipeline(ctx context.Context, p *store.DeletePipelineParams) error {
+	id := p.ID
 	return s.write(ctx, func(t *wtx) error {
 		res, err := t.tx.ExecContext(t.ctx, `DELETE FROM pipelines WHERE id = ?`, id)
 		if err != nil {
@@ -119,13 +120,14 @@ func (s *Store) DeletePipeline(ctx context.Context, id string) error {
 	})
 }
 
-// DuePipelines returns the enabled pipelines due to fire at now.
-func (s *Store) DuePipelines(ctx context.Context, now time.Time, limit int) ([]*model.Pipeline, error) {
+// DuePipelines returns the enabled pipelines due to fire at Now.
+func (s *Store) DuePipelines(ctx context.Context, p *store.DuePipelinesParams) ([]*model.Pipeline, error) {
+	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+pipelineCols+` FROM pipelines INDEXED BY pipelines_next_fire
-		WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, micros(now), limit)
+		WHERE next_fire_at IS NOT NULL AND enabled = 1 AND next_fire_at <= ? ORDER BY next_fire_at LIMIT ?`, micros(p.Now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("due pipelines: %w", err)
 	}
@@ -141,12 +143,12 @@ func (s *Store) DuePipelines(ctx context.Context, now time.Time, limit int) ([]*
 	return out, rows.Err()
 }
 
-// SetPipelineNextFire moves a pipeline's next fire if it is still expect.
-func (s *Store) SetPipelineNextFire(ctx context.Context, id string, expect time.Time, next *time.Time) (bool, error) {
+// SetPipelineNextFire moves a pipeline's next fire if it is still Expect.
+func (s *Store) SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNextFireParams) (bool, error) {
 	var moved bool
 	err := s.write(ctx, func(t *wtx) error {
 		res, err := t.tx.ExecContext(t.ctx, `UPDATE pipelines SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?`,
-			nullMicros(next), id, micros(expect))
+			nullMicros(p.Next), p.ID, micros(p.Expect))
 		if err != nil {
 			return err
 		}
@@ -155,7 +157,7 @@ func (s *Store) SetPipelineNextFire(ctx context.Context, id string, expect time.
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("pipeline %s: next fire: %w", id, err)
+		return false, fmt.Errorf("pipeline %s: next fire: %w", p.ID, err)
 	}
 	return moved, nil
 }
@@ -224,7 +226,8 @@ func scanPipelineRun(sc scanner) (*model.PipelineRun, error) {
 }
 
 // GetPipelineRun returns a pipeline run with its steps' runs, read in one snapshot.
-func (s *Store) GetPipelineRun(ctx context.Context, id string) (*model.PipelineRun, error) {
+func (s *Store) GetPipelineRun(ctx context.Context, p *store.GetPipelineRunParams) (*model.PipelineRun, error) {
+	id := p.ID
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("get pipeline run %s: %w", id, err)

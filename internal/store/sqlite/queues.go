@@ -38,13 +38,13 @@ func (s *Store) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 }
 
 // GetQueue returns one queue with its depth.
-func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error) {
-	q, err := scanQueue(s.r.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, name))
+func (s *Store) GetQueue(ctx context.Context, p *store.GetQueueParams) (*model.Queue, error) {
+	q, err := scanQueue(s.r.QueryRowContext(ctx, `SELECT `+queueCols+` FROM queues WHERE name = ?`, p.Name))
 	if err != nil {
-		return nil, fmt.Errorf("get queue %q: %w", name, mapErr(err))
+		return nil, fmt.Errorf("get queue %q: %w", p.Name, mapErr(err))
 	}
 	if err := s.fillDepth(ctx, q); err != nil {
-		return nil, fmt.Errorf("get queue %q: %w", name, err)
+		return nil, fmt.Errorf("get queue %q: %w", p.Name, err)
 	}
 	return q, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -104,7 +105,8 @@ func (t *wtx) existingRun(r *model.Run) (*model.Run, error) {
 }
 
 // GetRun returns a run with its attempts, read in one snapshot.
-func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+func (s *Store) GetRun(ctx context.Context, p *store.GetRunParams) (*model.Run, error) {
+	id := p.ID
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", id, err)
@@ -360,30 +362,25 @@ func (t *wtx) cancelJobRuns(jobID, reason string, now time.Time) ([]*model.Run, 
 func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
 	var out *model.Run
 	err := s.write(ctx, func(t *wtx) error {
-		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `UPDATE runs SET status = 'queued', scheduled_for = ?,
-			max_attempts = max_attempts + 1, finished_at = NULL, error = '', cancel_requested = 0,
-			pending_code = '', pending_reason = ''
-			WHERE id = ? AND status IN ('failed', 'cancelled') AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
-			RETURNING `+runCols, micros(p.Now), p.ID))
-		if err == nil {
-			out, err = t.readmit(rr.run, p.Now)
-			return err
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		var (
-			status string
-			job    int
-		)
-		if err := t.tx.QueryRowContext(t.ctx, `SELECT status, EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
-			FROM runs WHERE id = ?`, p.ID).Scan(&status, &job); err != nil {
+		var job int
+		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+`, EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
+			FROM runs WHERE id = ?`, p.ID), &job)
+		if err != nil {
 			return mapErr(err)
 		}
-		if job == 0 {
-			return fmt.Errorf("its job was deleted: %w", model.ErrInvalidState)
+		r := rr.run
+		if err := scheduler.Retry(r, job != 0, p.Now); err != nil {
+			return err
 		}
-		return fmt.Errorf("run is %s: %w", status, model.ErrInvalidState)
+		rr, err = scanRun(t.tx.QueryRowContext(t.ctx, `UPDATE runs SET status = ?, scheduled_for = ?,
+			max_attempts = ?, finished_at = NULL, error = ?, cancel_requested = 0, pending_code = ?, pending_reason = ?
+			WHERE id = ? RETURNING `+runCols,
+			string(r.Status), micros(r.ScheduledFor), r.MaxAttempts, r.Error, string(r.PendingCode), r.PendingReason, r.ID))
+		if err != nil {
+			return fmt.Errorf("reopen: %w", err)
+		}
+		out, err = t.readmit(rr.run, p.Now)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("retry run %s: %w", p.ID, err)

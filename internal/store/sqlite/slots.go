@@ -268,14 +268,14 @@ func (t *wtx) readmit(r *model.Run, now time.Time) (*model.Run, error) {
 
 // AdmitHeld admits the held runs of every key that has a free slot. Every end of a run
 // admits in its own transaction here, so this finds work only if that rule was broken.
-func (s *Store) AdmitHeld(ctx context.Context, now time.Time) ([]*model.Run, error) {
-	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, now)
+func (s *Store) AdmitHeld(ctx context.Context, p *store.AdmitHeldParams) ([]*model.Run, error) {
+	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, p.Now)
 }
 
 // ReleaseDue admits the held runs whose turn under a rate limit has come.
-func (s *Store) ReleaseDue(ctx context.Context, now time.Time) ([]*model.Run, error) {
+func (s *Store) ReleaseDue(ctx context.Context, p *store.ReleaseDueParams) ([]*model.Run, error) {
 	return s.admitWhere(ctx, "release rate-limited runs", `SELECT DISTINCT key FROM run_slots INDEXED BY run_slots_release
-		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= ?`, now, micros(now))
+		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= ?`, p.Now, micros(p.Now))
 }
 
 // NextRelease returns the earliest turn a rate-limited held run waits for.
@@ -313,9 +313,10 @@ func (s *Store) admitWhere(ctx context.Context, what, query string, now time.Tim
 	return out, nil
 }
 
-// NextQueueTurn returns the earliest next turn after now of a rate-limited queue that has
+// NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has
 // queued runs.
-func (s *Store) NextQueueTurn(ctx context.Context, now time.Time) (time.Time, bool, error) {
+func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
+	now := p.Now
 	rows, err := s.r.QueryContext(ctx, `SELECT q.rate, q.rate_per_us, coalesce(l.tat, 0) FROM queues q
 		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
 		WHERE q.rate > 0 AND q.paused = 0

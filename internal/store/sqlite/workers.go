@@ -76,7 +76,8 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 }
 
 // GetWorker returns one worker with its running count and used capacity.
-func (s *Store) GetWorker(ctx context.Context, id string) (*model.Worker, error) {
+func (s *Store) GetWorker(ctx context.Context, p *store.GetWorkerParams) (*model.Worker, error) {
+	id := p.ID
 	w, err := scanWorker(s.r.QueryRowContext(ctx, `SELECT `+workerCols+` FROM workers WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get worker %s: %w", id, mapErr(err))
@@ -128,9 +129,9 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*model.Worker, error) {
 }
 
 // SetWorkerState sets a worker's state.
-func (s *Store) SetWorkerState(ctx context.Context, id string, state model.WorkerState) error {
+func (s *Store) SetWorkerState(ctx context.Context, p *store.SetWorkerStateParams) error {
 	err := s.write(ctx, func(t *wtx) error {
-		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET state = ? WHERE id = ?`, string(state), id)
+		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET state = ? WHERE id = ?`, string(p.State), p.ID)
 		if err != nil {
 			return err
 		}
@@ -140,7 +141,7 @@ func (s *Store) SetWorkerState(ctx context.Context, id string, state model.Worke
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("set state of worker %s: %w", id, err)
+		return fmt.Errorf("set state of worker %s: %w", p.ID, err)
 	}
 	return nil
 }

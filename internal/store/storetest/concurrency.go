@@ -215,7 +215,7 @@ func testRaceCreateJobsSameName(t *testing.T, open OpenFunc) {
 			continue
 		}
 		require.ErrorIs(t, res[1].Err, model.ErrConflict)
-		_, err := f.s.GetRun(f.ctx, batches[i][1].Run.ID)
+		_, err := f.s.GetRun(f.ctx, &store.GetRunParams{ID: batches[i][1].Run.ID})
 		require.ErrorIs(t, err, model.ErrNotFound, "a losing entry writes nothing")
 	}
 	require.Equal(t, 1, wins)

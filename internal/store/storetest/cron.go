@@ -29,7 +29,7 @@ func testCron(t *testing.T, open OpenFunc) {
 
 	t.Run("NextFireAndDueJobs", func(t *testing.T) {
 		f := setup(t, open)
-		_, ok, err := f.s.NextFire(f.ctx, time.Time{})
+		_, ok, err := f.s.NextFire(f.ctx, &store.NextFireParams{})
 		require.NoError(t, err)
 		require.False(t, ok, "no job has a next fire")
 
@@ -38,11 +38,11 @@ func testCron(t *testing.T, open OpenFunc) {
 		cronJob(f, "off", at(time.Second), func(j *model.Job) { j.Enabled = false })
 		f.submit("plain")
 
-		next, ok, err := f.s.NextFire(f.ctx, time.Time{})
+		next, ok, err := f.s.NextFire(f.ctx, &store.NextFireParams{})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(10*time.Second), next, "the earliest enabled job's; a disabled one does not count")
-		next, ok, err = f.s.NextFire(f.ctx, at(10*time.Second))
+		next, ok, err = f.s.NextFire(f.ctx, &store.NextFireParams{After: at(10 * time.Second)})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(time.Minute), next, "strictly after the bound")
@@ -132,7 +132,7 @@ func testCron(t *testing.T, open OpenFunc) {
 			{JobID: j.ID, Expect: at(0), Runs: []*model.Run{cronRun(f, j, at(0))}},
 		}})
 		require.NoError(t, err)
-		_, ok, err := f.s.NextFire(f.ctx, time.Time{})
+		_, ok, err := f.s.NextFire(f.ctx, &store.NextFireParams{})
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
@@ -140,18 +140,18 @@ func testCron(t *testing.T, open OpenFunc) {
 	t.Run("WebhookSecret", func(t *testing.T) {
 		f := setup(t, open)
 		j, _ := f.submit("hooked")
-		_, err := f.s.WebhookSecret(f.ctx, j.ID)
+		_, err := f.s.WebhookSecret(f.ctx, &store.WebhookSecretParams{JobID: j.ID})
 		require.ErrorIs(t, err, model.ErrNotFound, "no secret until one is set")
 		require.NoError(t, f.s.SetWebhookSecret(f.ctx, &store.SetWebhookSecretParams{JobID: j.ID, Secret: "s1", Now: t0}))
 		require.NoError(t, f.s.SetWebhookSecret(f.ctx, &store.SetWebhookSecretParams{JobID: j.ID, Secret: "s2", Now: t0}))
-		got, err := f.s.WebhookSecret(f.ctx, j.ID)
+		got, err := f.s.WebhookSecret(f.ctx, &store.WebhookSecretParams{JobID: j.ID})
 		require.NoError(t, err)
 		require.Equal(t, "s2", got, "rotation replaces the secret")
 		err = f.s.SetWebhookSecret(f.ctx, &store.SetWebhookSecretParams{JobID: "nope", Secret: "x", Now: t0})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		_, err = f.s.DeleteJob(f.ctx, &store.DeleteJobParams{ID: j.ID, Now: t0})
 		require.NoError(t, err)
-		_, err = f.s.WebhookSecret(f.ctx, j.ID)
+		_, err = f.s.WebhookSecret(f.ctx, &store.WebhookSecretParams{JobID: j.ID})
 		require.ErrorIs(t, err, model.ErrNotFound, "deleted with its job")
 	})
 

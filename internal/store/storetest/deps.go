@@ -216,7 +216,7 @@ func testDeps(t *testing.T, open OpenFunc) {
 		_, err = f.s.CreateGraph(f.ctx, &store.CreateGraphParams{Now: t0, Jobs: []store.NewJob{{Job: d, Run: rd}, {Job: e, Run: re}}})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		require.Equal(t, before, f.countJobs())
-		_, err = f.s.GetRun(f.ctx, rd.ID)
+		_, err = f.s.GetRun(f.ctx, &store.GetRunParams{ID: rd.ID})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		// A name taken fails the whole as a conflict.
 		dup, x := f.job("a"), f.job("x")

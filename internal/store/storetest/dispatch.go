@@ -320,7 +320,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(a.Run.ID).LeaseExpiresAt)
 		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(b.Run.ID).LeaseExpiresAt)
 		require.Equal(t, timep(at(30*time.Second)), f.getRun(c.Run.ID).LeaseExpiresAt, "a stale token extends nothing")
-		w, err := f.s.GetWorker(f.ctx, "w")
+		w, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, now, w.LastHeartbeat)
 

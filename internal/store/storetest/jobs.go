@@ -195,7 +195,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 			f.getRun(r.ID)
 		}
 		for _, r := range []*model.Run{r2, r4} {
-			_, err := f.s.GetRun(f.ctx, r.ID)
+			_, err := f.s.GetRun(f.ctx, &store.GetRunParams{ID: r.ID})
 			require.ErrorIs(t, err, model.ErrNotFound)
 		}
 		for _, j := range []*model.Job{j2, j4} {
@@ -225,7 +225,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 		f.submit("a", func(j *model.Job) { j.Spec.Queue = "fresh" })
 		f.submit("b", func(j *model.Job) { j.Spec.Queue = "tuned" })
 
-		q, err := f.s.GetQueue(f.ctx, "fresh")
+		q, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "fresh"})
 		require.NoError(t, err)
 		require.Equal(t, "fresh", q.Name)
 		require.Equal(t, 0, q.Priority)
@@ -233,7 +233,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 		require.False(t, q.Paused)
 		require.Equal(t, 1, q.Depth[model.RunQueued])
 
-		q, err = f.s.GetQueue(f.ctx, "tuned")
+		q, err = f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "tuned"})
 		require.NoError(t, err)
 		require.Equal(t, 5, q.Priority, "an existing queue keeps its settings")
 		require.True(t, q.Paused)
@@ -443,7 +443,7 @@ func testJobs(t *testing.T, open OpenFunc) {
 		page, err = f.s.ListJobs(f.ctx, &store.ListJobsParams{Limit: 1000})
 		require.NoError(t, err)
 		require.Len(t, page.Jobs, 849)
-		q, err := f.s.GetQueue(f.ctx, model.DefaultQueue)
+		q, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: model.DefaultQueue})
 		require.NoError(t, err)
 		require.Equal(t, 599+qs[0].Depth[model.RunQueued], q.Depth[model.RunQueued])
 	})

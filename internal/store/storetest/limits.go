@@ -167,7 +167,7 @@ func testLimits(t *testing.T, open OpenFunc) {
 		require.Equal(t, model.RunSucceeded, done.Status)
 		require.Equal(t, model.RunQueued, f.getRun(a.ID).Status, "the retried run got the slot")
 
-		admitted, err := f.s.AdmitHeld(f.ctx, at(6*time.Second))
+		admitted, err := f.s.AdmitHeld(f.ctx, &store.AdmitHeldParams{Now: at(6 * time.Second)})
 		require.NoError(t, err)
 		require.Empty(t, admitted, "nothing was left to repair")
 	})
@@ -196,10 +196,10 @@ func testLimits(t *testing.T, open OpenFunc) {
 		require.True(t, ok)
 		require.Equal(t, at(30*time.Second), next, "then one every Per/Rate")
 
-		got, err := f.s.ReleaseDue(f.ctx, at(29*time.Second))
+		got, err := f.s.ReleaseDue(f.ctx, &store.ReleaseDueParams{Now: at(29 * time.Second)})
 		require.NoError(t, err)
 		require.Empty(t, got, "not before its turn")
-		got, err = f.s.ReleaseDue(f.ctx, at(30*time.Second))
+		got, err = f.s.ReleaseDue(f.ctx, &store.ReleaseDueParams{Now: at(30 * time.Second)})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, runs[2].ID, got[0].ID)
@@ -230,7 +230,7 @@ func testLimits(t *testing.T, open OpenFunc) {
 		held := f.getRun(b.ID)
 		require.Equal(t, model.PendingRateLimited, held.PendingCode)
 
-		got, err := f.s.ReleaseDue(f.ctx, at(time.Minute))
+		got, err := f.s.ReleaseDue(f.ctx, &store.ReleaseDueParams{Now: at(time.Minute)})
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, model.RunQueued, f.getRun(b.ID).Status)

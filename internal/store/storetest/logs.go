@@ -18,17 +18,17 @@ func testLogs(t *testing.T, open OpenFunc) {
 		chunk := func(runID string, attempt int, seq int64, stream model.LogStream, data string) model.LogChunk {
 			return model.LogChunk{RunID: runID, Attempt: attempt, Seq: seq, Stream: stream, Data: []byte(data), CreatedAt: at(time.Duration(seq) * time.Second)}
 		}
-		require.NoError(t, f.s.AppendLogs(f.ctx, []model.LogChunk{
+		require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: []model.LogChunk{
 			chunk(r.ID, 1, 2, model.Stderr, "two"),
 			chunk(r.ID, 1, 1, model.Stdout, "one\n"),
 			chunk(r.ID, 2, 1, model.Stdout, "attempt two"),
 			chunk(other.ID, 1, 1, model.Stdout, "other"),
-		}))
-		require.NoError(t, f.s.AppendLogs(f.ctx, []model.LogChunk{
+		}}))
+		require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: []model.LogChunk{
 			chunk(r.ID, 1, 4, model.Stdout, "\x00\xffbinary"),
 			chunk(r.ID, 1, 3, model.Stdout, ""),
-		}))
-		require.NoError(t, f.s.AppendLogs(f.ctx, nil))
+		}}))
+		require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{}))
 
 		read := func(p store.ReadLogsParams) []model.LogChunk {
 			t.Helper()
@@ -63,12 +63,12 @@ func testLogs(t *testing.T, open OpenFunc) {
 		f := setup(t, open)
 		_, r := f.submit("a")
 		c := model.LogChunk{RunID: r.ID, Attempt: 1, Seq: 1, Stream: model.Stdout, Data: []byte("first"), CreatedAt: t0}
-		require.NoError(t, f.s.AppendLogs(f.ctx, []model.LogChunk{c}))
+		require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: []model.LogChunk{c}}))
 		resent := c
 		resent.Data = []byte("second")
 		next := c
 		next.Seq = 2
-		require.NoError(t, f.s.AppendLogs(f.ctx, []model.LogChunk{resent, next}))
+		require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: []model.LogChunk{resent, next}}))
 		cs, err := f.s.ReadLogs(f.ctx, &store.ReadLogsParams{RunID: r.ID, Attempt: 1})
 		require.NoError(t, err)
 		require.Equal(t, []int64{1, 2}, seqs(cs))
@@ -78,10 +78,10 @@ func testLogs(t *testing.T, open OpenFunc) {
 	t.Run("UnknownRun", func(t *testing.T) {
 		f := setup(t, open)
 		_, r := f.submit("a")
-		err := f.s.AppendLogs(f.ctx, []model.LogChunk{
+		err := f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: []model.LogChunk{
 			{RunID: r.ID, Attempt: 1, Seq: 1, Stream: model.Stdout, Data: []byte("x"), CreatedAt: t0},
 			{RunID: "missing", Attempt: 1, Seq: 1, Stream: model.Stdout, Data: []byte("x"), CreatedAt: t0},
-		})
+		}})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		cs, err := f.s.ReadLogs(f.ctx, &store.ReadLogsParams{RunID: r.ID, Attempt: 1})
 		require.NoError(t, err)

@@ -73,28 +73,28 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		require.Equal(t, "0 2 * * *", got.Spec.Schedule.Cron)
 
 		for _, key := range []string{pl.ID, "etl"} {
-			byKey, err := f.s.GetPipeline(f.ctx, &store.GetJobParams{Namespace: model.DefaultNamespace, IDOrName: key})
+			byKey, err := f.s.GetPipeline(f.ctx, &store.GetPipelineParams{Namespace: model.DefaultNamespace, IDOrName: key})
 			require.NoError(t, err)
 			require.Equal(t, got, byKey)
 		}
 		_, _, err = f.s.PutPipeline(f.ctx, &store.PutPipelineParams{Pipeline: pipeline(f, "backup"), Now: t0})
 		require.NoError(t, err)
-		list, err := f.s.ListPipelines(f.ctx, model.DefaultNamespace)
+		list, err := f.s.ListPipelines(f.ctx, &store.ListPipelinesParams{Namespace: model.DefaultNamespace})
 		require.NoError(t, err)
 		require.Equal(t, []string{"backup", "etl"}, []string{list[0].Name, list[1].Name})
 
 		// A pipeline has a webhook secret like a job, deleted with it.
 		require.NoError(t, f.s.SetWebhookSecret(f.ctx, &store.SetWebhookSecretParams{JobID: pl.ID, Secret: "s3cret", Now: t0}))
-		secret, err := f.s.WebhookSecret(f.ctx, pl.ID)
+		secret, err := f.s.WebhookSecret(f.ctx, &store.WebhookSecretParams{JobID: pl.ID})
 		require.NoError(t, err)
 		require.Equal(t, "s3cret", secret)
 
-		require.NoError(t, f.s.DeletePipeline(f.ctx, pl.ID))
-		_, err = f.s.WebhookSecret(f.ctx, pl.ID)
+		require.NoError(t, f.s.DeletePipeline(f.ctx, &store.DeletePipelineParams{ID: pl.ID}))
+		_, err = f.s.WebhookSecret(f.ctx, &store.WebhookSecretParams{JobID: pl.ID})
 		require.ErrorIs(t, err, model.ErrNotFound)
-		_, err = f.s.GetPipeline(f.ctx, &store.GetJobParams{IDOrName: "etl"})
+		_, err = f.s.GetPipeline(f.ctx, &store.GetPipelineParams{IDOrName: "etl"})
 		require.ErrorIs(t, err, model.ErrNotFound)
-		require.ErrorIs(t, f.s.DeletePipeline(f.ctx, pl.ID), model.ErrNotFound)
+		require.ErrorIs(t, f.s.DeletePipeline(f.ctx, &store.DeletePipelineParams{ID: pl.ID}), model.ErrNotFound)
 	})
 
 	t.Run("RunAsAWhole", func(t *testing.T) {
@@ -103,7 +103,7 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		pr, runs, err := trigger(f, pl)
 		require.NoError(t, err)
-		got, err := f.s.GetPipelineRun(f.ctx, pr.ID)
+		got, err := f.s.GetPipelineRun(f.ctx, &store.GetPipelineRunParams{ID: pr.ID})
 		require.NoError(t, err)
 		require.Equal(t, model.TriggerManual, got.Trigger)
 		require.JSONEq(t, `{"day":"2026-01-02"}`, string(got.Args))
@@ -117,7 +117,7 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		l := f.leaseOne("w", t0)
 		require.Equal(t, runs["extract"].ID, l.Run.ID)
 		f.complete(store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptFailed, ExitCode: intp(2)}, at(time.Second), nil)
-		got, err = f.s.GetPipelineRun(f.ctx, pr.ID)
+		got, err = f.s.GetPipelineRun(f.ctx, &store.GetPipelineRunParams{ID: pr.ID})
 		require.NoError(t, err)
 		require.Equal(t, model.RunSkipped, got.Steps["load"].Status)
 		require.Equal(t, model.PipelineFailed, got.Status())
@@ -130,7 +130,7 @@ func testPipelines(t *testing.T, open OpenFunc) {
 			require.Equal(t, runs2[s].ID, l.Run.ID, "step %s runs when its upstream succeeded", s)
 			f.finish(l, model.AttemptSucceeded, intp(0), at(time.Duration(i+2)*time.Second))
 		}
-		got, err = f.s.GetPipelineRun(f.ctx, pr2.ID)
+		got, err = f.s.GetPipelineRun(f.ctx, &store.GetPipelineRunParams{ID: pr2.ID})
 		require.NoError(t, err)
 		require.Equal(t, model.PipelineSucceeded, got.Status())
 
@@ -144,7 +144,7 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		require.Len(t, page.Runs, 1)
 		require.Equal(t, pr.ID, page.Runs[0].ID)
 		require.Empty(t, page.NextCursor)
-		_, err = f.s.GetPipelineRun(f.ctx, "nope")
+		_, err = f.s.GetPipelineRun(f.ctx, &store.GetPipelineRunParams{ID: "nope"})
 		require.ErrorIs(t, err, model.ErrNotFound)
 	})
 
@@ -155,14 +155,14 @@ func testPipelines(t *testing.T, open OpenFunc) {
 			p.NextFireAt = timep(at(time.Hour))
 		}), Now: t0})
 		require.NoError(t, err)
-		next, ok, err := f.s.NextFire(f.ctx, time.Time{})
+		next, ok, err := f.s.NextFire(f.ctx, &store.NextFireParams{})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(time.Hour), next)
-		due, err := f.s.DuePipelines(f.ctx, at(time.Hour), 0)
+		due, err := f.s.DuePipelines(f.ctx, &store.DuePipelinesParams{Now: at(time.Hour)})
 		require.NoError(t, err)
 		require.Len(t, due, 1)
-		due, err = f.s.DuePipelines(f.ctx, at(time.Hour-time.Second), 0)
+		due, err = f.s.DuePipelines(f.ctx, &store.DuePipelinesParams{Now: at(time.Hour - time.Second)})
 		require.NoError(t, err)
 		require.Empty(t, due)
 
@@ -172,7 +172,7 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		}
 		_, _, err = trigger(f, pl, fire)
 		require.NoError(t, err)
-		got, err := f.s.GetPipeline(f.ctx, &store.GetJobParams{IDOrName: pl.ID})
+		got, err := f.s.GetPipeline(f.ctx, &store.GetPipelineParams{IDOrName: pl.ID})
 		require.NoError(t, err)
 		require.Equal(t, at(25*time.Hour), *got.NextFireAt)
 		before := f.countJobs()

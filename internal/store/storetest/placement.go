@@ -38,7 +38,7 @@ func testPlacement(t *testing.T, open OpenFunc) {
 		got := f.lease("w", 16, t0)
 		require.Equal(t, []string{g1.ID, g2.ID, cpu.ID, plain.ID, labels.ID}, leaseIDs(got))
 		require.Equal(t, model.Requirements{GPU: 1, Labels: map[string]string{"zone": "eu"}}, got[0].Run.Requirements)
-		w, err := f.s.GetWorker(f.ctx, "w")
+		w, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, model.Capacity{CPU: 4, MemoryMB: 0, GPU: 2, Slots: 5}, w.Used)
 
@@ -127,7 +127,7 @@ func testPlacement(t *testing.T, open OpenFunc) {
 		}
 		wg.Wait()
 		require.Equal(t, 3, total, "three GPUs, three runs")
-		w, err := f.s.GetWorker(f.ctx, "w")
+		w, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, 3, w.Used.GPU)
 		require.InDelta(t, 1.5, w.Used.CPU, 1e-9)

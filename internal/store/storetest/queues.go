@@ -13,7 +13,7 @@ import (
 func testQueues(t *testing.T, open OpenFunc) {
 	t.Run("Upsert", func(t *testing.T) {
 		f := setup(t, open)
-		_, err := f.s.GetQueue(f.ctx, "q")
+		_, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "q"})
 		require.ErrorIs(t, err, model.ErrNotFound)
 
 		q, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", MaxConcurrency: intp(3), Now: t0})
@@ -30,7 +30,7 @@ func testQueues(t *testing.T, open OpenFunc) {
 		want.Priority, want.Paused, want.UpdatedAt = -2, true, at(time.Hour)
 		require.Equal(t, want, q, "unset fields stay")
 
-		got, err := f.s.GetQueue(f.ctx, "q")
+		got, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "q"})
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 		require.Equal(t, time.UTC, got.UpdatedAt.Location())
@@ -71,7 +71,7 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.Equal(t, map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 1, model.RunRunning: 0}, qs[1].Depth)
 		require.Equal(t, map[model.RunStatus]int{model.RunWaiting: 0, model.RunScheduled: 0, model.RunQueued: 0, model.RunRunning: 0}, qs[2].Depth)
 
-		q, err := f.s.GetQueue(f.ctx, "b")
+		q, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "b"})
 		require.NoError(t, err)
 		require.Equal(t, qs[0], q)
 	})
@@ -87,13 +87,13 @@ func testQueues(t *testing.T, open OpenFunc) {
 		for range 5 {
 			f.createRuns(f.run(j))
 		}
-		_, ok, err := f.s.NextQueueTurn(f.ctx, t0)
+		_, ok, err := f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: t0})
 		require.NoError(t, err)
 		require.False(t, ok, "turns are free now: nothing to wait for")
 
 		require.Len(t, f.lease("w", 10, t0), 2, "a burst of Rate")
 		require.Empty(t, f.lease("w", 10, at(10*time.Second)), "then no turn until Per/Rate later")
-		next, ok, err := f.s.NextQueueTurn(f.ctx, at(10*time.Second))
+		next, ok, err := f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: at(10 * time.Second)})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(30*time.Second), next)
@@ -105,7 +105,7 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Nil(t, q.RateLimit)
 		require.Len(t, f.lease("w", 10, at(time.Minute)), 1)
-		_, ok, err = f.s.NextQueueTurn(f.ctx, at(time.Minute))
+		_, ok, err = f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: at(time.Minute)})
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
@@ -119,7 +119,7 @@ func testQueues(t *testing.T, open OpenFunc) {
 		f.createJob(j, f.run(j))
 		var visible bool
 		q, err = f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", Paused: boolp(false), Now: t0, Committed: func() {
-			got, err := f.s.GetQueue(f.ctx, "q")
+			got, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "q"})
 			visible = err == nil && !got.Paused
 		}})
 		require.NoError(t, err)

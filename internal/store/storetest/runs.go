@@ -27,7 +27,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 		read.Attempts = nil
 		require.Equal(t, r, read)
 
-		q, err := f.s.GetQueue(f.ctx, "manual-q")
+		q, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: "manual-q"})
 		require.NoError(t, err, "a run's queue is created when missing")
 		require.Equal(t, 1, q.Depth[model.RunQueued])
 
@@ -46,9 +46,9 @@ func testRuns(t *testing.T, open OpenFunc) {
 		require.False(t, res[2].Existing)
 		require.Equal(t, fresh.ID, res[2].Run.ID)
 
-		_, err = f.s.GetRun(f.ctx, dup.ID)
+		_, err = f.s.GetRun(f.ctx, &store.GetRunParams{ID: dup.ID})
 		require.ErrorIs(t, err, model.ErrNotFound)
-		_, err = f.s.GetRun(f.ctx, unknown.ID)
+		_, err = f.s.GetRun(f.ctx, &store.GetRunParams{ID: unknown.ID})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		f.getRun(fresh.ID)
 	})
@@ -81,7 +81,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 				require.Equal(t, again[i].ID, r.Run.ID)
 			}
 		}
-		q, err := f.s.GetQueue(f.ctx, model.DefaultQueue)
+		q, err := f.s.GetQueue(f.ctx, &store.GetQueueParams{Name: model.DefaultQueue})
 		require.NoError(t, err)
 		require.Equal(t, 800, q.Depth[model.RunQueued])
 	})
@@ -116,9 +116,9 @@ func testRuns(t *testing.T, open OpenFunc) {
 
 	t.Run("GetRunNotFound", func(t *testing.T) {
 		f := setup(t, open)
-		_, err := f.s.GetRun(f.ctx, "missing")
+		_, err := f.s.GetRun(f.ctx, &store.GetRunParams{ID: "missing"})
 		require.ErrorIs(t, err, model.ErrNotFound)
-		_, err = f.s.GetRun(f.ctx, f.id())
+		_, err = f.s.GetRun(f.ctx, &store.GetRunParams{ID: f.id()})
 		require.ErrorIs(t, err, model.ErrNotFound)
 	})
 

@@ -195,7 +195,7 @@ func (f *fx) finish(l *model.Lease, status model.AttemptStatus, exit *int, now t
 // getRun reads a run and requires it exists.
 func (f *fx) getRun(runID string) *model.Run {
 	f.t.Helper()
-	r, err := f.s.GetRun(f.ctx, runID)
+	r, err := f.s.GetRun(f.ctx, &store.GetRunParams{ID: runID})
 	require.NoError(f.t, err)
 	return r
 }

@@ -13,7 +13,7 @@ import (
 func testWorkers(t *testing.T, open OpenFunc) {
 	t.Run("RegisterAndGet", func(t *testing.T) {
 		f := setup(t, open)
-		_, err := f.s.GetWorker(f.ctx, "w")
+		_, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.ErrorIs(t, err, model.ErrNotFound)
 
 		w, lost := f.register("w", "s1", t0)
@@ -24,7 +24,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 			Session:  "s1", State: model.WorkerActive, RegisteredAt: t0, LastHeartbeat: t0,
 		}
 		require.Equal(t, want, w)
-		got, err := f.s.GetWorker(f.ctx, "w")
+		got, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, want, got)
 		require.Equal(t, time.UTC, got.RegisteredAt.Location())
@@ -36,11 +36,11 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Equal(t, model.Capacity{Slots: 2}, w.Capacity)
 		require.Equal(t, at(time.Minute), w.LastHeartbeat)
 
-		require.NoError(t, f.s.SetWorkerState(f.ctx, "w", model.WorkerDraining))
-		got, err = f.s.GetWorker(f.ctx, "w")
+		require.NoError(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w", State: model.WorkerDraining}))
+		got, err = f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, model.WorkerDraining, got.State)
-		require.ErrorIs(t, f.s.SetWorkerState(f.ctx, "nobody", model.WorkerLost), model.ErrNotFound)
+		require.ErrorIs(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "nobody", State: model.WorkerLost}), model.ErrNotFound)
 
 		// Registering again makes it active.
 		w, _ = f.register("w", "s1", at(2*time.Minute))
@@ -63,13 +63,13 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Len(t, ls, 2)
 		f.leaseOne("v", t0)
 
-		w, err := f.s.GetWorker(f.ctx, "w")
+		w, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, 2, w.Running)
 		require.Equal(t, model.Capacity{CPU: 1, MemoryMB: 200, GPU: 2, Slots: 2}, w.Used)
 
 		f.finish(ls[0], model.AttemptSucceeded, intp(0), at(time.Second))
-		w, err = f.s.GetWorker(f.ctx, "w")
+		w, err = f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
 		require.NoError(t, err)
 		require.Equal(t, 1, w.Running)
 		require.Equal(t, model.Capacity{CPU: 0.5, MemoryMB: 100, GPU: 1, Slots: 1}, w.Used)

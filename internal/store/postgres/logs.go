@@ -11,7 +11,8 @@ import (
 
 // AppendLogs stores log chunks in one statement. A resent chunk is ignored; a chunk of an
 // unknown run fails the batch with model.ErrNotFound and nothing is written.
-func (s *Store) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
+func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error {
+	chunks := p.Chunks
 	if len(chunks) == 0 {
 		return nil
 	}

@@ -98,8 +98,8 @@ func (s *Store) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 }
 
 // GetQueue returns one queue with its depth.
-func (s *Store) GetQueue(ctx context.Context, name string) (*model.Queue, error) {
-	return s.queueWithDepth(ctx, `SELECT `+queueCols+` FROM queues WHERE name = $1`, name)
+func (s *Store) GetQueue(ctx context.Context, p *store.GetQueueParams) (*model.Queue, error) {
+	return s.queueWithDepth(ctx, `SELECT `+queueCols+` FROM queues WHERE name = $1`, p.Name)
 }
 
 // UpdateQueue changes the set fields of a queue, creating it if missing.

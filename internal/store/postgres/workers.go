@@ -117,7 +117,8 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 }
 
 // GetWorker returns one worker with Running and Used.
-func (s *Store) GetWorker(ctx context.Context, id string) (*model.Worker, error) {
+func (s *Store) GetWorker(ctx context.Context, p *store.GetWorkerParams) (*model.Worker, error) {
+	id := p.ID
 	w, err := scanWorker(s.pool.QueryRow(ctx, workerSQL+` WHERE w.id = $1`, id))
 	if err != nil {
 		return nil, translate(err, "get worker %s", id)
@@ -142,13 +143,13 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*model.Worker, error) {
 }
 
 // SetWorkerState sets a worker's state.
-func (s *Store) SetWorkerState(ctx context.Context, id string, state model.WorkerState) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1`, id, string(state))
+func (s *Store) SetWorkerState(ctx context.Context, p *store.SetWorkerStateParams) error {
+	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1`, p.ID, string(p.State))
 	if err != nil {
-		return translate(err, "set state of worker %s", id)
+		return translate(err, "set state of worker %s", p.ID)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set state of worker %s: %w", id, model.ErrNotFound)
+		return fmt.Errorf("set state of worker %s: %w", p.ID, model.ErrNotFound)
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func TestReopen(t *testing.T) {
 	s, err = sqlite.Open(ctx, sqlite.Config{Path: path, Synchronous: "normal"})
 	require.NoError(t, err)
 	defer s.Close()
-	q, err := s.GetQueue(ctx, "q")
+	q, err := s.GetQueue(ctx, &store.GetQueueParams{Name: "q"})
 	require.NoError(t, err)
 	require.Equal(t, 3, q.Priority)
 	require.NoError(t, s.Ping(ctx))

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -197,7 +198,8 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 // GetRun returns a run with its attempts: the finished ones in order, then the running one.
 // The run and its history are read by one statement, so from one snapshot: an attempt that
 // ends meanwhile shows either as running or as finished, never as both or neither.
-func (s *Store) GetRun(ctx context.Context, id string) (*model.Run, error) {
+func (s *Store) GetRun(ctx context.Context, p *store.GetRunParams) (*model.Run, error) {
+	id := p.ID
 	rows, err := s.pool.Query(ctx, `SELECT `+runCols+`, a.n, a.worker_id, a.status, a.exit_code,
 			a.error, a.started_at, a.finished_at,
 			(SELECT json_agg(json_build_object('run', d.upstream_run_id, 'condition', d.condition) ORDER BY d.upstream_run_id)
@@ -434,53 +436,46 @@ func cancelRuns(ctx context.Context, q querier, p *store.CancelRunsParams) ([]*m
 // RetryRun reopens a failed or cancelled run as queued, due now, with one more attempt in
 // its budget. A run whose job was deleted cannot be retried (model.ErrInvalidState).
 func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.Run, error) {
-	var (
-		out *model.Run
-		err error
-	)
-	txErr := s.inTx(ctx, func(tx pgx.Tx) error {
+	now := utc(p.Now)
+	var out *model.Run
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := lockKeysOf(ctx, tx, []string{p.ID}, ""); err != nil {
 			return err
 		}
-		var r *runRow
-		r, err = scanRun(tx.QueryRow(ctx, retrySQL, p.ID, utc(p.Now)))
-		if err != nil {
-			return nil // answered below, outside the transaction
+		var jobExists bool
+		row := tx.QueryRow(ctx, `SELECT `+runCols+`, EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+			FROM runs r WHERE r.id = $1 FOR UPDATE OF r`, p.ID)
+		var (
+			rr                       runRow
+			status, pending, trigger string
+			args                     []byte
+		)
+		if err := row.Scan(append(runDest(&rr, &status, &pending, &trigger, &args), &jobExists)...); err != nil {
+			return err
 		}
-		var rerr error
-		out, rerr = readmit(ctx, tx, &r.Run, utc(p.Now))
-		return rerr
+		fixRun(&rr, status, pending, trigger, args)
+		r := &rr.Run
+		if err := scheduler.Retry(r, jobExists, now); err != nil {
+			return err
+		}
+		reopened, err := scanRun(tx.QueryRow(ctx, retrySQL, r.ID, string(r.Status), r.ScheduledFor, r.MaxAttempts,
+			r.Error, string(r.PendingCode), r.PendingReason))
+		if err != nil {
+			return err
+		}
+		out, err = readmit(ctx, tx, &reopened.Run, now)
+		return err
 	})
-	if txErr != nil {
-		return nil, translate(txErr, "retry run %s", p.ID)
-	}
-	if err == nil {
-		return out, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, translate(err, "retry run %s", p.ID)
-	}
-	var (
-		status    string
-		jobExists bool
-	)
-	err = s.pool.QueryRow(ctx, `SELECT r.status, EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
-		FROM runs r WHERE r.id = $1`, p.ID).Scan(&status, &jobExists)
 	if err != nil {
 		return nil, translate(err, "retry run %s", p.ID)
 	}
-	if !jobExists {
-		return nil, fmt.Errorf("retry run %s: its job was deleted: %w", p.ID, model.ErrInvalidState)
-	}
-	return nil, fmt.Errorf("retry run %s: run is %s: %w", p.ID, status, model.ErrInvalidState)
+	return out, nil
 }
 
-// retrySQL reopens run $1 at $2 if it is failed or cancelled and its job exists.
+// retrySQL writes run $1 as scheduler.Retry reopened it: not running, no end, no lease.
 const retrySQL = `UPDATE runs r SET
-			status = 'queued', scheduled_for = $2, max_attempts = r.max_attempts + 1,
-			finished_at = NULL, error = '', pending_code = '', pending_reason = '',
-			cancel_requested = false, worker_id = NULL, lease_token = NULL,
-			lease_expires_at = NULL, attempt_started_at = NULL
-		WHERE r.id = $1 AND r.status IN ('failed', 'cancelled')
-		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+			status = $2, scheduled_for = $3, max_attempts = $4, finished_at = NULL, error = $5,
+			pending_code = $6, pending_reason = $7, cancel_requested = false, worker_id = NULL,
+			lease_token = NULL, lease_expires_at = NULL, attempt_started_at = NULL
+		WHERE r.id = $1
 		RETURNING ` + runCols
