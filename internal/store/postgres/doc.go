@@ -8,6 +8,15 @@
 // versions are recorded in schema_migrations. A URL parameter such as search_path=myschema
 // places the tables in another schema (the tests give each test its own).
 //
+// A database that records a version this binary does not know (a newer stint migrated it) is
+// refused: Open fails with a *store.SchemaNewerError naming both versions ("database schema
+// is at 0012, this stint knows up to 0009: upgrade stint") and changes nothing. The loading
+// and that check are shared with the other engine (store.LoadMigrations,
+// store.PendingMigrations). Servers of two releases run side by side during a rolling
+// upgrade, so a migration must be one the previous release still works with: additive only
+// (new tables, new columns with defaults or nullable, new indexes); a drop or rename waits
+// for a later release, once no server of the old one is left (docs/operations.md).
+//
 // How the hot paths are built:
 //   - The running attempt lives on the run row; an attempts row is written only when an
 //     attempt ends.

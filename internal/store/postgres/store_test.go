@@ -232,3 +232,76 @@ func TestResolvePendingRepairsOutbox(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, again, "the outbox was emptied")
 }
+
+// TestMigrateRefusesNewerSchema opens a schema that a newer stint has migrated (it records a
+// version this binary does not know): Open fails naming both versions and changes nothing,
+// not even the migrations this binary would otherwise apply.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	testURL(t)
+	t.Parallel()
+	ms, err := loadMigrations()
+	require.NoError(t, err)
+	known := ms[len(ms)-1].Version
+	const future = 9999
+
+	tests := []struct {
+		name    string
+		migrate bool   // open a store first, so that the schema is at the newest known version
+		prepare string // then run this, which leaves the schema at a future version
+	}{
+		{
+			name:    "migrated schema with a future migration",
+			migrate: true,
+			// The newest known migration is unrecorded too: it must not be applied.
+			prepare: fmt.Sprintf(`DELETE FROM schema_migrations WHERE version = %d;
+				INSERT INTO schema_migrations (version, name) VALUES (%d, 'future')`, known, future),
+		},
+		{
+			name: "empty schema marked by a newer stint",
+			prepare: fmt.Sprintf(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+				applied_at timestamptz NOT NULL DEFAULT now());
+				INSERT INTO schema_migrations (version, name) VALUES (%d, 'future')`, future),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := newSchema(t)
+			if tt.migrate {
+				require.NoError(t, openURL(t, u).Close())
+			}
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, u)
+			require.NoError(t, err)
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, tt.prepare)
+			require.NoError(t, err)
+			before := pgSchemaOf(t, conn)
+
+			_, err = Open(ctx, Config{URL: u, MaxConns: 2})
+			var newer *store.SchemaNewerError
+			require.ErrorAs(t, err, &newer)
+			require.Equal(t, store.SchemaNewerError{Database: future, Known: known}, *newer)
+			require.ErrorContains(t, err, fmt.Sprintf("database schema is at %04d, this stint knows up to %04d: upgrade stint", future, known))
+			require.Equal(t, before, pgSchemaOf(t, conn), "a refused Open changes nothing")
+		})
+	}
+}
+
+// pgSchemaOf returns what a refused migration could change in the connection's schema: its
+// tables, columns and indexes and the recorded versions.
+func pgSchemaOf(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `
+		SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type
+		  FROM information_schema.columns WHERE table_schema = current_schema()
+		UNION ALL
+		SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
+		UNION ALL
+		SELECT 'version ' || version || ' ' || name FROM schema_migrations
+		ORDER BY 1`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
+}

@@ -38,6 +38,15 @@
 // Migrations are the embedded files migrations/NNNN_name.sql, applied in order at Open in
 // one transaction and recorded in schema_migrations.
 //
+// A database that records a version this binary does not know (a newer stint migrated it) is
+// refused: Open fails with a *store.SchemaNewerError naming both versions ("database schema
+// is at 0012, this stint knows up to 0009: upgrade stint") and changes nothing. The loading
+// and that check are shared with the other engine (store.LoadMigrations,
+// store.PendingMigrations). Servers of two releases run side by side during a rolling
+// upgrade, so a migration must be one the previous release still works with: additive only
+// (new tables, new columns with defaults or nullable, new indexes); a drop or rename waits
+// for a later release, once no server of the old one is left (docs/operations.md).
+//
 // Files: both engines name their files by area alike — store.go (the Store type, Open,
 // transactions), migrate.go, bulk.go (multi-row inserts), jobs.go, runs.go, graph.go
 // (CreateGraph), deps.go, slots.go, cron.go, pipelines.go, dispatch.go, logs.go, queues.go,

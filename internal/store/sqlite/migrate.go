@@ -4,52 +4,21 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/stint-dev/stint/internal/store"
 )
 
 //go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// migration is one embedded schema step.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+var migrationFS embed.FS // read-only: the schema, embedded at build time
 
 // migrations lists the embedded migrations by version. Files are named NNNN_name.sql.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("list migrations: %w", err)
-	}
-	out := make([]migration, 0, len(names))
-	seen := map[int]string{}
-	for _, n := range names {
-		base := strings.TrimSuffix(strings.TrimPrefix(n, "migrations/"), ".sql")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name is not NNNN_name.sql", n)
-		}
-		if prev, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, n, v)
-		}
-		seen[v] = n
-		b, err := migrationFS.ReadFile(n)
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", n, err)
-		}
-		out = append(out, migration{version: v, name: base, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
+func migrations() ([]store.Migration, error) {
+	return store.LoadMigrations(migrationFS, "migrations")
 }
 
-// migrate applies every migration the database lacks, all in one writer transaction.
+// migrate applies every migration the database lacks, all in one writer transaction. A
+// database that records a version this binary does not know is refused before anything is
+// applied (store.PendingMigrations), and the transaction is rolled back.
 func (s *Store) migrate(ctx context.Context) error {
 	ms, err := migrations()
 	if err != nil {
@@ -66,7 +35,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	)`); err != nil {
 		return fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
-	applied := map[int]bool{}
+	var applied []int
 	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return fmt.Errorf("migrate: read versions: %w", err)
@@ -77,34 +46,24 @@ func (s *Store) migrate(ctx context.Context) error {
 			_ = rows.Close()
 			return fmt.Errorf("migrate: read versions: %w", err)
 		}
-		applied[v] = true
+		applied = append(applied, v)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("migrate: read versions: %w", err)
 	}
 	_ = rows.Close()
-	newest := 0
-	for _, m := range ms {
-		newest = max(newest, m.version)
+	pending, err := store.PendingMigrations(ms, applied)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
-	for v := range applied {
-		if v > newest {
-			return fmt.Errorf("migrate: database is at schema version %d, newer than this binary knows (%d)", v, newest)
+	for _, m := range pending {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate: apply %s: %w", m.Name, err)
 		}
-	}
-	n := 0
-	for _, m := range ms {
-		if applied[m.version] {
-			continue
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("migrate: record %s: %w", m.Name, err)
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate: apply %s: %w", m.name, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name); err != nil {
-			return fmt.Errorf("migrate: record %s: %w", m.name, err)
-		}
-		s.log.InfoContext(ctx, "applied migration", "version", m.version, "name", m.name)
-		n++
+		s.log.InfoContext(ctx, "applied migration", "version", m.Version, "name", m.Name)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: commit: %w", err)

@@ -1,10 +1,14 @@
 package sqlite
 
 import (
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/store"
 )
 
 func TestMigrations(t *testing.T) {
@@ -13,7 +17,7 @@ func TestMigrations(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, ms)
 	for i, m := range ms {
-		require.Equal(t, i+1, m.version, "versions run 1, 2, 3... without gaps")
+		require.Equal(t, i+1, m.Version, "versions run 1, 2, 3... without gaps")
 	}
 
 	path := filepath.Join(t.TempDir(), "m.db")
@@ -26,7 +30,7 @@ func TestMigrations(t *testing.T) {
 	var n, newest int
 	require.NoError(t, s.r.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &newest))
 	require.Equal(t, len(ms), n)
-	require.Equal(t, ms[len(ms)-1].version, newest)
+	require.Equal(t, ms[len(ms)-1].Version, newest)
 
 	var mode string
 	require.NoError(t, s.w.QueryRowContext(t.Context(), `PRAGMA journal_mode`).Scan(&mode))
@@ -36,10 +40,92 @@ func TestMigrations(t *testing.T) {
 	_, err = s.r.ExecContext(t.Context(), `INSERT INTO queues (name, created_at, updated_at) VALUES ('x', 0, 0)`)
 	require.Error(t, err)
 
-	// A database from a newer binary is refused.
-	_, err = s.w.ExecContext(t.Context(), `INSERT INTO schema_migrations (version, name) VALUES (999, 'future')`)
+}
+
+// TestMigrateRefusesNewerSchema opens a database that a newer stint has migrated (it records
+// a version this binary does not know): Open fails naming both versions and changes nothing,
+// not even the migrations this binary would otherwise apply.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
+	ms, err := migrations()
 	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	_, err = Open(t.Context(), Config{Path: path})
-	require.ErrorContains(t, err, "newer")
+	known := ms[len(ms)-1].Version
+	const future = 9999
+
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, db *sql.DB) // leaves a database at a future version
+	}{
+		{
+			name: "migrated database with a future migration",
+			prepare: func(t *testing.T, db *sql.DB) {
+				// The newest known migration is unrecorded too: it must not be applied.
+				_, err := db.Exec(`DELETE FROM schema_migrations WHERE version = ?`, known)
+				require.NoError(t, err)
+				_, err = db.Exec(`INSERT INTO schema_migrations (version, name) VALUES (?, 'future')`, future)
+				require.NoError(t, err)
+			},
+		},
+		{
+			name: "empty database marked by a newer stint",
+			prepare: func(t *testing.T, db *sql.DB) {
+				rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' AND name <> 'schema_migrations'`)
+				require.NoError(t, err)
+				var tables []string
+				for rows.Next() {
+					var n string
+					require.NoError(t, rows.Scan(&n))
+					tables = append(tables, n)
+				}
+				require.NoError(t, rows.Err())
+				for _, n := range tables {
+					_, err := db.Exec(`DROP TABLE ` + n)
+					require.NoError(t, err)
+				}
+				_, err = db.Exec(`DELETE FROM schema_migrations`)
+				require.NoError(t, err)
+				_, err = db.Exec(`INSERT INTO schema_migrations (version, name) VALUES (?, 'future')`, future)
+				require.NoError(t, err)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "m.db")
+			s, err := Open(t.Context(), Config{Path: path, Synchronous: "OFF"})
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			db, err := sql.Open("sqlite", path)
+			require.NoError(t, err)
+			defer db.Close()
+			tt.prepare(t, db)
+			before := schemaOf(t, db)
+
+			_, err = Open(t.Context(), Config{Path: path, Synchronous: "OFF"})
+			var newer *store.SchemaNewerError
+			require.ErrorAs(t, err, &newer)
+			require.Equal(t, store.SchemaNewerError{Database: future, Known: known}, *newer)
+			require.ErrorContains(t, err, fmt.Sprintf("database schema is at %04d, this stint knows up to %04d: upgrade stint", future, known))
+			require.Equal(t, before, schemaOf(t, db), "a refused Open changes nothing")
+		})
+	}
+}
+
+// schemaOf returns what a refused migration could change: the schema objects and the
+// recorded versions.
+func schemaOf(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master
+		UNION ALL SELECT 'version ' || version || ' ' || name FROM schema_migrations ORDER BY 1`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }
