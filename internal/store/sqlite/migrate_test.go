@@ -12,9 +12,11 @@ func TestMigrations(t *testing.T) {
 	ms, err := migrations()
 	require.NoError(t, err)
 	require.NotEmpty(t, ms)
-	for i, m := range ms {
-		require.Equal(t, i+1, m.version, "versions run 1, 2, 3... without gaps")
+	for i, m := range ms[1:] {
+		// A number may be missing: branches in flight reserve theirs.
+		require.Greater(t, m.version, ms[i].version, "versions increase")
 	}
+	require.Equal(t, 1, ms[0].version)
 
 	path := filepath.Join(t.TempDir(), "m.db")
 	s, err := Open(t.Context(), Config{Path: path, Synchronous: "OFF"})
