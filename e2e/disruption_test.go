@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -42,4 +44,24 @@ func TestRunSurvivesKillOfItsProcess(t *testing.T) {
 			require.Equal(t, "succeeded", run.Attempts[1].Status)
 		})
 	}
+}
+
+// TestSecondProcessOnOneDataDirIsRefused is issue 11, item 8: a second `stint dev` on the
+// data directory of a running one exits non-zero, naming the directory and the holder's
+// pid, and the first one goes on serving.
+func TestSecondProcessOnOneDataDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	first := startServer(t, "dev", "--data", dir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, stintBin, "dev", "--addr", "127.0.0.1:0", "--data", dir).CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "the second stint dev must fail: %s", out)
+	require.NotZero(t, exit.ExitCode())
+	require.Contains(t, string(out), fmt.Sprintf("data directory %s is in use by process %d", dir, first.cmd.Process.Pid))
+
+	resp, _, err := first.client(t).CreateJob(context.Background(), &apitype.JobSpec{Shell: "true"})
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", waitRun(t, first.client(t), resp.Run.ID, 30*time.Second).Status)
 }
