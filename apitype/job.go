@@ -52,6 +52,10 @@ type RetryPolicy struct {
 	Jitter         *float64  `json:"jitter,omitempty"`
 	FinalExitCodes []int     `json:"final_exit_codes,omitempty"`
 	RetryExitCodes []int     `json:"retry_exit_codes,omitempty"`
+	// MaxDisruptions caps the attempts lost to infrastructure (the lease expired: the worker
+	// or server died; the worker restarted or shut down) that are retried at once without
+	// counting against MaxAttempts. Unset means 3; 0 counts every lost attempt.
+	MaxDisruptions *int `json:"max_disruptions,omitempty"`
 }
 
 // Schedule is a cron schedule in an IANA time zone.

@@ -7,27 +7,30 @@ import (
 
 // Run is one request to execute a job.
 type Run struct {
-	ID              string          `json:"id"`
-	JobID           string          `json:"job_id"`
-	JobName         string          `json:"job_name"`
-	Namespace       string          `json:"namespace"`
-	Status          string          `json:"status"`
-	PendingCode     string          `json:"pending_code,omitempty"`
-	PendingReason   string          `json:"pending_reason,omitempty"`
-	Queue           string          `json:"queue"`
-	Priority        int             `json:"priority"`
-	Trigger         string          `json:"trigger"`
-	Args            json.RawMessage `json:"args,omitempty"`
-	ScheduledFor    time.Time       `json:"scheduled_for"`
-	CreatedAt       time.Time       `json:"created_at"`
-	StartedAt       *time.Time      `json:"started_at,omitempty"`
-	FinishedAt      *time.Time      `json:"finished_at,omitempty"`
-	Attempt         int             `json:"attempt"`
-	MaxAttempts     int             `json:"max_attempts"`
-	IdempotencyKey  string          `json:"idempotency_key,omitempty"`
-	CancelRequested bool            `json:"cancel_requested,omitempty"`
-	Error           string          `json:"error,omitempty"`
-	WorkerID        string          `json:"worker_id,omitempty"`
+	ID            string          `json:"id"`
+	JobID         string          `json:"job_id"`
+	JobName       string          `json:"job_name"`
+	Namespace     string          `json:"namespace"`
+	Status        string          `json:"status"`
+	PendingCode   string          `json:"pending_code,omitempty"`
+	PendingReason string          `json:"pending_reason,omitempty"`
+	Queue         string          `json:"queue"`
+	Priority      int             `json:"priority"`
+	Trigger       string          `json:"trigger"`
+	Args          json.RawMessage `json:"args,omitempty"`
+	ScheduledFor  time.Time       `json:"scheduled_for"`
+	CreatedAt     time.Time       `json:"created_at"`
+	StartedAt     *time.Time      `json:"started_at,omitempty"`
+	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
+	Attempt       int             `json:"attempt"`
+	MaxAttempts   int             `json:"max_attempts"`
+	// Disruptions counts the attempts lost to infrastructure that were retried without
+	// counting against MaxAttempts: the run may make MaxAttempts + Disruptions attempts.
+	Disruptions     int    `json:"disruptions"`
+	IdempotencyKey  string `json:"idempotency_key,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	Error           string `json:"error,omitempty"`
+	WorkerID        string `json:"worker_id,omitempty"`
 	// DependsOn are the runs this one waits for, each with its condition (Run and
 	// Condition set); empty when it waits for none.
 	DependsOn []Dependency `json:"depends_on,omitempty"`

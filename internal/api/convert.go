@@ -6,6 +6,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 // jobToAPI turns a job into its wire form; lastRun may be nil. Times are UTC.
@@ -57,8 +58,10 @@ func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
 
 // retryToAPI turns a retry policy into its wire form.
 func retryToAPI(p model.RetryPolicy) *apitype.RetryPolicy {
+	maxDisruptions := scheduler.MaxDisruptions(p)
 	out := &apitype.RetryPolicy{
 		MaxAttempts:    p.MaxAttempts,
+		MaxDisruptions: &maxDisruptions,
 		Multiplier:     p.Multiplier,
 		FinalExitCodes: p.FinalExitCodes,
 		RetryExitCodes: p.RetryExitCodes,
@@ -96,6 +99,7 @@ func runToAPI(r *model.Run) *apitype.Run {
 		FinishedAt:      utcPtr(r.FinishedAt),
 		Attempt:         r.Attempt,
 		MaxAttempts:     r.MaxAttempts,
+		Disruptions:     r.Disruptions,
 		IdempotencyKey:  r.IdempotencyKey,
 		CancelRequested: r.CancelRequested,
 		Error:           r.Error,

@@ -27,6 +27,7 @@ const (
 	minPriority    = -1000
 	maxPriority    = 1000
 	maxAttempts    = 1000
+	maxDisruptions = 100
 	maxExitCode    = 255
 	maxKeyLen      = 255 // idempotency keys
 	defaultJitter  = 0.1
@@ -462,7 +463,8 @@ func checkRate(r *apitype.RateLimit, field string, fe *fieldErrors) {
 
 // retryToModel checks a retry policy and applies its defaults.
 func retryToModel(r *apitype.RetryPolicy, fe *fieldErrors) model.RetryPolicy {
-	out := model.RetryPolicy{MaxAttempts: 1, Multiplier: defaultBackoff}
+	disruptions := scheduler.DefaultMaxDisruptions
+	out := model.RetryPolicy{MaxAttempts: 1, Multiplier: defaultBackoff, MaxDisruptions: &disruptions}
 	if r == nil {
 		return out
 	}
@@ -500,6 +502,12 @@ func retryToModel(r *apitype.RetryPolicy, fe *fieldErrors) model.RetryPolicy {
 		}
 	case out.MaxAttempts > 1:
 		out.Jitter = defaultJitter
+	}
+	if r.MaxDisruptions != nil {
+		disruptions = *r.MaxDisruptions
+		if disruptions < 0 || disruptions > maxDisruptions {
+			fe.add("retry.max_disruptions", "must be between 0 and %d (attempts lost to a dead worker or server retried without counting against max_attempts)", maxDisruptions)
+		}
 	}
 	out.FinalExitCodes = checkExitCodes(r.FinalExitCodes, "retry.final_exit_codes", fe)
 	out.RetryExitCodes = checkExitCodes(r.RetryExitCodes, "retry.retry_exit_codes", fe)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 func TestBuildJob(t *testing.T) {
@@ -64,6 +65,15 @@ func TestBuildJob(t *testing.T) {
 				require.Equal(t, "k1", j.IdempotencyKey)
 				require.Equal(t, 3, vj.Run.MaxAttempts)
 				require.Equal(t, "batch", vj.Run.Queue)
+				require.Equal(t, scheduler.DefaultMaxDisruptions, *j.Spec.Retry.MaxDisruptions, "left out: the default")
+			},
+		},
+		{
+			name: "max_disruptions zero is kept",
+			body: `{"command": ["true"], "retry": {"max_disruptions": 0}}`,
+			check: func(t *testing.T, vj *validJob) {
+				require.NotNil(t, vj.Job.Spec.Retry.MaxDisruptions)
+				require.Zero(t, *vj.Job.Spec.Retry.MaxDisruptions)
 			},
 		},
 		{
@@ -127,6 +137,8 @@ func TestBuildJob(t *testing.T) {
 		{name: "max below initial", body: `{"command": ["a"], "retry": {"initial_delay": "10s", "max_delay": "5s"}}`, want: []string{"retry.max_delay"}},
 		{name: "multiplier below one", body: `{"command": ["a"], "retry": {"multiplier": 0.5}}`, want: []string{"retry.multiplier"}},
 		{name: "jitter above one", body: `{"command": ["a"], "retry": {"jitter": 1.5}}`, want: []string{"retry.jitter"}},
+		{name: "max_disruptions negative", body: `{"command": ["a"], "retry": {"max_disruptions": -1}}`, want: []string{"retry.max_disruptions"}},
+		{name: "max_disruptions too high", body: `{"command": ["a"], "retry": {"max_disruptions": 101}}`, want: []string{"retry.max_disruptions"}},
 		{name: "jitter negative", body: `{"command": ["a"], "retry": {"jitter": -0.1}}`, want: []string{"retry.jitter"}},
 		{name: "exit codes out of range", body: `{"command": ["a"], "retry": {"final_exit_codes": [1, 256], "retry_exit_codes": [-1]}}`,
 			want: []string{"retry.final_exit_codes[1]", "retry.retry_exit_codes[0]"}},

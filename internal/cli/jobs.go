@@ -243,6 +243,9 @@ func retry(r apitype.RetryPolicy) string {
 			s += " up to " + r.MaxDelay.Std().String()
 		}
 	}
+	if r.MaxDisruptions != nil {
+		s += fmt.Sprintf(", %d disruptions", *r.MaxDisruptions)
+	}
 	return s
 }
 

@@ -98,6 +98,9 @@ func (cfg *config) printRun(w io.Writer, r *apitype.Run) error {
 	t.row("Finished:", cfg.when(r.FinishedAt))
 	t.row("Duration:", cfg.elapsed(r.StartedAt, r.FinishedAt))
 	t.row("Attempt:", attemptOf(r))
+	if r.Disruptions > 0 {
+		t.row("Disruptions:", fmt.Sprintf("%d (attempts lost to a dead worker or server, not counted)", r.Disruptions))
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}

@@ -83,6 +83,27 @@ Attempt:        0
 `,
 		},
 		{
+			name: "get, with a disruption",
+			args: []string{"runs", "get", "r1"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","job_name":"backup","status":"succeeded",
+				"queue":"default","trigger":"submit","scheduled_for":"2030-01-02T11:50:00Z","created_at":"2030-01-02T11:50:00Z",
+				"attempt":2,"max_attempts":1,"disruptions":1}`}},
+			stdout: `ID:             r1
+Job:            backup
+Status:         succeeded
+Queue:          default
+Priority:       0
+Trigger:        submit
+Scheduled for:  2030-01-02 11:50:00 (10m ago)
+Created:        2030-01-02 11:50:00 (10m ago)
+Started:        -
+Finished:       -
+Duration:       -
+Attempt:        2/1+1
+Disruptions:    1 (attempts lost to a dead worker or server, not counted)
+`,
+		},
+		{
 			name:      "get json",
 			args:      []string{"runs", "get", "r1", "--json"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running","scheduled_for":"2030-01-02T11:50:00Z","created_at":"2030-01-02T11:50:00Z"}`}},
@@ -98,7 +119,8 @@ Attempt:        0
   "scheduled_for": "2030-01-02T11:50:00Z",
   "created_at": "2030-01-02T11:50:00Z",
   "attempt": 0,
-  "max_attempts": 0
+  "max_attempts": 0,
+  "disruptions": 0
 }
 `,
 		},

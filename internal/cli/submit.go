@@ -291,10 +291,15 @@ func runOutcome(r *apitype.Run) string {
 	return s
 }
 
-// attemptOf shows the attempt count against the maximum: "2/3", or "2" with no maximum.
+// attemptOf shows the attempt count against the maximum: "2/3", or "2" with no maximum;
+// attempts lost to infrastructure, which the maximum does not count, follow it: "2/1+1".
 func attemptOf(r *apitype.Run) string {
+	s := fmt.Sprint(r.Attempt)
 	if r.MaxAttempts > 0 {
-		return fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts)
+		s = fmt.Sprintf("%d/%d", r.Attempt, r.MaxAttempts)
 	}
-	return fmt.Sprint(r.Attempt)
+	if r.Disruptions > 0 {
+		s += fmt.Sprintf("+%d", r.Disruptions)
+	}
+	return s
 }

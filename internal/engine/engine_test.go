@@ -185,7 +185,9 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
 	register(t, e, "w1")
-	run := submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 2, InitialDelay: 3 * time.Second})
+	// No disruptions: the lost attempts count, and the second one ends the run.
+	noDisruptions := 0
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 2, InitialDelay: 3 * time.Second, MaxDisruptions: &noDisruptions})
 	first := lease(t, e, "w1", 1, 0)
 	require.Len(t, first.Leases, 1)
 

@@ -70,6 +70,10 @@ type RetryPolicy struct {
 	// retried whatever else the policy says about the exit (attempts still count).
 	FinalExitCodes []int `json:"final_exit_codes,omitempty"`
 	RetryExitCodes []int `json:"retry_exit_codes,omitempty"`
+	// MaxDisruptions caps the lost attempts (worker or server died) retried without
+	// counting against MaxAttempts; nil means scheduler.DefaultMaxDisruptions, 0 counts
+	// every lost attempt.
+	MaxDisruptions *int `json:"max_disruptions,omitempty"`
 }
 
 // Schedule is a cron schedule in a time zone.

@@ -25,6 +25,10 @@ type Run struct {
 	// Attempt counts attempts so far (the running one included).
 	Attempt     int
 	MaxAttempts int
+	// Disruptions counts the attempts lost to infrastructure (lease expired, worker
+	// restarted or shut down) that were retried without using up MaxAttempts: the run may
+	// make MaxAttempts + Disruptions attempts (see scheduler.Decide).
+	Disruptions int
 	// IdempotencyKey dedupes triggers; empty when none was given.
 	IdempotencyKey string
 	// CancelRequested is set when a running run was asked to stop; the worker stops the

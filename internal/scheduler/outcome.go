@@ -9,11 +9,28 @@ import (
 	"github.com/stint-dev/stint/internal/model"
 )
 
+// DefaultMaxDisruptions is how many lost attempts of a run are retried without counting
+// against its attempts when the job's policy does not say (MaxDisruptions nil).
+const DefaultMaxDisruptions = 3
+
+// MaxDisruptions is the disruption limit of policy p: its MaxDisruptions, or
+// DefaultMaxDisruptions when it sets none.
+func MaxDisruptions(p model.RetryPolicy) int {
+	if p.MaxDisruptions == nil {
+		return DefaultMaxDisruptions
+	}
+	return *p.MaxDisruptions
+}
+
 // Ending is the end of a run's running attempt: what the run was (its attempt count,
-// budget and cancel request), its job's retry policy, and how the attempt ended.
+// budget, disruptions and cancel request), its job's retry policy, and how the attempt
+// ended.
 type Ending struct {
-	Attempt         int // the attempt that ended, 1-based
-	MaxAttempts     int
+	Attempt     int // the attempt that ended, 1-based
+	MaxAttempts int
+	// Disruptions counts the run's earlier lost attempts that did not count against
+	// MaxAttempts (model.Run.Disruptions before this end).
+	Disruptions     int
 	CancelRequested bool
 	Policy          model.RetryPolicy
 	Status          model.AttemptStatus
@@ -34,6 +51,9 @@ type Outcome struct {
 	FinishedAt *time.Time
 	// Error is the attempt's error, whatever the outcome.
 	Error string
+	// Disrupted is set when the attempt was lost to infrastructure and retried without
+	// counting against the run's attempts: the store adds one to the run's Disruptions.
+	Disrupted bool
 }
 
 // RecordedStatus is the status an attempt is recorded with: what a worker cannot name is a
@@ -60,24 +80,38 @@ func NeedsRun(s model.AttemptStatus) bool {
 //   - succeeded ends the run succeeded, even when a cancel was requested (the work
 //     finished before the stop reached it);
 //   - cancelled, or any other end of a run with CancelRequested, ends it cancelled;
+//   - lost (the lease expired, the worker restarted or shut down: the attempt's end is
+//     not the job's doing) while the run has disruptions left (Disruptions below
+//     MaxDisruptions of the policy) is a disruption: the run is queued again at once and
+//     Disrupted, and the attempt does not count against MaxAttempts;
 //   - otherwise (failed, timed_out, lost, or a status that is not valid) the run ends
-//     failed when its attempts are spent or the exit code is final (in FinalExitCodes and
-//     not in RetryExitCodes), else it is retried: queued at once when the backoff is zero,
-//     else scheduled after it with PendingCode retry_backoff (RetryReason).
+//     failed when its attempts are spent (Attempt - Disruptions reached MaxAttempts) or the
+//     exit code is final (in FinalExitCodes and not in RetryExitCodes), else it is
+//     retried: queued at once when the backoff is zero, else scheduled after it with
+//     PendingCode retry_backoff (RetryReason).
+//
+// A disruption is retried at once, not after a backoff: its loss was seen only once the
+// lease ran out or the worker came back, which is delay enough, and the limit already
+// bounds a loop of crashes; waiting longer would only add to every recovery.
 func Decide(e Ending, now time.Time, u float64) Outcome {
 	out := Outcome{Error: e.Error}
 	status := RecordedStatus(e.Status)
+	counted := e.Attempt - e.Disruptions // attempts that used the retry budget
 	switch {
 	case status == model.AttemptSucceeded:
 		out.Status = model.RunSucceeded
 	case status == model.AttemptCancelled || e.CancelRequested:
 		out.Status = model.RunCancelled
-	case e.Attempt >= e.MaxAttempts || FinalExit(e.Policy, e.ExitCode):
+	case status == model.AttemptLost && e.Disruptions < MaxDisruptions(e.Policy):
+		out.ScheduledFor = now
+		out.Status = model.RunQueued
+		out.Disrupted = true
+	case counted >= e.MaxAttempts || FinalExit(e.Policy, e.ExitCode):
 		out.Status = model.RunFailed
 	default:
 		out.ScheduledFor = now
 		out.Status = model.RunQueued
-		if d := Backoff(e.Policy, e.Attempt, u); d > 0 {
+		if d := Backoff(e.Policy, counted, u); d > 0 {
 			out.ScheduledFor = now.Add(d)
 			out.Status = model.RunScheduled
 			out.PendingCode = model.PendingRetryBackoff

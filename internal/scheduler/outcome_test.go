@@ -36,8 +36,26 @@ func TestDecide(t *testing.T) {
 		{"timed out, in words", Ending{Attempt: 2, MaxAttempts: 3, Policy: retry3, Status: model.AttemptTimedOut},
 			0.5, Outcome{Status: model.RunScheduled, ScheduledFor: now0.Add(10 * time.Second), PendingCode: model.PendingRetryBackoff,
 				PendingReason: "attempt 2 timed out; attempt 3 due at 2026-01-02T03:04:15Z"}},
-		{"zero backoff queues at once", Ending{Attempt: 1, MaxAttempts: 3, Policy: model.RetryPolicy{Jitter: 1}, Status: model.AttemptLost},
+		{"zero backoff queues at once", Ending{Attempt: 1, MaxAttempts: 3, Policy: model.RetryPolicy{Jitter: 1}, Status: model.AttemptTimedOut},
 			0, Outcome{Status: model.RunQueued, ScheduledFor: now0}},
+		{"lost, a disruption: queued at once, the budget untouched", Ending{Attempt: 1, MaxAttempts: 1, Status: model.AttemptLost, Error: "lease expired"},
+			0.5, Outcome{Status: model.RunQueued, ScheduledFor: now0, Error: "lease expired", Disrupted: true}},
+		{"lost with backoff in the policy, still at once", Ending{Attempt: 2, MaxAttempts: 3, Disruptions: 1, Policy: retry3, Status: model.AttemptLost},
+			0.5, Outcome{Status: model.RunQueued, ScheduledFor: now0, Disrupted: true}},
+		{"lost, default disruptions spent, no attempt left", Ending{Attempt: 4, MaxAttempts: 1, Disruptions: 3, Status: model.AttemptLost, Error: "lease expired"},
+			0.5, Outcome{Status: model.RunFailed, FinishedAt: &now0, Error: "lease expired"}},
+		{"lost, disruptions spent, retried by the policy", Ending{Attempt: 3, MaxAttempts: 3, Disruptions: 2, Policy: withDisruptions(retry3, 2), Status: model.AttemptLost},
+			0.5, Outcome{Status: model.RunScheduled, ScheduledFor: at, PendingCode: model.PendingRetryBackoff,
+				PendingReason: "attempt 3 lost; attempt 4 due at 2026-01-02T03:04:10Z"}},
+		{"no disruptions allowed: lost counts", Ending{Attempt: 1, MaxAttempts: 1, Policy: withDisruptions(model.RetryPolicy{}, 0), Status: model.AttemptLost},
+			0.5, Outcome{Status: model.RunFailed, FinishedAt: &now0}},
+		{"disruptions do not count against attempts", Ending{Attempt: 3, MaxAttempts: 1, Disruptions: 2, Status: model.AttemptFailed},
+			0.5, Outcome{Status: model.RunFailed, FinishedAt: &now0}},
+		{"disruptions leave the failed attempt its retry", Ending{Attempt: 3, MaxAttempts: 2, Disruptions: 2, Policy: retry3, Status: model.AttemptFailed},
+			0.5, Outcome{Status: model.RunScheduled, ScheduledFor: at, PendingCode: model.PendingRetryBackoff,
+				PendingReason: "attempt 3 failed; attempt 4 due at 2026-01-02T03:04:10Z"}},
+		{"a cancel request wins over a disruption", Ending{Attempt: 1, MaxAttempts: 1, CancelRequested: true, Status: model.AttemptLost},
+			0.5, Outcome{Status: model.RunCancelled, FinishedAt: &now0}},
 		{"attempts spent", Ending{Attempt: 3, MaxAttempts: 3, Policy: retry3, Status: model.AttemptFailed, Error: "boom"},
 			0.5, Outcome{Status: model.RunFailed, FinishedAt: &now0, Error: "boom"}},
 		{"final exit code", Ending{Attempt: 1, MaxAttempts: 3, Policy: retry3, Status: model.AttemptFailed, ExitCode: intp(2)},
@@ -71,10 +89,28 @@ func TestNeedsRun(t *testing.T) {
 	}
 }
 
+func TestMaxDisruptions(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, DefaultMaxDisruptions, MaxDisruptions(model.RetryPolicy{}))
+	require.Equal(t, 0, MaxDisruptions(withDisruptions(model.RetryPolicy{}, 0)))
+	require.Equal(t, 7, MaxDisruptions(withDisruptions(model.RetryPolicy{}, 7)))
+}
+
+func withDisruptions(p model.RetryPolicy, n int) model.RetryPolicy {
+	p.MaxDisruptions = &n
+	return p
+}
+
 // genPolicy draws a retry policy as the API allows them.
 func genPolicy(t *rapid.T) model.RetryPolicy {
 	initial := time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "initial"))
+	var maxDisruptions *int
+	if rapid.Bool().Draw(t, "set_max_disruptions") {
+		n := rapid.IntRange(0, 5).Draw(t, "max_disruptions")
+		maxDisruptions = &n
+	}
 	return model.RetryPolicy{
+		MaxDisruptions: maxDisruptions,
 		MaxAttempts:    rapid.IntRange(1, 12).Draw(t, "max_attempts"),
 		InitialDelay:   initial,
 		MaxDelay:       time.Duration(rapid.Int64Range(int64(initial), int64(24*time.Hour)).Draw(t, "max_delay")),
@@ -85,36 +121,53 @@ func genPolicy(t *rapid.T) model.RetryPolicy {
 	}
 }
 
-// A run fed any sequence of failing ends is retried while attempts remain, never past
-// them, each retry due no earlier than the end; it ends failed after exactly MaxAttempts
-// attempts unless a final exit code ends it sooner.
+// A run fed any sequence of failing ends (lost ones among them) is retried while attempts
+// or disruptions remain, never past them, each retry due no earlier than the end. Lost
+// attempts are disruptions while the policy has some left and never use up the retry
+// budget: the run makes at most MaxAttempts + MaxDisruptions attempts, at most MaxAttempts
+// of them counted, and ends failed after exactly MaxAttempts counted attempts unless a
+// final exit code ends it sooner.
 func TestDecideAttemptsNeverExceedTheMax(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(t *rapid.T) {
 		p := genPolicy(t)
+		maxDisruptions := MaxDisruptions(p)
 		now := now0
+		disruptions := 0
 		for attempt := 1; ; attempt++ {
-			require.LessOrEqual(t, attempt, p.MaxAttempts, "an attempt past the policy's max")
+			require.LessOrEqual(t, attempt, p.MaxAttempts+maxDisruptions, "an attempt past the attempts and disruptions")
+			require.LessOrEqual(t, attempt-disruptions, p.MaxAttempts, "a counted attempt past the policy's max")
 			var exit *int
 			if rapid.Bool().Draw(t, "has_exit") {
 				exit = intp(rapid.IntRange(0, 5).Draw(t, "exit"))
 			}
 			status := rapid.SampledFrom([]model.AttemptStatus{model.AttemptFailed, model.AttemptTimedOut, model.AttemptLost}).Draw(t, "status")
+			if status == model.AttemptLost {
+				exit = nil // a lost attempt has no exit code
+			}
 			u := rapid.Float64Range(0, 1).Draw(t, "u")
 			if u >= 1 {
 				u = 0.999999
 			}
-			o := Decide(Ending{Attempt: attempt, MaxAttempts: p.MaxAttempts, Policy: p, Status: status, ExitCode: exit, Error: "e"}, now, u)
+			o := Decide(Ending{Attempt: attempt, MaxAttempts: p.MaxAttempts, Disruptions: disruptions, Policy: p,
+				Status: status, ExitCode: exit, Error: "e"}, now, u)
 			require.Equal(t, "e", o.Error)
+			require.Equal(t, status == model.AttemptLost && disruptions < maxDisruptions, o.Disrupted,
+				"a lost attempt with disruptions left is a disruption, and nothing else is")
+			if o.Disrupted {
+				disruptions++
+			}
 			if o.Status == model.RunFailed {
 				if !FinalExit(p, exit) {
-					require.Equal(t, p.MaxAttempts, attempt, "ended failed with attempts left")
+					require.Equal(t, p.MaxAttempts, attempt-disruptions, "ended failed with attempts left")
 				}
 				require.Equal(t, &now, o.FinishedAt)
 				return
 			}
-			require.Less(t, attempt, p.MaxAttempts, "retried with no attempt left")
-			require.False(t, FinalExit(p, exit), "retried after a final exit code")
+			if !o.Disrupted {
+				require.Less(t, attempt-disruptions, p.MaxAttempts, "retried with no attempt left")
+				require.False(t, FinalExit(p, exit), "retried after a final exit code")
+			}
 			require.Nil(t, o.FinishedAt)
 			require.False(t, o.ScheduledFor.Before(now), "a retry due before now")
 			switch o.Status {
@@ -122,6 +175,7 @@ func TestDecideAttemptsNeverExceedTheMax(t *testing.T) {
 				require.Equal(t, now, o.ScheduledFor)
 				require.Empty(t, o.PendingCode)
 			case model.RunScheduled:
+				require.False(t, o.Disrupted, "a disruption waits for a backoff")
 				require.True(t, o.ScheduledFor.After(now))
 				require.Equal(t, model.PendingRetryBackoff, o.PendingCode)
 				require.Equal(t, RetryReason(attempt, status, o.ScheduledFor), o.PendingReason)

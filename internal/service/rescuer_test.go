@@ -34,7 +34,9 @@ func TestRescuer(t *testing.T) {
 		b := &testBundle{clk: clock.NewFake(t0), store: st, wake: newWakeup(),
 			lost: &recorder[[]*model.Run]{}, resolved: &recorder[[]*model.Run]{}}
 		b.job = newJob(t, st, "rescued", func(j *model.Job) {
-			j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: 3 * time.Second}
+			// No disruptions: a lost attempt waits out the backoff, which the tests see.
+			noDisruptions := 0
+			j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: 3 * time.Second, MaxDisruptions: &noDisruptions}
 		})
 		cfg := RescuerConfig{Store: st, Clock: b.clk, Logger: discard, Wake: b.wake.Wait, LeaseTTL: ttl,
 			Rand:       func() float64 { return 0.5 },

@@ -40,7 +40,8 @@ type Leased struct {
 
 // Completion is the end of one attempt, as its worker reports it. What becomes of the run
 // is scheduler.Decide's to say (succeeded wins over CancelRequested; cancelled or
-// CancelRequested ends it cancelled; a failure is retried, queued at once or scheduled
+// CancelRequested ends it cancelled; a lost attempt with disruptions left is queued at once
+// and the run's Disruptions grows by one; a failure is retried, queued at once or scheduled
 // with retry_backoff, while attempts remain and the exit code is not final, else the run
 // ends failed); the store writes that outcome. A retried run keeps its Attempt count, and
 // loses its lease fields (WorkerID, LeaseToken, LeaseExpiresAt), as does every run that

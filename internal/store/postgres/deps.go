@@ -327,7 +327,7 @@ func reopenTx(ctx context.Context, tx pgx.Tx, id string, now time.Time) (*model.
 	}
 	unmet := scheduler.Reopen(r, ups, now)
 	updated, err := scanRun(tx.QueryRow(ctx, `UPDATE runs r SET status = $2, pending_code = $3, pending_reason = $4,
-		scheduled_for = $5, max_attempts = r.attempt + $6, finished_at = $7, error = $8, cancel_requested = false,
+		scheduled_for = $5, max_attempts = r.attempt - r.disruptions + $6, finished_at = $7, error = $8, cancel_requested = false,
 		deps_pending = $9
 		WHERE r.id = $1 RETURNING `+runCols,
 		id, string(r.Status), string(r.PendingCode), r.PendingReason, utc(r.ScheduledFor), max(1, js.Retry.MaxAttempts),

@@ -580,11 +580,11 @@ func decided(c store.Completion, now time.Time) ending {
 // policy; u spreads the backoff.
 func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.Time, u float64) ending {
 	return ending{c: c, o: scheduler.Decide(scheduler.Ending{Attempt: run.Attempt, MaxAttempts: run.MaxAttempts,
-		CancelRequested: run.CancelRequested, Policy: policy, Status: c.Status, ExitCode: c.ExitCode, Error: c.Error}, now, u)}
+		Disruptions: run.Disruptions, CancelRequested: run.CancelRequested, Policy: policy, Status: c.Status, ExitCode: c.ExitCode, Error: c.Error}, now, u)}
 }
 
 // endSQL ends the attempts of $1.. whose run is still running with that lease token: it
-// writes each run's outcome ($6..$10, decided in Go) and the attempt to the history
+// writes each run's outcome ($6..$10 and $12, decided in Go) and the attempt to the history
 // (finished at $11), in one statement. The input is
 // sorted by run id and each run is locked through a lateral primary-key lookup, so runs are
 // locked in id order whatever the plan of the update (every batch that waits for run locks
@@ -603,9 +603,9 @@ func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.
 var endSQL = `WITH c AS (
 		SELECT c.*
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[],
-			$7::timestamptz[], $8::text[], $9::text[], $10::timestamptz[])
+			$7::timestamptz[], $8::text[], $9::text[], $10::timestamptz[], $12::int4[])
 			AS c(run_id, token, astatus, exit_code, error, st, new_sched, pending_code,
-				pending_reason, finished)
+				pending_reason, finished, disrupted)
 	), cur AS MATERIALIZED (
 		SELECT c.* FROM c CROSS JOIN LATERAL (
 			SELECT r.status, r.lease_token FROM runs r
@@ -622,6 +622,7 @@ var endSQL = `WITH c AS (
 			pending_reason = cur.pending_reason,
 			finished_at = cur.finished,
 			error = cur.error,
+			disruptions = r.disruptions + cur.disrupted,
 			lease_token = NULL,
 			lease_expires_at = NULL
 		FROM cur
@@ -660,6 +661,7 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 	var (
 		runID, token, astatus, errMsg, newStatus, pending, reason = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		exit                                                      = make([]*int32, n)
+		disrupted                                                 = make([]int32, n)
 		sched, finished                                           = make([]*time.Time, n), make([]*time.Time, n)
 	)
 	for i, e := range es {
@@ -669,12 +671,15 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 			exit[i] = &v
 		}
 		newStatus[i], pending[i], reason[i], finished[i] = string(e.o.Status), string(e.o.PendingCode), e.o.PendingReason, e.o.FinishedAt
+		if e.o.Disrupted {
+			disrupted[i] = 1
+		}
 		if !e.o.ScheduledFor.IsZero() {
 			at := utc(e.o.ScheduledFor)
 			sched[i] = &at
 		}
 	}
-	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now)
+	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now, disrupted)
 	if err != nil {
 		return nil, translate(err, "end attempts")
 	}

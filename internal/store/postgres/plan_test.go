@@ -69,7 +69,7 @@ func hotPlanCases(now time.Time) []planCase {
 		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "Index Cond: (id = due.id)"}, noScan},
 		// Each completion locks its run by primary key (not by walking runs_running_queue
 		// with a filter on the id) and the update finds it by primary key.
-		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, []*time.Time{nil, nil}, now},
+		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, []*time.Time{nil, nil}, now, []int32{0, 0}},
 			[]string{"Index Cond: (id = c.run_id)", "Index Cond: (id = (cur.run_id)::text)"},
 			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
 		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now}, []string{"runs_pkey"}, []string{"Seq Scan on runs"}},

@@ -99,7 +99,8 @@ const runCols = `r.id, r.job_id, r.job_name, r.namespace, r.status, r.pending_co
 	r.queue, r.priority, r.trigger_kind, r.args, r.scheduled_for, r.created_at, r.started_at,
 	r.finished_at, r.attempt, r.max_attempts, coalesce(r.idempotency_key, ''), r.cancel_requested,
 	r.error, coalesce(r.worker_id, ''), coalesce(r.lease_token, ''), r.lease_expires_at,
-	r.attempt_started_at, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.has_dependants, r.deps_pending`
+	r.attempt_started_at, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.has_dependants, r.deps_pending,
+	r.disruptions`
 
 // runDest returns the scan destinations for runCols; call fixRun after the scan.
 func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
@@ -107,7 +108,8 @@ func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
 		&r.Queue, &r.Priority, trigger, args, &r.ScheduledFor, &r.CreatedAt, &r.StartedAt,
 		&r.FinishedAt, &r.Attempt, &r.MaxAttempts, &r.IdempotencyKey, &r.CancelRequested,
 		&r.Error, &r.WorkerID, &r.LeaseToken, &r.LeaseExpiresAt, &r.attemptStartedAt,
-		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &r.Requirements.Labels, &r.HasDependants, &r.depsPending}
+		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &r.Requirements.Labels, &r.HasDependants, &r.depsPending,
+		&r.Disruptions}
 }
 
 func fixRun(r *runRow, status, pending, trigger string, args []byte) {

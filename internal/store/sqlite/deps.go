@@ -207,7 +207,7 @@ func (t *wtx) reopen(e *ender, id string, now time.Time) (*model.Run, error) {
 	}
 	unmet := scheduler.Reopen(r, ups, now)
 	updated, err := scanRun(t.tx.QueryRowContext(t.ctx, `UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
-		scheduled_for = ?, max_attempts = attempt + ?, finished_at = ?, error = ?, cancel_requested = 0, deps_pending = ?
+		scheduled_for = ?, max_attempts = attempt - disruptions + ?, finished_at = ?, error = ?, cancel_requested = 0, deps_pending = ?
 		WHERE id = ? RETURNING `+runCols,
 		string(r.Status), string(r.PendingCode), r.PendingReason, micros(r.ScheduledFor), max(1, policy.MaxAttempts),
 		nullMicros(r.FinishedAt), r.Error, unmet, id))

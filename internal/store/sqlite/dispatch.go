@@ -479,8 +479,8 @@ func (e *ender) policy(jobID string) (model.RetryPolicy, error) {
 // scheduler.Decide gives, and collects the attempt.
 func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText string) (*model.Run, error) {
 	r := rr.run
-	ending := scheduler.Ending{Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, CancelRequested: r.CancelRequested,
-		Status: status, ExitCode: exit, Error: errText}
+	ending := scheduler.Ending{Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Disruptions: r.Disruptions,
+		CancelRequested: r.CancelRequested, Status: status, ExitCode: exit, Error: errText}
 	u := 0.5
 	if scheduler.NeedsRun(status) {
 		var err error
@@ -495,7 +495,7 @@ func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText st
 		sched = micros(o.ScheduledFor)
 	}
 	out, err := scanRun(e.update.QueryRowContext(e.t.ctx, string(o.Status), string(o.PendingCode), o.PendingReason, sched,
-		nullMicros(o.FinishedAt), o.Error, boolInt(r.CancelRequested), r.ID))
+		nullMicros(o.FinishedAt), o.Error, boolInt(r.CancelRequested), boolInt(o.Disrupted), r.ID))
 	if err != nil {
 		return nil, fmt.Errorf("end attempt: %w", err)
 	}

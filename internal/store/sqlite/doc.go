@@ -52,5 +52,10 @@
 // transactions), migrate.go, bulk.go (multi-row inserts), jobs.go, runs.go, graph.go
 // (CreateGraph), deps.go, slots.go, cron.go, pipelines.go, dispatch.go, logs.go, queues.go,
 // workers.go and scan.go. Specific to this engine: stmts.go, the prepared statements of the
-// writer and the readers.
+// writer and the readers; lock_unix.go (lock_other.go elsewhere), the lock below.
+//
+// One process per database: Open takes flock(LOCK_EX|LOCK_NB) on Path + ".lock" (in the data
+// directory, stint.db.lock), writes its pid there and holds it until Close; a second Open,
+// in this process or another, gets ErrLocked naming the directory and the holder's pid. The
+// kernel drops the lock with its process, so a crash leaves nothing to clean up.
 package sqlite

@@ -16,9 +16,11 @@ func TestMigrations(t *testing.T) {
 	ms, err := migrations()
 	require.NoError(t, err)
 	require.NotEmpty(t, ms)
-	for i, m := range ms {
-		require.Equal(t, i+1, m.Version, "versions run 1, 2, 3... without gaps")
+	for i, m := range ms[1:] {
+		// A number may be missing: branches in flight reserve theirs.
+		require.Greater(t, m.Version, ms[i].Version, "versions increase")
 	}
+	require.Equal(t, 1, ms[0].Version)
 
 	path := filepath.Join(t.TempDir(), "m.db")
 	s, err := Open(t.Context(), Config{Path: path, Synchronous: "OFF"})

@@ -16,7 +16,7 @@ type scanner interface{ Scan(dest ...any) error }
 const runCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, scheduled_for, created_at, started_at, finished_at, attempt, max_attempts,
 	idempotency_key, cancel_requested, error, worker_id, lease_token, lease_expires_at, attempt_started_at,
-	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants, deps_pending`
+	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants, deps_pending, disruptions`
 
 // runRow is a scanned runs row: the run as the model sees it, plus the raw lease columns
 // that an ended attempt is written from.
@@ -45,7 +45,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 	dest := []any{&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
 		&trigger, &args, &sched, &created, &started, &finished, &r.Attempt, &r.MaxAttempts,
 		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart,
-		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps, &depsPending}
+		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps, &depsPending, &r.Disruptions}
 	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err

@@ -128,7 +128,8 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
 	// Any other ending, once decided: final (scheduled_for NULL keeps it) or retried.
 	s.endAttemptRun = p(`UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
-		scheduled_for = coalesce(?, scheduled_for), finished_at = ?, error = ?, cancel_requested = ?
+		scheduled_for = coalesce(?, scheduled_for), finished_at = ?, error = ?, cancel_requested = ?,
+		disruptions = disruptions + ?
 		WHERE id = ? RETURNING ` + runCols)
 	s.activeRun = p(`SELECT ` + runCols + ` FROM runs WHERE id = ? AND status = 'running' AND lease_token = ?`)
 	s.cancelPending = p(`UPDATE runs SET status = 'cancelled', finished_at = ?, error = ?, pending_code = '', pending_reason = ''

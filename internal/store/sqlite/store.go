@@ -19,6 +19,10 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
+// ErrLocked is returned by Open when another Store, in this process or another, has the
+// database open.
+var ErrLocked = errors.New("database locked by another stint process")
+
 // Config says where the database is and how hard to sync it.
 type Config struct {
 	// Path is the database file; it is created when missing. It must not contain '?'.
@@ -40,6 +44,8 @@ type Store struct {
 	log *slog.Logger
 	ws  *writeStmts
 	rs  *readStmts
+	// lock is held from Open to Close: one Store per database.
+	lock *dirLock
 }
 
 // ParseURL turns a store URL into a Config: sqlite:///abs/path.db or sqlite://rel/path.db,
@@ -88,7 +94,9 @@ func syncMode(s string) (string, error) {
 }
 
 // Open opens (creating if needed) the database at cfg.Path and migrates it to the newest
-// schema.
+// schema. It first locks the database (flock on cfg.Path + ".lock", held until Close): a
+// database another Store has open, in this process or another, is refused with ErrLocked,
+// naming its directory and, when known, the holder's pid.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("open sqlite: no path")
@@ -100,6 +108,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
+	lk, err := lock(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	s, err := open(ctx, cfg, syncm)
+	if err != nil {
+		return nil, errors.Join(err, lk.release())
+	}
+	s.lock = lk
+	return s, nil
+}
+
+// open opens the locked database.
+func open(ctx context.Context, cfg Config, syncm string) (*Store, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -175,7 +197,7 @@ func (s *Store) Close() error {
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
-	errs = append(errs, s.w.Close())
+	errs = append(errs, s.w.Close(), s.lock.release())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close sqlite: %w", err)
 	}

@@ -21,6 +21,10 @@ func testCompletion(t *testing.T, open OpenFunc) {
 			p.InitialDelay, p.Jitter = d, jitter
 			return p
 		}
+		noDisruptions := func(p model.RetryPolicy) model.RetryPolicy {
+			p.MaxDisruptions = intp(0)
+			return p
+		}
 		cases := []struct {
 			name        string
 			policy      model.RetryPolicy
@@ -31,6 +35,7 @@ func testCompletion(t *testing.T, open OpenFunc) {
 			wantStatus  model.RunStatus
 			wantPending model.PendingCode
 			wantDelay   time.Duration
+			wantDisrupt int
 		}{
 			{name: "succeeded", policy: retry3, status: model.AttemptSucceeded, exit: intp(0), u: floatp(0), wantStatus: model.RunSucceeded},
 			{name: "failed, attempts left, zero backoff", policy: retry3, status: model.AttemptFailed, exit: intp(1), u: floatp(0), wantStatus: model.RunQueued},
@@ -42,7 +47,11 @@ func testCompletion(t *testing.T, open OpenFunc) {
 			{name: "retry exit code beats final", policy: retry3, status: model.AttemptFailed, exit: intp(9), u: floatp(0), wantStatus: model.RunQueued},
 			{name: "failed without exit code", policy: retry3, status: model.AttemptFailed, u: floatp(0), wantStatus: model.RunQueued},
 			{name: "timed out", policy: withDelay(time.Minute, 0), status: model.AttemptTimedOut, u: floatp(0), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: time.Minute},
-			{name: "lost", policy: retry3, status: model.AttemptLost, u: floatp(0), wantStatus: model.RunQueued},
+			{name: "lost, a disruption", policy: retry3, status: model.AttemptLost, u: floatp(0), wantStatus: model.RunQueued, wantDisrupt: 1},
+			{name: "lost, a disruption at once despite a backoff", policy: withDelay(time.Minute, 0), status: model.AttemptLost, u: floatp(0), wantStatus: model.RunQueued, wantDisrupt: 1},
+			{name: "lost, a disruption with no attempt left", policy: model.RetryPolicy{MaxAttempts: 1}, status: model.AttemptLost, u: floatp(0), wantStatus: model.RunQueued, wantDisrupt: 1},
+			{name: "lost, no disruption allowed", policy: noDisruptions(model.RetryPolicy{MaxAttempts: 1}), status: model.AttemptLost, u: floatp(0), wantStatus: model.RunFailed},
+			{name: "lost, no disruption allowed, retried by the policy", policy: noDisruptions(withDelay(time.Minute, 0)), status: model.AttemptLost, u: floatp(0), wantStatus: model.RunScheduled, wantPending: model.PendingRetryBackoff, wantDelay: time.Minute},
 			{name: "cancelled", policy: retry3, status: model.AttemptCancelled, u: floatp(0), wantStatus: model.RunCancelled},
 			{name: "cancel requested, failed", policy: retry3, cancelReq: true, status: model.AttemptFailed, exit: intp(143), u: floatp(0), wantStatus: model.RunCancelled},
 			{name: "cancel requested, timed out", policy: retry3, cancelReq: true, status: model.AttemptTimedOut, u: floatp(0), wantStatus: model.RunCancelled},
@@ -82,6 +91,7 @@ func testCompletion(t *testing.T, open OpenFunc) {
 				}
 				require.Equal(t, "why "+c.name, got.Error)
 				require.Equal(t, 1, got.Attempt)
+				require.Equal(t, c.wantDisrupt, got.Disruptions)
 				require.Empty(t, got.WorkerID)
 				require.Empty(t, got.LeaseToken)
 				require.Nil(t, got.LeaseExpiresAt)

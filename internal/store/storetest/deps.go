@@ -134,7 +134,7 @@ func testDeps(t *testing.T, open OpenFunc) {
 
 	t.Run("LostUpstreamSkips", func(t *testing.T) {
 		f := setup(t, open)
-		_, up := f.submit("extract")
+		_, up := f.submit("extract", func(j *model.Job) { j.Spec.Retry.MaxDisruptions = intp(0) })
 		down := after(f, "load", dep(up, model.CondSucceeded))
 		f.leaseOne("w", t0) // 30 s lease, never renewed
 		rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(time.Minute)})

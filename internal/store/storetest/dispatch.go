@@ -260,7 +260,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 			// Put them back for the next case.
 			var cs []store.Completion
 			for _, l := range ls {
-				cs = append(cs, store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptLost})
+				cs = append(cs, store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptFailed})
 			}
 			res, err := f.s.CompleteAttempts(f.ctx, &store.CompleteAttemptsParams{Completions: cs, Now: at(time.Duration(i) * time.Second)})
 			require.NoError(t, err)
@@ -346,8 +346,12 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.False(t, ok)
 
-		f.submit("retry", func(j *model.Job) { j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: 10 * time.Second} })
-		f.submit("once")
+		// No disruptions: these lost attempts count against the attempts (the disruptions
+		// are in the Completion and Wording tests).
+		f.submit("retry", func(j *model.Job) {
+			j.Spec.Retry = model.RetryPolicy{MaxAttempts: 2, InitialDelay: 10 * time.Second, MaxDisruptions: intp(0)}
+		})
+		f.submit("once", func(j *model.Job) { j.Spec.Retry.MaxDisruptions = intp(0) })
 		f.submit("cancelled", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 5 })
 		ls := f.lease("w", 3, t0) // leases expire at t0+30s
 		require.Len(t, ls, 3)

@@ -141,14 +141,14 @@ func testLimits(t *testing.T, open OpenFunc) {
 
 	t.Run("LostAndRetriedRunsKeepTheRules", func(t *testing.T) {
 		f := setup(t, open)
-		j := f.job("lost")
+		j := f.job("lost", func(j *model.Job) { j.Spec.Retry.MaxDisruptions = intp(0) })
 		f.createJob(j, nil)
 		f.register("w", "s1", t0)
 		a := f.createOne(f.limited(j, "job:lost", 1, model.ConcurrencyQueue)).Run
 		b := f.createOne(f.limited(j, "job:lost", 1, model.ConcurrencyQueue)).Run
 		f.leaseOne("w", at(time.Second))
 		// The worker comes back with a new session: a's attempt is lost and a fails (one
-		// attempt), which admits b.
+		// attempt, no disruption allowed), which admits b.
 		_, changed := f.register("w", "s2", at(2*time.Second))
 		require.Len(t, changed, 2)
 		require.Equal(t, a.ID, changed[0].ID)

@@ -36,6 +36,14 @@ func testWording(t *testing.T, open OpenFunc) {
 		return res.Run
 	}
 	half := func() float64 { return 0.5 }
+	// rescue ends the one expired lease at now and returns its run.
+	rescue := func(f *fx, now time.Time) *model.Run {
+		f.t.Helper()
+		rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: now, Limit: 10})
+		require.NoError(f.t, err)
+		require.Len(f.t, rescued, 1)
+		return rescued[0]
+	}
 	retrying := func(p model.RetryPolicy) func(*model.Job) { return func(j *model.Job) { j.Spec.Retry = p } }
 	limitedJob := func(f *fx, key string, max int, policy model.ConcurrencyPolicy) (*model.Job, *model.Run) {
 		j := f.job("limited")
@@ -117,26 +125,49 @@ func testWording(t *testing.T, open OpenFunc) {
 			require.NoError(f.t, res.Err)
 			return res.Run, words{model.RunCancelled, model.PendingNone, "", "terminated"}
 		}},
-		{"lost by lease expiry", func(f *fx) (*model.Run, words) {
+		{"lost by lease expiry, a disruption", func(f *fx) (*model.Run, words) {
 			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 3, InitialDelay: 5 * time.Second}))
 			f.leaseOne("w", t0) // expires at t0+30s
-			rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(time.Minute), Limit: 10})
-			require.NoError(f.t, err)
-			require.Len(f.t, rescued, 1)
-			return rescued[0], words{model.RunScheduled, model.PendingRetryBackoff,
+			r := rescue(f, at(time.Minute))
+			require.Equal(f.t, 1, r.Disruptions)
+			return r, words{model.RunQueued, model.PendingNone, "", "lease expired"}
+		}},
+		{"lost by lease expiry, disruptions spent", func(f *fx) (*model.Run, words) {
+			f.submit("a")
+			for i := range scheduler.DefaultMaxDisruptions {
+				f.leaseOne("w", at(time.Duration(i)*time.Minute))
+				require.Equal(f.t, i+1, rescue(f, at(time.Duration(i)*time.Minute+time.Minute)).Disruptions)
+			}
+			f.leaseOne("w", at(time.Hour))
+			r := rescue(f, at(2*time.Hour))
+			require.Equal(f.t, scheduler.DefaultMaxDisruptions+1, r.Attempt)
+			require.Equal(f.t, scheduler.DefaultMaxDisruptions, r.Disruptions)
+			return r, words{model.RunFailed, model.PendingNone, "", "lease expired"}
+		}},
+		{"lost by lease expiry, no disruption allowed", func(f *fx) (*model.Run, words) {
+			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 3, InitialDelay: 5 * time.Second, MaxDisruptions: intp(0)}))
+			f.leaseOne("w", t0)
+			return rescue(f, at(time.Minute)), words{model.RunScheduled, model.PendingRetryBackoff,
 				"attempt 1 lost; attempt 2 due at 2026-01-02T03:05:10Z", "lease expired"}
 		}},
-		{"lost by lease expiry, no attempt left", func(f *fx) (*model.Run, words) {
-			f.submit("a")
+		{"lost by lease expiry, no disruption allowed, no attempt left", func(f *fx) (*model.Run, words) {
+			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 1, MaxDisruptions: intp(0)}))
 			f.leaseOne("w", t0)
-			rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(time.Minute), Limit: 10})
-			require.NoError(f.t, err)
-			require.Len(f.t, rescued, 1)
-			return rescued[0], words{model.RunFailed, model.PendingNone, "", "lease expired"}
+			return rescue(f, at(time.Minute)), words{model.RunFailed, model.PendingNone, "", "lease expired"}
 		}},
-		{"lost by worker re-register", func(f *fx) (*model.Run, words) {
+		{"lost by worker re-register, a disruption", func(f *fx) (*model.Run, words) {
 			f.register("w", "s1", t0)
 			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 3, InitialDelay: 5 * time.Second}))
+			f.leaseOne("w", t0)
+			_, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: at(time.Minute)})
+			require.NoError(f.t, err)
+			require.Len(f.t, lost, 1)
+			require.Equal(f.t, 1, lost[0].Disruptions)
+			return lost[0], words{model.RunQueued, model.PendingNone, "", "worker restarted (new session)"}
+		}},
+		{"lost by worker re-register, no disruption allowed", func(f *fx) (*model.Run, words) {
+			f.register("w", "s1", t0)
+			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 3, InitialDelay: 5 * time.Second, MaxDisruptions: intp(0)}))
 			f.leaseOne("w", t0)
 			_, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: at(time.Minute)})
 			require.NoError(f.t, err)

@@ -87,8 +87,8 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		f := setup(t, open)
 		f.register("w", "s1", t0)
 		f.register("other", "s1", t0)
-		f.submit("retry", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 2 })
-		f.submit("once")
+		f.submit("disrupted") // the default disruption limit
+		f.submit("once", func(j *model.Job) { j.Spec.Retry.MaxDisruptions = intp(0) })
 		_, keep := f.submit("keep")
 		ls := f.lease("w", 2, t0)
 		require.Len(t, ls, 2)
@@ -116,6 +116,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		r := byID[ls[0].Run.ID]
 		require.Equal(t, model.RunQueued, r.Status)
 		require.Equal(t, now, r.ScheduledFor)
+		require.Equal(t, 1, r.Disruptions)
 		require.Equal(t, 2, draws.draws, "one draw per lost attempt")
 		r = byID[ls[1].Run.ID]
 		require.Equal(t, model.RunFailed, r.Status)
