@@ -50,7 +50,7 @@ type ElectorConfig struct {
 
 // ElectorSignals are the Elector's test signals.
 type ElectorSignals struct {
-	Elected testsignal.Signal[int64]     // it became the leader with this term
+	Elected testsignal.Signal[int64]     // it became the leader with this term (OnElected returned)
 	Deposed testsignal.Signal[int64]     // it stopped leading with this term
 	Slept   testsignal.Signal[time.Time] // it sleeps until its next try
 	Failed  testsignal.Signal[error]     // a store call failed
@@ -167,8 +167,8 @@ func (e *Elector) round(ctx context.Context, now time.Time) {
 		if !e.leading {
 			e.leading, e.term = true, l.Term
 			e.log.Info("became leader", "server", e.id, "term", l.Term)
-			e.TestSignals.Elected.Signal(l.Term)
 			e.onElected(ctx, l.Term)
+			e.TestSignals.Elected.Signal(l.Term)
 		}
 	default:
 		if e.leading {
