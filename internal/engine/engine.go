@@ -102,8 +102,8 @@ type Engine struct {
 	elector  *service.Elector
 
 	leaderMu       sync.Mutex
-	leaderServices []leaderService // running while this server leads
-	term           int64           // the term it leads with; 0: a follower
+	leaderServices []serviceLoop // running while this server leads
+	term           int64         // the term it leads with; 0: a follower
 
 	mu      sync.Mutex
 	workers map[string]*workerConn
@@ -199,7 +199,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.rateQueues.Store(true)
 		}
 	}
-	for _, s := range []leaderService{e.promoter, e.releaser, e.elector} {
+	for _, s := range []serviceLoop{e.promoter, e.releaser, e.elector} {
 		if err := s.Start(ctx); err != nil {
 			cancel()
 			e.promoter.Stop()

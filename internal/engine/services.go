@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stint-dev/stint/internal/store"
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/service"
+	"github.com/stint-dev/stint/internal/store"
 )
 
-// leaderService is a loop of internal/service as the engine runs it.
-type leaderService interface {
+// serviceLoop is a loop of internal/service as the engine runs it.
+type serviceLoop interface {
 	Start(ctx context.Context) error
 	Stop()
 }
@@ -52,7 +52,7 @@ func (e *Engine) newServices() {
 //     over the cluster's leases instead of N servers racing to end the same attempts.
 //
 // A stopped service cannot start again, so each term gets new ones.
-func (e *Engine) newLeaderServices(term int64) []leaderService {
+func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 	idle := e.cfg.MaxLeaseWait * 10
 	rescuer := service.NewRescuer(service.RescuerConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait,
@@ -81,7 +81,7 @@ func (e *Engine) newLeaderServices(term int64) []leaderService {
 			e.cronDropped.Add(d.Dropped)
 		},
 	})
-	return []leaderService{rescuer, cron}
+	return []serviceLoop{rescuer, cron}
 }
 
 // becomeLeader is the elector's OnElected: it repairs what a crash may have left half
