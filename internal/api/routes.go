@@ -77,6 +77,7 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/runs/{id}/retry", Auth: authUser, Handle: (*API).retryRun},
 		{Method: "GET", Path: "/v1/runs/{id}/logs", Auth: authUser, Handle: (*API).runLogs},
 
+		{Method: "GET", Path: "/v1/cluster", Auth: authUser, Handle: (*API).getCluster},
 		{Method: "GET", Path: "/v1/workers", Auth: authUser, Handle: (*API).listWorkers},
 		{Method: "GET", Path: "/v1/workers/{id}", Auth: authUser, Handle: (*API).getWorker},
 		{Method: "POST", Path: "/v1/workers/{id}/drain", Auth: authUser, Handle: (*API).drainWorker},

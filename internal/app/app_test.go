@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/placement"
@@ -63,4 +65,41 @@ func TestNewLogger(t *testing.T) {
 	require.ErrorContains(t, err, "--log-level")
 	_, err = newLogger("info", "xml")
 	require.ErrorContains(t, err, "--log-format")
+}
+
+func TestServerClusterFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want func(t *testing.T, cfg ServerConfig)
+		err  string
+	}{
+		{name: "defaults", want: func(t *testing.T, cfg ServerConfig) {
+			require.Empty(t, cfg.ServerID, "the engine picks hostname-pid")
+			require.Empty(t, cfg.AdvertiseAddr, "the listen address, once listening")
+			require.Equal(t, time.Second, cfg.LeaderTTL)
+		}},
+		{name: "given", args: []string{"--id", "s1", "--advertise-addr", "10.0.0.1:8080", "--leader-ttl", "3s"},
+			want: func(t *testing.T, cfg ServerConfig) {
+				require.Equal(t, "s1", cfg.ServerID)
+				require.Equal(t, "10.0.0.1:8080", cfg.AdvertiseAddr)
+				require.Equal(t, 3*time.Second, cfg.LeaderTTL)
+			}},
+		{name: "leader ttl too short", args: []string{"--leader-ttl", "100ms"}, err: "--leader-ttl: must be at least 200ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var f serverFlags
+			cmd := &cobra.Command{Use: "server"}
+			f.register(cmd)
+			require.NoError(t, cmd.ParseFlags(tc.args))
+			cfg, err := f.config(cmd)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			tc.want(t, cfg)
+		})
+	}
 }

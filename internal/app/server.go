@@ -27,6 +27,13 @@ type ServerConfig struct {
 
 	LeaseTTL time.Duration
 
+	// ServerID names this server in the cluster (default hostname-pid); AdvertiseAddr is
+	// where it is reached (default the listen address); LeaderTTL is the leader lease's
+	// length (default 1 s).
+	ServerID      string
+	AdvertiseAddr string
+	LeaderTTL     time.Duration
+
 	UserToken   string
 	WorkerToken string
 
@@ -57,6 +64,16 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	}
 	defer st.Close()
 
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close() // on an early return; Serve closes it otherwise
+	advertise := cfg.AdvertiseAddr
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+
 	committers := 1
 	if eng == EnginePostgres {
 		committers = 4
@@ -68,7 +85,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		LeaseLinger: 5 * time.Millisecond, CompleteLinger: 2 * time.Millisecond,
 		// Cron runs of jobs without concurrency limits are created this far ahead of their
 		// instant, so that thousands of jobs due on one second only need promoting then.
-		CronLead: cronLead})
+		CronLead: cronLead,
+		ServerID: cfg.ServerID, AdvertiseAddr: advertise, LeaderTTL: cfg.LeaderTTL})
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
@@ -83,10 +101,6 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	})
 	if err != nil {
 		return fmt.Errorf("build api: %w", err)
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
 

@@ -94,7 +94,7 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover"}
 
 // DefaultN is each workload's job count when Config.N is zero (../shared/BENCH.md).
 var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000}
@@ -115,6 +115,9 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	}
 	if cfg.N <= 0 {
 		cfg.N = DefaultN[workload]
+	}
+	if workload == "failover" {
+		return runFailover(ctx, cfg) // its own servers, as processes it can kill
 	}
 	var w func(context.Context, *runner) error
 	switch workload {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -30,6 +31,9 @@ func TestWorkloadsRun(t *testing.T) {
 		"dag":       {"submit", "processed"},
 	}
 	for _, w := range Workloads {
+		if w == "failover" {
+			continue // PostgreSQL and server processes: TestFailover
+		}
 		t.Run(w, func(t *testing.T) {
 			c := cfg
 			if w == "exec" {
@@ -72,4 +76,33 @@ func TestRemoteWorkers(t *testing.T) {
 		}
 	}
 	require.Positive(t, processed)
+}
+
+// TestFailover runs the failover workload: three server processes on a scratch PostgreSQL
+// database, the leader killed; it checks the figures the workload must get right.
+func TestFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds stint and starts processes")
+	}
+	base := os.Getenv("STINT_TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("STINT_TEST_DATABASE_URL not set: skipping the PostgreSQL failover bench")
+	}
+	_, err := Run(context.Background(), "failover", Config{Store: "sqlite"})
+	require.ErrorContains(t, err, "needs --store with a postgres:// URL")
+
+	bin := filepath.Join(t.TempDir(), "stint")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/stint").CombinedOutput()
+	require.NoError(t, err, "build stint: %s", out)
+	res, err := Run(context.Background(), "failover", Config{Store: base, WorkerBinary: bin, Slots: 20,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	figures := map[string]float64{}
+	for _, f := range res.Figures {
+		figures[f.Name] = f.Value
+	}
+	require.Less(t, figures["cron fires again after the kill"], 2.0, "seconds")
+	require.Zero(t, figures["cron instants fired twice"])
+	require.Zero(t, figures["cron instants missed"])
+	require.Contains(t, figures, "runs lost")
 }

@@ -67,6 +67,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newJobsCmd(cfg),
 		newQueuesCmd(cfg),
 		newWorkersCmd(cfg),
+		newClusterCmd(cfg),
 		newCronCmd(cfg),
 		newJobTriggerCmd(cfg),
 		newBackfillCmd(cfg),

@@ -10,14 +10,24 @@
 //     worker polls on an interval. Cancel requests for a worker's runs are pushed to its
 //     outstanding long poll.
 //   - Services. The background loops are internal/service's services, which the engine
-//     builds over its store, clock and broadcasts and keeps in leaderServices: the promoter
-//     (scheduled runs become queued when due), the rescuer (expired leases end as lost),
-//     the releaser (rate-limited runs and queues get their turns) and the cron firer (jobs'
-//     and pipelines' schedules). Each sleeps until its next instant on the injected clock
-//     and is woken early by the broadcast of a change that may bring it earlier; what it
-//     finds comes back through callbacks (wake workers, push lost attempts and cancels,
-//     count CronStats). Start starts them through startLeaderServices, the call leader
-//     election (issue 11) will make on the leader alone; Stop stops them.
+//     builds over its store, clock and broadcasts. Every server runs the promoter
+//     (scheduled runs become queued when due) and the releaser (rate-limited runs and
+//     queues get their turns): their writes are set-based and idempotent, and each is woken
+//     by its own server's changes. The leader alone runs the cron firer (jobs' and
+//     pipelines' schedules: an instant must fire once, and its fires carry the leader's
+//     term, which the store checks) and the rescuer (expired leases end as lost: one clock
+//     judges expiry, and one pass, not N racing ones, ends them). Each sleeps until its
+//     next instant on the injected clock and is woken early by the broadcast of a change
+//     that may bring it earlier; what it finds comes back through callbacks (wake workers,
+//     push lost attempts and cancels, count CronStats).
+//   - Leadership. The engine's service.Elector heartbeats this server's row and asks the
+//     store for the leader lease every quarter of LeaderTTL. On winning (becomeLeader) the
+//     engine repairs what a crash may have left half done (AdmitHeld, ResolvePending) and
+//     starts new leader services for the term; on losing, or when its renewals fail for
+//     3/4 of the TTL, it stops them (loseLeadership) before the lease can expire. A stopped
+//     service cannot start again, so each term builds its own. Every server, leader or
+//     not, serves the API and the worker protocol. Stop resigns the lease, so a follower
+//     takes over at its next try.
 //
 // The engine speaks model and store types only: it imports neither apitype nor worker
 // (internal/archtest checks it). Its worker methods (Register, Lease, Heartbeat, AppendLogs,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,14 @@ type Config struct {
 	// after that any worker that fits takes it. Default DefaultBestFitHold; negative: no
 	// hold, the first worker that fits takes it.
 	BestFitHold time.Duration
+	// ServerID names this server in the cluster (its row in servers, the leader lease's
+	// holder). Default: hostname-pid.
+	ServerID string
+	// AdvertiseAddr is where clients and workers reach this server, shown in the cluster.
+	AdvertiseAddr string
+	// LeaderTTL is the leader lease's length: a dead leader is replaced within about 1.25
+	// of it. Default service.DefaultLeaderTTL (1 s).
+	LeaderTTL time.Duration
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
@@ -86,13 +95,15 @@ type Engine struct {
 
 	cronRuns, cronMissed, cronDropped atomic.Uint64 // see CronStats
 
-	// The services that act on the whole cluster's runs: on the leader alone, once there
-	// is leadership (see startLeaderServices).
-	promoter       *service.Promoter
-	rescuer        *service.Rescuer
-	releaser       *service.Releaser
-	cron           *service.CronFirer
-	leaderServices []leaderService
+	// The services every server runs, and the elector that starts and stops the leader's
+	// (see newLeaderServices) as this server gains and loses leadership.
+	promoter *service.Promoter
+	releaser *service.Releaser
+	elector  *service.Elector
+
+	leaderMu       sync.Mutex
+	leaderServices []serviceLoop // running while this server leads
+	term           int64         // the term it leads with; 0: a follower
 
 	mu      sync.Mutex
 	workers map[string]*workerConn
@@ -138,6 +149,10 @@ func New(cfg Config) *Engine {
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = DefaultMisfireGrace
 	}
+	if cfg.ServerID == "" {
+		host, _ := os.Hostname()
+		cfg.ServerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
 	e := &Engine{
 		cfg:     cfg,
 		store:   cfg.Store,
@@ -174,20 +189,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goLoop(ctx, e.completes.run)
 		e.goLoop(ctx, e.logs.run)
 	}
-	// A crash between a run's end and the admission of the runs held behind it (possible on
-	// PostgreSQL, where the two are separate transactions) is repaired here.
-	admitted, err := e.store.AdmitHeld(ctx, &store.AdmitHeldParams{Now: e.clock.Now()})
-	if err != nil {
-		cancel()
-		return fmt.Errorf("start engine: %w", err)
-	}
-	// Likewise a crash between a run's end and the resolution of its dependants.
-	resolved, err := e.store.ResolvePending(ctx, &store.ResolvePendingParams{Now: e.clock.Now()})
-	if err != nil {
-		cancel()
-		return fmt.Errorf("start engine: %w", err)
-	}
-	admitted = append(admitted, resolved...)
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
 		cancel()
@@ -198,12 +199,13 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.rateQueues.Store(true)
 		}
 	}
-	e.wakeFor(admitted)
-	// Leadership (issue 11) will call this when this server becomes the leader, instead of
-	// Start: the leader services act on the whole cluster's runs.
-	if err := e.startLeaderServices(ctx); err != nil {
-		cancel()
-		return fmt.Errorf("start engine: %w", err)
+	for _, s := range []serviceLoop{e.promoter, e.releaser, e.elector} {
+		if err := s.Start(ctx); err != nil {
+			cancel()
+			e.promoter.Stop()
+			e.releaser.Stop()
+			return fmt.Errorf("start engine: %w", err)
+		}
 	}
 	return nil
 }
@@ -220,7 +222,9 @@ func (e *Engine) goLoop(ctx context.Context, f func(context.Context)) {
 func (e *Engine) Stop() {
 	e.stopped.Do(func() {
 		close(e.stop)
-		e.stopLeaderServices()
+		e.elector.Stop() // stops the leader services and resigns the lease
+		e.promoter.Stop()
+		e.releaser.Stop()
 		if e.cancel != nil {
 			e.cancel()
 		}

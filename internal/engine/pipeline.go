@@ -98,20 +98,21 @@ func (e *Engine) putStepJob(ctx context.Context, def *PipelineDef, sd scheduler.
 // and those over each step's job's own args, for the step's run.
 func (e *Engine) TriggerPipeline(ctx context.Context, pl *model.Pipeline, trigger model.Trigger, args json.RawMessage) (*model.PipelineRun, error) {
 	now := e.clock.Now()
-	return e.startPipelineRun(ctx, pl, trigger, args, now, now, nil)
+	return e.startPipelineRun(ctx, pl, trigger, args, now, now, nil, 0)
 }
 
 // startPipelineRun creates a pipeline run of pl for instant at. fireNext, for a cron fire,
-// moves the pipeline's next fire in the same transaction (see store.CreateGraphParams).
+// moves the pipeline's next fire in the same transaction, fenced by the leader's term (see
+// store.CreateGraphParams).
 func (e *Engine) startPipelineRun(ctx context.Context, pl *model.Pipeline, trigger model.Trigger, args json.RawMessage,
-	at, now time.Time, fireNext *time.Time) (*model.PipelineRun, error) {
+	at, now time.Time, fireNext *time.Time, term int64) (*model.PipelineRun, error) {
 	merged, err := mergeArgs(pl.Spec.Args, args)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", pl.Name, err)
 	}
 	pr := &model.PipelineRun{ID: id.New(now), PipelineID: pl.ID, PipelineName: pl.Name, Namespace: pl.Namespace,
 		Trigger: trigger, ScheduledFor: at, Args: merged, CreatedAt: now}
-	p := &store.CreateGraphParams{PipelineRun: pr, FireNext: fireNext, Now: now}
+	p := &store.CreateGraphParams{PipelineRun: pr, FireNext: fireNext, Term: term, Now: now}
 	byStep := make(map[string]*model.Run, len(pl.Spec.Steps))
 	for _, st := range pl.Spec.Steps {
 		j, err := e.store.GetJob(ctx, &store.GetJobParams{IDOrName: st.JobID})

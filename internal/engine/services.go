@@ -2,21 +2,25 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/service"
+	"github.com/stint-dev/stint/internal/store"
 )
 
-// leaderService is a loop of internal/service as the engine runs it.
-type leaderService interface {
+// serviceLoop is a loop of internal/service as the engine runs it.
+type serviceLoop interface {
 	Start(ctx context.Context) error
 	Stop()
 }
 
-// newServices builds the services of internal/service over the engine's store, clock and
-// broadcasts; what they find is handed back to the engine's wake-ups.
+// newServices builds the services every server runs: the promoter and the releaser. Their
+// work is set-based and idempotent, so servers running them at once is safe, and each is
+// woken by its own server's submissions and queue changes (a delayed run or a rate limit
+// set through a follower is promoted or released there, without waiting for the leader).
 func (e *Engine) newServices() {
 	idle := e.cfg.MaxLeaseWait * 10 // nothing to wait for: a safety net for other servers' changes
 	e.promoter = service.NewPromoter(service.PromoterConfig{
@@ -26,7 +30,31 @@ func (e *Engine) newServices() {
 			e.changes.Notify()
 		},
 	})
-	e.rescuer = service.NewRescuer(service.RescuerConfig{
+	e.releaser = service.NewReleaser(service.ReleaserConfig{
+		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait, IdleWait: idle,
+		RateQueues: e.rateQueues.Load,
+		OnReleased: e.wakeFor,
+		OnTurn:     e.work.Notify,
+	})
+	e.elector = service.NewElector(service.ElectorConfig{
+		Store: e.store, Clock: e.clock, Logger: e.log,
+		ID: e.cfg.ServerID, Addr: e.cfg.AdvertiseAddr, StartedAt: e.clock.Now(),
+		TTL: e.cfg.LeaderTTL, OnElected: e.becomeLeader, OnDeposed: e.loseLeadership,
+	})
+}
+
+// newLeaderServices builds the services only the leader runs, for its term:
+//   - the cron firer, because a cron instant must fire once: its fires carry the term
+//     and the store refuses them once another server leads, so a deposed leader that
+//     wakes late fires nothing;
+//   - the rescuer, because it ends attempts as lost by comparing lease expiries with its
+//     server's clock: one judge of expiry, instead of every server's clock, and one pass
+//     over the cluster's leases instead of N servers racing to end the same attempts.
+//
+// A stopped service cannot start again, so each term gets new ones.
+func (e *Engine) newLeaderServices(term int64) []serviceLoop {
+	idle := e.cfg.MaxLeaseWait * 10
+	rescuer := service.NewRescuer(service.RescuerConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait,
 		LeaseTTL: e.cfg.LeaseTTL, Rand: e.cfg.Rand,
 		OnLost: func(runs []*model.Run) {
@@ -36,17 +64,11 @@ func (e *Engine) newServices() {
 		},
 		OnResolved: e.wakeFor,
 	})
-	e.releaser = service.NewReleaser(service.ReleaserConfig{
-		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait, IdleWait: idle,
-		RateQueues: e.rateQueues.Load,
-		OnReleased: e.wakeFor,
-		OnTurn:     e.work.Notify,
-	})
-	e.cron = service.NewCronFirer(service.CronFirerConfig{
+	cron := service.NewCronFirer(service.CronFirerConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.schedChanged.Wait, IdleWait: idle,
-		Lead: e.cfg.CronLead, MisfireGrace: e.cfg.MisfireGrace,
+		Lead: e.cfg.CronLead, MisfireGrace: e.cfg.MisfireGrace, Term: term,
 		StartPipelineRun: func(ctx context.Context, pl *model.Pipeline, at, now time.Time, fireNext *time.Time) error {
-			_, err := e.startPipelineRun(ctx, pl, model.TriggerCron, nil, at, now, fireNext)
+			_, err := e.startPipelineRun(ctx, pl, model.TriggerCron, nil, at, now, fireNext, term)
 			return err
 		},
 		OnFired: func(created, replaced []*model.Run) {
@@ -59,30 +81,76 @@ func (e *Engine) newServices() {
 			e.cronDropped.Add(d.Dropped)
 		},
 	})
-	e.leaderServices = []leaderService{e.promoter, e.rescuer, e.releaser, e.cron}
+	return []serviceLoop{rescuer, cron}
 }
 
-// startLeaderServices starts the services that act on every run of the cluster (promote,
-// rescue, release, cron). Today every server runs them, and Start calls this; with leader
-// election (issue 11) the server that wins leadership will call it instead, and stop them
-// with stopLeaderServices when it loses leadership (a service starts once, so winning it
-// again means newServices first). Their work is idempotent, so two servers running them
-// at once is safe, only wasteful.
-func (e *Engine) startLeaderServices(ctx context.Context) error {
-	for i, s := range e.leaderServices {
+// becomeLeader is the elector's OnElected: it repairs what a crash may have left half
+// done (an admission or a dependency resolution interrupted between two transactions,
+// possible on PostgreSQL), then starts the leader services for term.
+func (e *Engine) becomeLeader(ctx context.Context, term int64) {
+	now := e.clock.Now()
+	admitted, err := e.store.AdmitHeld(ctx, &store.AdmitHeldParams{Now: now})
+	if err != nil {
+		e.log.Error("leader repair: admit held runs", "err", err) // the next end of a run admits them
+	}
+	resolved, err := e.store.ResolvePending(ctx, &store.ResolvePendingParams{Now: now})
+	if err != nil {
+		e.log.Error("leader repair: resolve pending dependants", "err", err) // the rescuer retries it
+	}
+	e.wakeFor(append(admitted, resolved...))
+	services := e.newLeaderServices(term)
+	for i, s := range services {
 		if err := s.Start(ctx); err != nil {
-			for _, started := range e.leaderServices[:i] {
+			for _, started := range services[:i] {
 				started.Stop()
 			}
-			return fmt.Errorf("start leader services: %w", err)
+			e.log.Error("start leader services", "term", term, "err", err)
+			return
 		}
 	}
-	return nil
+	e.leaderMu.Lock()
+	e.leaderServices, e.term = services, term
+	e.leaderMu.Unlock()
 }
 
-// stopLeaderServices stops the leader services and waits for them.
-func (e *Engine) stopLeaderServices() {
-	for _, s := range e.leaderServices {
+// loseLeadership is the elector's OnDeposed: it stops the leader services and waits for
+// them, so that nothing of the old term acts once it returns.
+func (e *Engine) loseLeadership(term int64) {
+	e.leaderMu.Lock()
+	services := e.leaderServices
+	e.leaderServices, e.term = nil, 0
+	e.leaderMu.Unlock()
+	for _, s := range services {
 		s.Stop()
 	}
+	e.log.Info("leader services stopped", "term", term)
+}
+
+// Term returns the term this server leads with, or 0 when it does not lead.
+func (e *Engine) Term() int64 {
+	e.leaderMu.Lock()
+	defer e.leaderMu.Unlock()
+	return e.term
+}
+
+// Cluster returns who leads (nil when no lease is live) and the servers seen within the
+// last ten leader TTLs.
+func (e *Engine) Cluster(ctx context.Context) (*model.Cluster, error) {
+	now := e.clock.Now()
+	var c model.Cluster
+	l, err := e.store.Leader(ctx, &store.LeaderParams{Now: now})
+	switch {
+	case err == nil:
+		c.Leader = l
+	case !errors.Is(err, model.ErrNotFound):
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	ttl := e.cfg.LeaderTTL
+	if ttl <= 0 {
+		ttl = service.DefaultLeaderTTL
+	}
+	if c.Servers, err = e.store.ListServers(ctx, &store.ListServersParams{SeenAfter: now.Add(-10 * ttl)}); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return &c, nil
 }

@@ -17,3 +17,7 @@ var (
 	// succeeded, for example).
 	ErrInvalidState = errors.New("invalid state")
 )
+
+// ErrNotLeader: a write only the leader may make carried a term that no longer leads (the
+// lease passed to another server, or expired); nothing was written.
+var ErrNotLeader = errors.New("not the leader")

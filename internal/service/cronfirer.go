@@ -61,6 +61,10 @@ type CronFirerConfig struct {
 	RetryDelay time.Duration
 	// Batch caps the jobs (and the pipelines) one pass fires. Default 500.
 	Batch int
+	// Term is the leader's term this firer fires under: the store refuses its fires once
+	// another server leads (model.ErrNotLeader), so a deposed leader that wakes late fires
+	// nothing. StartPipelineRun must fence with the same term. Zero: not fenced.
+	Term int64
 }
 
 // CronPass is what one pass of the CronFirer fired.
@@ -96,13 +100,14 @@ type CronFirer struct {
 	onFired          func(created, replaced []*model.Run)
 	onCount          func(model.CronStats)
 	batch            int
+	term             int64
 	sched            schedules
 }
 
 // NewCronFirer returns a CronFirer; call Start to run it.
 func NewCronFirer(cfg CronFirerConfig) *CronFirer {
 	c := &CronFirer{store: cfg.Store, lead: cfg.Lead, grace: cfg.MisfireGrace, startPipelineRun: cfg.StartPipelineRun,
-		onFired: cfg.OnFired, onCount: cfg.OnCount, batch: cfg.Batch}
+		onFired: cfg.OnFired, onCount: cfg.OnCount, batch: cfg.Batch, term: cfg.Term}
 	c.base = newBase(commonConfig{name: "cron", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
 		idleWait: cfg.IdleWait, retryDelay: cfg.RetryDelay, slept: &c.TestSignals.Slept, failed: &c.TestSignals.Failed})
 	if c.grace <= 0 {
@@ -137,11 +142,19 @@ func (c *CronFirer) loop(ctx context.Context) {
 		now := c.clock.Now()
 		horizon := now.Add(c.lead)
 		jobs, held, err := c.fireJobs(ctx, now, horizon)
+		if errors.Is(err, model.ErrNotLeader) {
+			c.notLeader(ctx, err)
+			continue
+		}
 		if err != nil {
 			c.retryLater(ctx, "fire cron jobs", err)
 			continue
 		}
 		pipelines, heldPipeline, err := c.firePipelines(ctx, now, horizon)
+		if errors.Is(err, model.ErrNotLeader) {
+			c.notLeader(ctx, err)
+			continue
+		}
 		if err != nil {
 			c.retryLater(ctx, "fire pipelines", err)
 			continue
@@ -171,6 +184,14 @@ func (c *CronFirer) loop(ctx context.Context) {
 	}
 }
 
+// notLeader logs a fire the store refused because this server's term no longer leads, and
+// pauses like a store error: the elector deposes this firer at its next try.
+func (c *CronFirer) notLeader(ctx context.Context, err error) {
+	c.log.Warn("cron fire refused: no longer the leader", "term", c.term, "err", err)
+	c.failed.Signal(err)
+	c.sleepUntil(ctx, nil, c.clock.Now().Add(c.retryDelay))
+}
+
 // fireJobs fires one batch of the jobs due by horizon: those due by now, and those without
 // a concurrency limit due by horizon (ahead of their instant). It returns how many fires it
 // wrote, and the earliest instant of a limited job it left for later (zero: none).
@@ -193,7 +214,7 @@ func (c *CronFirer) fireJobs(ctx context.Context, now, horizon time.Time) (int, 
 	if len(fires) == 0 {
 		return 0, held, nil
 	}
-	res, err := c.store.FireJobs(ctx, &store.FireJobsParams{Fires: fires, Now: now})
+	res, err := c.store.FireJobs(ctx, &store.FireJobsParams{Fires: fires, Term: c.term, Now: now})
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -262,7 +283,8 @@ func (c *CronFirer) firePipelines(ctx context.Context, now, horizon time.Time) (
 		instants, next := c.planInstants("pipeline", pl.ID, pl.Name, pl.Spec.Schedule, due, now)
 		if len(instants) == 0 {
 			// Nothing to fire (skipped by misfire policy): move the schedule on alone.
-			if _, err := c.store.SetPipelineNextFire(ctx, &store.SetPipelineNextFireParams{ID: pl.ID, Expect: due, Next: next}); err != nil {
+			if _, err := c.store.SetPipelineNextFire(ctx, &store.SetPipelineNextFireParams{ID: pl.ID, Expect: due, Next: next,
+				Term: c.term, Now: now}); err != nil {
 				return fired, held, err
 			}
 			fired++

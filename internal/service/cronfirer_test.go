@@ -201,4 +201,21 @@ func TestCronFirer(t *testing.T) {
 		require.Equal(t, calls, fake.calls.Load(), "no store call after Stop")
 		require.ErrorIs(t, c.Start(context.Background()), ErrStopped)
 	})
+
+	t.Run("DeposedTermFiresNothing", func(t *testing.T) {
+		c, b := setup(t, func(cfg *CronFirerConfig) { cfg.Term = 1 })
+		l, err := b.store.TryLead(t.Context(), &store.TryLeadParams{Holder: "old", TTL: time.Second, Now: t0})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), l.Term)
+		// The lease passed to another server while this firer's server was paused.
+		l, err = b.store.TryLead(t.Context(), &store.TryLeadParams{Holder: "new", TTL: time.Hour, Now: t0.Add(2 * time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, int64(2), l.Term)
+		j := cronJob(t, b, "late", "* * * * *", t0, model.Concurrency{})
+		start(t, c)
+		require.ErrorIs(t, c.TestSignals.Failed.WaitOrTimeout(), model.ErrNotLeader, "the store refuses the stale term")
+		require.Empty(t, runsOf(t, b, j.ID), "nothing fired")
+		require.Equal(t, t0, nextFireOf(t, b, j.ID), "the schedule did not move")
+		require.Empty(t, b.fired.all())
+	})
 }

@@ -22,8 +22,20 @@
 //   - Driver errors are translated: no rows becomes model.ErrNotFound, a unique violation
 //     model.ErrConflict, wrapped with what the method was doing.
 //   - Methods that take a batch do the whole batch in one transaction (group commit).
-//   - Params carry Now: the engine never reads the wall clock for anything it stores.
+//   - Params carry Now: the engine never reads the wall clock for anything it stores. The
+//     one exception is the leader lease on PostgreSQL (see Leadership).
 //   - Dispatch is by indexed queries; nothing scans all runs.
+//
+// # Leadership
+//
+// The servers of a cluster share one database and one leader lease row (TryLead,
+// ResignLead, Leader; servers heartbeat their rows with HeartbeatServer). On PostgreSQL
+// the lease's expiry is judged on the database's now(), so that the servers' clocks do not
+// matter; SQLite, owned by one process, judges it on Now. The term grows by one each time
+// the lease changes holder. Writes only the leader may make (the cron fires: FireJobs,
+// SetPipelineNextFire, CreateGraph with FireNext) carry its Term and check it against the
+// lease in their own transaction: model.ErrNotLeader, nothing written, when the lease has
+// another term or has expired. Term zero is not checked.
 //
 // # Concurrency limits
 //

@@ -36,7 +36,12 @@ type Fire struct {
 // FireJobsParams are the arguments of FireJobs.
 type FireJobsParams struct {
 	Fires []Fire
-	Now   time.Time
+	// Term is the firing leader's term: the store checks, in the fire's transaction, that
+	// the leader lease still has this term and has not expired, and otherwise refuses the
+	// whole call with model.ErrNotLeader, writing nothing (a deposed leader that wakes late
+	// cannot fire). Zero: not fenced (a caller outside leadership, such as a test).
+	Term int64
+	Now  time.Time
 }
 
 // FireResult is the outcome of one Fire.

@@ -19,7 +19,11 @@ type CreateGraphParams struct {
 	PipelineRun *model.PipelineRun
 	Steps       []string
 	FireNext    *time.Time
-	Now         time.Time
+	// Term fences a cron fire (FireNext set): the leader's term, checked in the same
+	// transaction against the leader lease (model.ErrNotLeader when it no longer leads;
+	// nothing is written). Zero: not fenced (a caller outside leadership, such as a test).
+	Term int64
+	Now  time.Time
 }
 
 // Graph is what CreateGraph created: the jobs, and the runs (the jobs' first runs, then
@@ -82,6 +86,9 @@ type SetPipelineNextFireParams struct {
 	Expect time.Time
 	// Next becomes the pipeline's NextFireAt; nil when the schedule has no further instant.
 	Next *time.Time
+	// Term fences the move as FireJobsParams.Term does.
+	Term int64
+	Now  time.Time
 }
 
 // DuePipelinesParams select the pipelines whose next fire is due.

@@ -109,7 +109,8 @@ type Store interface {
 	// is enabled and its NextFireAt still equals Expect (compare and set); it then sets
 	// NextFireAt = Next and creates the fire's runs as CreateRuns would (a cron instant that
 	// has its run already is answered with that run, Existing set: invariant 4). A fire that
-	// does not apply is Stale and writes nothing.
+	// does not apply is Stale and writes nothing. With Term, the call is refused whole
+	// (model.ErrNotLeader) unless the leader lease still has that term and is live.
 	FireJobs(ctx context.Context, p *FireJobsParams) ([]FireResult, error)
 
 	// AdmitHeld admits the held runs (PendingCode concurrency_limit) of every key that has
@@ -163,7 +164,8 @@ type Store interface {
 	// ListPipelineRuns pages a pipeline's runs, newest first, with their steps' runs.
 	ListPipelineRuns(ctx context.Context, p *ListPipelineRunsParams) (*PipelineRunPage, error)
 	// SetPipelineNextFire moves an enabled pipeline's next fire to Next (nil: none) if it is
-	// still Expect (compare and set), and reports whether it was.
+	// still Expect (compare and set), and reports whether it was; with Term, fenced as
+	// FireJobs is.
 	SetPipelineNextFire(ctx context.Context, p *SetPipelineNextFireParams) (bool, error)
 	// DuePipelines returns enabled pipelines whose NextFireAt is at or before Now, earliest
 	// first, at most Limit (<= 0: 100).
@@ -263,6 +265,25 @@ type Store interface {
 	ListWorkers(ctx context.Context) ([]*model.Worker, error)
 	// SetWorkerState sets a worker's State (draining, lost).
 	SetWorkerState(ctx context.Context, p *SetWorkerStateParams) error
+
+	// Cluster
+
+	// HeartbeatServer creates or updates a server's row (LastSeen = Now).
+	HeartbeatServer(ctx context.Context, p *HeartbeatServerParams) error
+	// ListServers returns the servers seen after SeenAfter, by id.
+	ListServers(ctx context.Context, p *ListServersParams) ([]*model.Server, error)
+	// TryLead acquires or renews the leader lease for Holder, for TTL, and returns the
+	// lease as it is after: Holder leads exactly when the answer's Holder is Holder. It
+	// takes the lease when it is free, expired or already Holder's; the term stays while
+	// the holder stays (a renewal) and grows by one when the lease changes holder. Two
+	// concurrent callers never both get it. Expiry is judged on the database's clock
+	// (PostgreSQL: now(); SQLite, one process: Now).
+	TryLead(ctx context.Context, p *TryLeadParams) (*model.Leadership, error)
+	// ResignLead gives the lease up at once if Holder has it (a clean shutdown), so that
+	// another server takes it at its next try; the next holder gets the next term.
+	ResignLead(ctx context.Context, p *ResignLeadParams) error
+	// Leader returns the live lease (not expired), or model.ErrNotFound when none is.
+	Leader(ctx context.Context, p *LeaderParams) (*model.Leadership, error)
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

@@ -81,6 +81,9 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		clear(out)
+		if err := checkTerm(ctx, tx, p.Term); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT id FROM jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
 			return fmt.Errorf("lock jobs: %w", err)
 		}

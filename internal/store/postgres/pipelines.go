@@ -124,12 +124,20 @@ func (s *Store) DuePipelines(ctx context.Context, p *store.DuePipelinesParams) (
 
 // SetPipelineNextFire moves a pipeline's next fire if it is still Expect.
 func (s *Store) SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNextFireParams) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE pipelines SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
-		utcPtr(p.Next), p.ID, utc(p.Expect))
+	var moved bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := checkTerm(ctx, tx, p.Term); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE pipelines SET next_fire_at = $1 WHERE id = $2 AND enabled AND next_fire_at = $3`,
+			utcPtr(p.Next), p.ID, utc(p.Expect))
+		moved = tag.RowsAffected() > 0
+		return err
+	})
 	if err != nil {
 		return false, translate(err, "pipeline %s: next fire", p.ID)
 	}
-	return tag.RowsAffected() > 0, nil
+	return moved, nil
 }
 
 // firePipeline starts a pipeline run inside a graph's transaction: for a cron fire, the
@@ -137,6 +145,9 @@ func (s *Store) SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNex
 func firePipeline(ctx context.Context, tx pgx.Tx, p *store.CreateGraphParams) error {
 	pr := p.PipelineRun
 	if p.FireNext != nil {
+		if err := checkTerm(ctx, tx, p.Term); err != nil {
+			return err
+		}
 		var next *time.Time
 		if !p.FireNext.IsZero() {
 			next = utcPtr(p.FireNext)

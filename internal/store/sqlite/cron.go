@@ -77,6 +77,9 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 	out := make([]store.FireResult, len(p.Fires))
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
+		if err := t.checkTerm(p.Term, micros(p.Now)); err != nil {
+			return err
+		}
 		ins := t.stmt(t.ws.insertRun)
 		adv, err := t.batch("advanceJob", 1, func(int) string { return advanceJobSQL })
 		if err != nil {

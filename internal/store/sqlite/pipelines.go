@@ -147,6 +147,9 @@ func (s *Store) DuePipelines(ctx context.Context, p *store.DuePipelinesParams) (
 func (s *Store) SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNextFireParams) (bool, error) {
 	var moved bool
 	err := s.write(ctx, func(t *wtx) error {
+		if err := t.checkTerm(p.Term, micros(p.Now)); err != nil {
+			return err
+		}
 		res, err := t.tx.ExecContext(t.ctx, `UPDATE pipelines SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?`,
 			nullMicros(p.Next), p.ID, micros(p.Expect))
 		if err != nil {
@@ -167,6 +170,9 @@ func (s *Store) SetPipelineNextFire(ctx context.Context, p *store.SetPipelineNex
 func (t *wtx) firePipeline(p *store.CreateGraphParams) error {
 	pr := p.PipelineRun
 	if p.FireNext != nil {
+		if err := t.checkTerm(p.Term, micros(p.Now)); err != nil {
+			return err
+		}
 		res, err := t.tx.ExecContext(t.ctx, `UPDATE pipelines SET next_fire_at = ? WHERE id = ? AND enabled = 1 AND next_fire_at = ?`,
 			nullMicros(nonZero(p.FireNext)), pr.PipelineID, micros(pr.ScheduledFor))
 		if err != nil {

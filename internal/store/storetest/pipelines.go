@@ -184,4 +184,32 @@ func testPipelines(t *testing.T, open OpenFunc) {
 		require.Len(t, page.Runs, 1, "one pipeline run for the instant")
 		require.Equal(t, before+3, f.countJobs())
 	})
+
+	t.Run("CronFireFencedByTerm", func(t *testing.T) {
+		f := setup(t, open)
+		pl := pipeline(f, "fenced", func(p *model.Pipeline) {
+			p.Spec.Schedule = &model.Schedule{Cron: "0 * * * *"}
+			p.NextFireAt = timep(at(time.Hour))
+		})
+		_, _, err := f.s.PutPipeline(f.ctx, &store.PutPipelineParams{Pipeline: pl, Now: t0})
+		require.NoError(t, err)
+		old := f.lead("a", time.Millisecond, t0)
+		cur := f.takeOver("b", at(time.Second))
+		fire := func(term int64) func(p *store.CreateGraphParams) {
+			return func(p *store.CreateGraphParams) {
+				p.PipelineRun.Trigger, p.PipelineRun.ScheduledFor = model.TriggerCron, at(time.Hour)
+				p.FireNext, p.Term, p.Now = timep(at(2*time.Hour)), term, at(time.Hour)
+			}
+		}
+		_, _, err = trigger(f, pl, fire(old.Term))
+		require.ErrorIs(t, err, model.ErrNotLeader, "the deposed leader's late fire is refused")
+		page, err := f.s.ListPipelineRuns(f.ctx, &store.ListPipelineRunsParams{PipelineID: pl.ID})
+		require.NoError(t, err)
+		require.Empty(t, page.Runs, "nothing written")
+		_, _, err = trigger(f, pl, fire(cur.Term))
+		require.NoError(t, err, "the leader fires")
+		got, err := f.s.GetPipeline(f.ctx, &store.GetPipelineParams{IDOrName: pl.ID})
+		require.NoError(t, err)
+		require.Equal(t, at(2*time.Hour), *got.NextFireAt)
+	})
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Dependencies", testDeps},
 		{"Pipelines", testPipelines},
 		{"Wording", testWording},
+		{"Cluster", testCluster},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
