@@ -59,6 +59,9 @@ type Config struct {
 	// after that any worker that fits takes it. Default DefaultBestFitHold; negative: no
 	// hold, the first worker that fits takes it.
 	BestFitHold time.Duration
+	// Notifier carries wake-ups to and from the other servers on the same store; nil keeps
+	// them inside this process (one server, or SQLite).
+	Notifier Notifier
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
@@ -77,11 +80,12 @@ type Engine struct {
 	completes *committer[store.Completion, store.CompletionResult]
 	logs      *committer[model.LogChunk, struct{}]
 
-	work    *broadcast // a run became queued
-	timers  *broadcast // the earliest due time or lease expiry may have moved earlier
-	changes *broadcast // a run changed state or got log output (followers)
+	// The wake-ups, shared with the other servers through Config.Notifier.
+	work    *topic // a run became queued
+	timers  *topic // the earliest due time or lease expiry may have moved earlier
+	changes *topic // a run changed state or got log output (followers)
 
-	schedChanged *broadcast  // a job's next fire may have moved earlier
+	schedChanged *topic      // a job's next fire may have moved earlier
 	rateQueues   atomic.Bool // some queue has a rate limit (leases then watch for turns)
 
 	cronRuns, cronMissed, cronDropped atomic.Uint64 // see CronStats
@@ -143,12 +147,12 @@ func New(cfg Config) *Engine {
 		store:   cfg.Store,
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
-		work:    newBroadcast(),
-		timers:  newBroadcast(),
-		changes: newBroadcast(),
+		work:    newTopic(store.TopicWork, cfg.Notifier),
+		timers:  newTopic(store.TopicTimers, cfg.Notifier),
+		changes: newTopic(store.TopicChanges, cfg.Notifier),
 		workers: make(map[string]*workerConn),
 
-		schedChanged: newBroadcast(),
+		schedChanged: newTopic(store.TopicSchedules, cfg.Notifier),
 		stop:         make(chan struct{}),
 	}
 	e.submits = newCommitter(cfg.MaxBatch, e.flushSubmits)
@@ -169,6 +173,9 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 func (e *Engine) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
+	if e.cfg.Notifier != nil {
+		e.goLoop(ctx, func(ctx context.Context) { e.cfg.Notifier.Run(ctx, e.onNotify) })
+	}
 	for range e.cfg.Committers {
 		e.goLoop(ctx, e.submits.run)
 		e.goLoop(ctx, e.completes.run)
@@ -376,32 +383,45 @@ func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*
 // pushLost tells the workers of attempts the rescuer ended as lost, through their
 // outstanding long poll, to kill them: a worker that is still polling but whose heartbeats
 // did not arrive for a whole lease TTL would otherwise learn it at its next heartbeat.
+// A worker attached to another server is told through that server.
 func (e *Engine) pushLost(runs []*model.Run) {
+	var remote []store.WorkerRun
 	e.mu.Lock()
 	for _, r := range runs {
 		for _, a := range r.Attempts {
-			if w := e.workers[a.WorkerID]; w != nil && a.Status == model.AttemptLost {
+			if a.Status != model.AttemptLost {
+				continue
+			}
+			if w := e.workers[a.WorkerID]; w != nil {
 				w.lost = append(w.lost, r.ID)
 				w.events.Notify()
+			} else {
+				remote = append(remote, store.WorkerRun{WorkerID: a.WorkerID, RunID: r.ID})
 			}
 		}
 	}
 	e.mu.Unlock()
+	e.publishRuns(store.TopicLost, remote)
 }
 
 // pushCancels tells the workers of running runs that were asked to cancel, through their
-// outstanding long poll. A worker attached to another server learns it at its next heartbeat.
+// outstanding long poll; a worker attached to another server is told through that server
+// (and learns it at its next heartbeat in any case).
 func (e *Engine) pushCancels(runs []*model.Run) {
+	var remote []store.WorkerRun
 	e.mu.Lock()
 	for _, r := range runs {
 		if r.Status == model.RunRunning && r.CancelRequested {
 			if w := e.workers[r.WorkerID]; w != nil {
 				w.cancel = append(w.cancel, r.ID)
 				w.events.Notify()
+			} else {
+				remote = append(remote, store.WorkerRun{WorkerID: r.WorkerID, RunID: r.ID})
 			}
 		}
 	}
 	e.mu.Unlock()
+	e.publishRuns(store.TopicCancel, remote)
 	if len(runs) > 0 {
 		e.changes.Notify()
 	}
