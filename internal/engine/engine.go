@@ -16,6 +16,7 @@ import (
 	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/service"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/testsignal"
 )
 
 // Config wires an Engine.
@@ -101,10 +102,17 @@ type Engine struct {
 	mu      sync.Mutex
 	workers map[string]*workerConn
 
+	TestSignals Signals
+
 	stop    chan struct{}
 	stopped sync.Once
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
+}
+
+// Signals are sent at points the engine's tests wait on; see internal/testsignal.
+type Signals struct {
+	Parked testsignal.Signal[string] // a worker's lease poll (its id) found nothing and waits
 }
 
 // New returns an engine; call Start before use.

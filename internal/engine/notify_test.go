@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/store/postgres"
+	"github.com/stint-dev/stint/internal/store/postgres/pgtest"
+)
+
+// setupServer starts an engine on the PostgreSQL schema of url with a notifier, as one
+// server of a cluster, on clk. before runs ahead of Start (to initialise test signals). It
+// returns once the notifier listens, so what another server publishes from then on arrives.
+func setupServer(t *testing.T, url string, clk *clock.Fake, before func(*Engine)) (*Engine, *testBundle) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, postgres.Config{URL: url, MaxConns: 8})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	listening := make(chan struct{}, 10)
+	n, err := st.NewNotifier(ctx, postgres.NotifierConfig{OnListen: func() { listening <- struct{}{} }})
+	require.NoError(t, err)
+	e := New(Config{
+		Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), LeaseTTL: 10 * time.Second,
+		Rand: func() float64 { return 0.5 }, Committers: 2, Notifier: n,
+	})
+	if before != nil {
+		before(e)
+	}
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(e.Stop)
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("notifier did not listen within 10s")
+	}
+	return e, &testBundle{clk: clk, store: st}
+}
+
+// TestWakeAcrossServers runs two engines (servers A and B) on one PostgreSQL schema: what
+// changes on A wakes what waits on B. The clock is fake and never moved, so nothing on B
+// wakes by a timer: only a notification from A can.
+func TestWakeAcrossServers(t *testing.T) {
+	u := pgtest.NewSchema(t)
+	clk := clock.NewFake(t0)
+	a, ab := setupServer(t, u, clk, nil)
+	b, _ := setupServer(t, u, clk, func(e *Engine) {
+		e.TestSignals.Parked.Init(t)
+		e.cron.TestSignals.Slept.Init(t)
+	})
+	register(t, b, "w1")
+
+	t.Run("a submission on A wakes a lease poll parked on B", func(t *testing.T) {
+		const wait = 10 * time.Second // of the poll; the fake clock never reaches it
+		got := make(chan *LeaseResult, 1)
+		go func() {
+			resp, err := b.Lease(context.Background(), "w1", &LeaseParams{Max: 1, Wait: wait})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- resp
+		}()
+		require.Equal(t, "w1", b.TestSignals.Parked.WaitOrTimeout())
+		start := time.Now()
+		run := submit(t, a, ab, time.Time{}, model.RetryPolicy{MaxAttempts: 1})
+		select {
+		case resp := <-got:
+			latency := time.Since(start)
+			t.Logf("submit on A to lease on B: %s", latency)
+			require.Len(t, resp.Leases, 1)
+			require.Equal(t, run.ID, resp.Leases[0].Run.ID)
+			require.Less(t, latency, time.Second, "within milliseconds, not a wait")
+		case <-time.After(wait):
+			t.Fatalf("the poll on B was not woken within %s of the submission on A", wait)
+		}
+	})
+
+	t.Run("a schedule created on A wakes B's cron firer", func(t *testing.T) {
+		// 12:03: not the instant B's idle cron firer sleeps until (12:05, MaxLeaseWait*10).
+		job := cronJob(t, a, ab, model.Schedule{Cron: "*/3 * * * *"}, model.Concurrency{}, nil)
+		b.cron.TestSignals.Slept.WaitUntil(func(at time.Time) bool { return at.Equal(*job.NextFireAt) })
+	})
+
+	t.Run("a cancel on A reaches the worker's poll on B", func(t *testing.T) {
+		run := submit(t, a, ab, time.Time{}, model.RetryPolicy{MaxAttempts: 1})
+		leased := lease(t, b, "w1", 1, 0)
+		require.Len(t, leased.Leases, 1)
+		require.Equal(t, run.ID, leased.Leases[0].Run.ID)
+		got := make(chan *LeaseResult, 1)
+		go func() {
+			resp, err := b.Lease(context.Background(), "w1", &LeaseParams{Max: 0, Wait: LongestLeaseWait})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- resp
+		}()
+		require.Equal(t, "w1", b.TestSignals.Parked.WaitOrTimeout())
+		_, err := a.CancelRuns(context.Background(), &store.CancelRunsParams{RunIDs: []string{run.ID}})
+		require.NoError(t, err)
+		select {
+		case resp := <-got:
+			require.Equal(t, []string{run.ID}, resp.Cancel)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the cancel on A did not reach the poll on B")
+		}
+	})
+}
