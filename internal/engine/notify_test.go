@@ -54,7 +54,12 @@ func TestWakeAcrossServers(t *testing.T) {
 	b, _ := setupServer(t, u, clk, func(e *Engine) {
 		e.TestSignals.Parked.Init(t)
 		e.cron.TestSignals.Slept.Init(t)
+		e.promoter.TestSignals.Slept.Init(t)
 	})
+	// B's loops have read the empty store (the first query of each may take a new
+	// connection) before A changes anything.
+	b.promoter.TestSignals.Slept.WaitOrTimeout()
+	b.cron.TestSignals.Slept.WaitOrTimeout()
 	register(t, b, "w1")
 
 	t.Run("a submission on A wakes a lease poll parked on B", func(t *testing.T) {
@@ -86,6 +91,24 @@ func TestWakeAcrossServers(t *testing.T) {
 		// 12:03: not the instant B's idle cron firer sleeps until (12:05, MaxLeaseWait*10).
 		job := cronJob(t, a, ab, model.Schedule{Cron: "*/3 * * * *"}, model.Concurrency{}, nil)
 		b.cron.TestSignals.Slept.WaitUntil(func(at time.Time) bool { return at.Equal(*job.NextFireAt) })
+	})
+
+	t.Run("a run scheduled on A wakes B's promoter", func(t *testing.T) {
+		due := t0.Add(time.Minute) // before the 12:05 B's idle promoter sleeps until
+		submit(t, a, ab, due, model.RetryPolicy{MaxAttempts: 1})
+		b.promoter.TestSignals.Slept.WaitUntil(func(at time.Time) bool { return at.Equal(due) })
+	})
+
+	t.Run("a change on A wakes a follower on B", func(t *testing.T) {
+		changed := b.Changes()
+		submit(t, a, ab, time.Time{}, model.RetryPolicy{MaxAttempts: 1})
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a submission on A did not wake B's followers")
+		}
+		// Lease the run, so that the next subtest's lease takes its own.
+		require.Len(t, lease(t, b, "w1", 1, 0).Leases, 1)
 	})
 
 	t.Run("a cancel on A reaches the worker's poll on B", func(t *testing.T) {

@@ -37,8 +37,8 @@ type NotifierConfig struct {
 	// published meanwhile is coalesced (one notification per topic, the runs of cancel and
 	// lost gathered). Default DefaultNotifyWindow.
 	Window time.Duration
-	// OnListen, if set, is called each time the listening connection has (re)connected and
-	// runs LISTEN, before every topic is delivered as fired. Tests wait on it.
+	// OnListen, if set, is called each time the listening connection has (re)connected,
+	// run LISTEN and delivered every topic as fired. Tests wait on it.
 	OnListen func()
 }
 
@@ -245,12 +245,12 @@ func (n *Notifier) listen(ctx context.Context, deliver func(store.Notification))
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
 	}
-	if n.onListen != nil {
-		n.onListen()
-	}
 	// Whatever was sent while this server was not listening is lost: act as if it all came.
 	for _, t := range store.Topics {
 		deliver(store.Notification{Topic: t})
+	}
+	if n.onListen != nil {
+		n.onListen()
 	}
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, listenPing)
