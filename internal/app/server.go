@@ -78,7 +78,13 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	if eng == EnginePostgres {
 		committers = 4
 	}
+	// Servers on one PostgreSQL wake each other's workers and loops (LISTEN/NOTIFY).
+	notifier, err := newNotifier(ctx, st)
+	if err != nil {
+		return err
+	}
 	e := engine.New(engine.Config{Store: st, Logger: log, LeaseTTL: cfg.LeaseTTL, Committers: committers,
+		Notifier: notifier,
 		// Batch the dispatch transactions under a stream of submissions (see engine.Config):
 		// with SQLite, 16 producers of single jobs reach ~6,000/s instead of ~5,000/s, for
 		// at most 5 ms more submit-to-start latency. See BENCHMARKS.md.

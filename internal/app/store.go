@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/store/postgres"
 	"github.com/stint-dev/stint/internal/store/sqlite"
@@ -57,4 +58,18 @@ func OpenStore(ctx context.Context, url, dataDir string, log *slog.Logger) (stor
 		return s, EngineSQLite, nil
 	}
 	return nil, "", fmt.Errorf("store url %q: want sqlite:///path/file.db or a postgres:// URL", url)
+}
+
+// newNotifier returns the notifier that carries wake-ups between the servers sharing st,
+// or nil when st is one server's own (SQLite).
+func newNotifier(ctx context.Context, st store.Store) (engine.Notifier, error) {
+	pg, ok := st.(*postgres.Store)
+	if !ok {
+		return nil, nil
+	}
+	n, err := pg.NewNotifier(ctx, postgres.NotifierConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	return n, nil
 }

@@ -8,7 +8,10 @@
 //   - Wake-ups. Workers long-poll Lease; the engine parks them on a broadcast signal that is
 //     fired the moment a run becomes queued (a submission, a promotion, a retry), so no
 //     worker polls on an interval. Cancel requests for a worker's runs are pushed to its
-//     outstanding long poll.
+//     outstanding long poll. With a Notifier (PostgreSQL's LISTEN/NOTIFY), the servers
+//     sharing a store tell each other: each broadcast is a topic whose Notify also
+//     publishes, a notification from another server fires it locally only, and cancels
+//     and lost attempts of workers attached elsewhere reach them through their server.
 //   - Services. The background loops are internal/service's services, which the engine
 //     builds over its store, clock and broadcasts. Every server runs the promoter
 //     (scheduled runs become queued when due) and the releaser (rate-limited runs and

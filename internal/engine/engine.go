@@ -17,6 +17,7 @@ import (
 	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/service"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/testsignal"
 )
 
 // Config wires an Engine.
@@ -68,6 +69,9 @@ type Config struct {
 	// LeaderTTL is the leader lease's length: a dead leader is replaced within about 1.25
 	// of it. Default service.DefaultLeaderTTL (1 s).
 	LeaderTTL time.Duration
+	// Notifier carries wake-ups to and from the other servers on the same store; nil keeps
+	// them inside this process (one server, or SQLite).
+	Notifier Notifier
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
@@ -86,11 +90,12 @@ type Engine struct {
 	completes *committer[store.Completion, store.CompletionResult]
 	logs      *committer[model.LogChunk, struct{}]
 
-	work    *broadcast // a run became queued
-	timers  *broadcast // the earliest due time or lease expiry may have moved earlier
-	changes *broadcast // a run changed state or got log output (followers)
+	// The wake-ups, shared with the other servers through Config.Notifier.
+	work    *topic // a run became queued
+	timers  *topic // the earliest due time or lease expiry may have moved earlier
+	changes *topic // a run changed state or got log output (followers)
 
-	schedChanged *broadcast  // a job's next fire may have moved earlier
+	schedChanged *topic      // a job's next fire may have moved earlier
 	rateQueues   atomic.Bool // some queue has a rate limit (leases then watch for turns)
 
 	cronRuns, cronMissed, cronDropped atomic.Uint64 // see CronStats
@@ -108,10 +113,20 @@ type Engine struct {
 	mu      sync.Mutex
 	workers map[string]*workerConn
 
+	TestSignals Signals
+
 	stop    chan struct{}
 	stopped sync.Once
 	wg      sync.WaitGroup
 	cancel  context.CancelFunc
+}
+
+// Signals are sent at points the engine's tests wait on; see internal/testsignal.
+type Signals struct {
+	Parked testsignal.Signal[string] // a worker's lease poll (its id) found nothing and waits
+	// CronSlept is the Slept signal of the cron firer of each leadership term: the instant
+	// the leader's firer sleeps until.
+	CronSlept testsignal.Signal[time.Time]
 }
 
 // New returns an engine; call Start before use.
@@ -158,12 +173,12 @@ func New(cfg Config) *Engine {
 		store:   cfg.Store,
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
-		work:    newBroadcast(),
-		timers:  newBroadcast(),
-		changes: newBroadcast(),
+		work:    newTopic(store.TopicWork, cfg.Notifier),
+		timers:  newTopic(store.TopicTimers, cfg.Notifier),
+		changes: newTopic(store.TopicChanges, cfg.Notifier),
 		workers: make(map[string]*workerConn),
 
-		schedChanged: newBroadcast(),
+		schedChanged: newTopic(store.TopicSchedules, cfg.Notifier),
 		stop:         make(chan struct{}),
 	}
 	e.submits = newCommitter(cfg.MaxBatch, e.flushSubmits)
@@ -184,6 +199,9 @@ func (e *Engine) Clock() clock.Clock { return e.clock }
 func (e *Engine) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
+	if e.cfg.Notifier != nil {
+		e.goLoop(ctx, func(ctx context.Context) { e.cfg.Notifier.Run(ctx, e.onNotify) })
+	}
 	for range e.cfg.Committers {
 		e.goLoop(ctx, e.submits.run)
 		e.goLoop(ctx, e.completes.run)
@@ -380,32 +398,45 @@ func (e *Engine) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*
 // pushLost tells the workers of attempts the rescuer ended as lost, through their
 // outstanding long poll, to kill them: a worker that is still polling but whose heartbeats
 // did not arrive for a whole lease TTL would otherwise learn it at its next heartbeat.
+// A worker attached to another server is told through that server.
 func (e *Engine) pushLost(runs []*model.Run) {
+	var remote []store.WorkerRun
 	e.mu.Lock()
 	for _, r := range runs {
 		for _, a := range r.Attempts {
-			if w := e.workers[a.WorkerID]; w != nil && a.Status == model.AttemptLost {
+			if a.Status != model.AttemptLost {
+				continue
+			}
+			if w := e.workers[a.WorkerID]; w != nil {
 				w.lost = append(w.lost, r.ID)
 				w.events.Notify()
+			} else {
+				remote = append(remote, store.WorkerRun{WorkerID: a.WorkerID, RunID: r.ID})
 			}
 		}
 	}
 	e.mu.Unlock()
+	e.publishRuns(store.TopicLost, remote)
 }
 
 // pushCancels tells the workers of running runs that were asked to cancel, through their
-// outstanding long poll. A worker attached to another server learns it at its next heartbeat.
+// outstanding long poll; a worker attached to another server is told through that server
+// (and learns it at its next heartbeat in any case).
 func (e *Engine) pushCancels(runs []*model.Run) {
+	var remote []store.WorkerRun
 	e.mu.Lock()
 	for _, r := range runs {
 		if r.Status == model.RunRunning && r.CancelRequested {
 			if w := e.workers[r.WorkerID]; w != nil {
 				w.cancel = append(w.cancel, r.ID)
 				w.events.Notify()
+			} else {
+				remote = append(remote, store.WorkerRun{WorkerID: r.WorkerID, RunID: r.ID})
 			}
 		}
 	}
 	e.mu.Unlock()
+	e.publishRuns(store.TopicCancel, remote)
 	if len(runs) > 0 {
 		e.changes.Notify()
 	}

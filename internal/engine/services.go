@@ -81,6 +81,7 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 			e.cronDropped.Add(d.Dropped)
 		},
 	})
+	cron.TestSignals.Slept = e.TestSignals.CronSlept
 	return []serviceLoop{rescuer, cron}
 }
 

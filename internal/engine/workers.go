@@ -180,6 +180,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 			heldTimer = e.clock.NewTimerAt(held)
 			heldCh = heldTimer.C()
 		}
+		e.TestSignals.Parked.Signal(workerID)
 		woken := true
 		select {
 		case <-ctx.Done():

@@ -42,6 +42,12 @@
 //     SQL are literals, so that the planner can match the partial indexes. plan_test.go
 //     checks each dispatch and list statement's plan with EXPLAIN.
 //
+// Wake-ups between servers: NewNotifier returns a Notifier (notify.go) that carries the
+// engine's wake-up topics with LISTEN/NOTIFY on a channel named after the schema, coalescing
+// what is published into at most one pg_notify per topic per window, outside the store's
+// transactions, and listening on a dedicated connection that reconnects with backoff and
+// then reports every topic as fired.
+//
 // Times are stored as timestamptz, in UTC with microsecond precision, and returned in UTC.
 // Lease tokens are random UUIDs (gen_random_uuid), opaque to callers.
 //
@@ -49,5 +55,6 @@
 // transactions), migrate.go, bulk.go (binary COPY), jobs.go, runs.go, graph.go
 // (CreateGraph), deps.go, slots.go, cron.go, pipelines.go, dispatch.go, logs.go, queues.go,
 // workers.go and scan.go. Specific to this engine: runinput.go, new runs as column arrays
-// for one INSERT ... SELECT FROM unnest.
+// for one INSERT ... SELECT FROM unnest; notify.go, the Notifier. pgtest gives tests (these
+// and the engine's) a schema of their own.
 package postgres

@@ -2,11 +2,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,57 +13,15 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/store/postgres/pgtest"
 	"github.com/stint-dev/stint/internal/store/storetest"
 )
 
 // testURL returns the database URL of the tests, skipping when none is set.
-func testURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("STINT_TEST_DATABASE_URL")
-	if u == "" {
-		t.Skip("STINT_TEST_DATABASE_URL not set: skipping PostgreSQL store tests")
-	}
-	return u
-}
+func testURL(t testing.TB) string { return pgtest.URL(t) }
 
-// newSchema creates an empty schema for one test, dropped (CASCADE) when the test ends, and
-// returns a URL whose connections use it as their search_path (pgx passes the parameters it
-// does not know to the server as run-time parameters).
-func newSchema(t testing.TB) string {
-	t.Helper()
-	base := testURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("STINT_TEST_DATABASE_URL is set but the database is unreachable: %v", err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "stint_t_" + hex.EncodeToString(b[:])
-	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// newSchema creates an empty schema for one test (see pgtest.NewSchema).
+func newSchema(t testing.TB) string { return pgtest.NewSchema(t) }
 
 // openTest opens a store in a fresh schema. It is closed when the test ends, before the
 // schema is dropped (clean-ups run last registered, first run).
