@@ -97,8 +97,8 @@ type Agent struct {
 	regGen     atomic.Uint64 // bumped by every successful registration
 	id         atomic.Pointer[string]
 	session    atomic.Pointer[string] // the session of the last registration (nil before)
-	hbInterval atomic.Int64 // time.Duration
-	leaseTTL   atomic.Int64 // time.Duration
+	hbInterval atomic.Int64           // time.Duration
+	leaseTTL   atomic.Int64           // time.Duration
 
 	mu sync.Mutex
 	// attemptParent is the parent of every attempt's context: Run's context without its
