@@ -146,6 +146,56 @@ func TestReregisterOnUnknownWorker(t *testing.T) {
 	}
 }
 
+// A worker whose server forgot it re-attaches with its session and held leases, and its
+// attempts run on; those the server reports lost are killed.
+func TestReattachKeepsRunningAttempts(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	s.hbInterval = 10 * time.Millisecond
+	s.resume, s.resumeLost = true, []string{"b"}
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	stopped := make(chan error, 2)
+	startAgent(t, s, func(c *Config) {
+		c.Handlers = map[string]Handler{"hold": func(ctx context.Context, _ *Task) error {
+			started <- struct{}{}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				stopped <- context.Cause(ctx)
+				return ctx.Err()
+			}
+		}}
+	})
+	s.add(handlerLease("a", "hold"), handlerLease("b", "hold"))
+	<-started
+	<-started
+	s.mu.Lock()
+	once := true
+	s.onHeartbeat = func() error {
+		if once {
+			once = false
+			return ErrUnknownWorker // the worker's server died; this one does not know it
+		}
+		return nil
+	}
+	s.mu.Unlock()
+	s.await(t, "a re-registration", func() bool { return s.registers == 2 })
+	require.ErrorIs(t, <-stopped, ErrLeaseLost, "b was not kept")
+	close(release)
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "a").Status, "a ran on")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	re := s.regs[1]
+	require.Equal(t, "session-1", re.Session)
+	require.ElementsMatch(t, []apitype.LeaseRef{{RunID: "a", Token: "tok-a"}, {RunID: "b", Token: "tok-b"}}, re.Held)
+	for _, c := range s.completions {
+		require.NotEqual(t, "b", c.RunID, "a lost attempt is not reported")
+	}
+	require.Empty(t, s.regs[0].Session, "a process that starts resumes nothing")
+}
+
 func TestHeartbeatCarriesHeldLeases(t *testing.T) {
 	t.Parallel()
 	s := newFake()
