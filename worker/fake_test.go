@@ -39,7 +39,7 @@ type fakeServer struct {
 	regs           []apitype.RegisterRequest
 	resume         bool     // answer a registration naming a session by keeping it
 	resumeLost     []string // and report these of its held leases lost
-	polls          []int // Max of each lease poll
+	polls          []int    // Max of each lease poll
 	outstanding    map[string]bool
 	maxOutstanding int
 	completions    []apitype.Completion
