@@ -24,7 +24,6 @@
 // the session is still the worker's, it keeps the attempts whose leases the server proves
 // (same run, token and worker) and they run on; the others are killed as lost.
 //
-//
 //   - The lease loop keeps exactly one Lease long poll outstanding. It asks for as many runs as
 //     there are free slots; when the worker is full it still polls, with Max 0, so that the
 //     server's pushes (cancel, lost, drain) arrive at once. A poll sent with Max 0 is aborted
