@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -482,4 +483,48 @@ func (g *gatedComplete) Complete(ctx context.Context, req *apitype.CompleteReque
 		<-g.release
 	}
 	return g.Server.Complete(ctx, req)
+}
+
+// An attempt whose completion is on its way is not killed as lost when heartbeats fail for
+// a whole lease TTL: there is nothing to kill, and the server's answer to the completion
+// settles the lease.
+func TestQueuedCompletionOutlivesTheLeaseTTL(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	s.hbInterval, s.ttl = 10*time.Millisecond, time.Minute
+	var (
+		logs  syncBuffer
+		shift atomic.Int64 // how far the agent's clock is ahead
+	)
+	deliver, tries, hbs := false, 0, 0
+	// The hooks run with s.mu held; they bump s.changed so that await sees their counts.
+	s.onComplete = func(*apitype.CompleteRequest) error {
+		if !deliver {
+			tries++
+			s.bumpLocked()
+			return &apitype.Problem{Status: 503, Title: "Service Unavailable"}
+		}
+		return nil
+	}
+	s.onHeartbeat = func() error {
+		hbs++
+		s.bumpLocked()
+		return &apitype.Problem{Status: 503, Title: "Service Unavailable"}
+	}
+	startAgent(t, s, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	})
+	s.add(handlerLease("r", "noop"))
+	s.await(t, "a refused completion", func() bool { return tries > 0 })
+	shift.Store(int64(2 * time.Minute)) // two TTLs without a successful heartbeat
+	s.mu.Lock()
+	seen := hbs
+	s.mu.Unlock()
+	s.await(t, "heartbeats after the jump", func() bool { return hbs > seen+2 })
+	s.mu.Lock()
+	deliver = true
+	s.mu.Unlock()
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	require.NotContains(t, logs.String(), "killing attempt")
 }

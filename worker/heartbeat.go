@@ -86,14 +86,19 @@ func (a *Agent) heartbeatTimeout() time.Duration {
 	return max(a.ttl()/2, a.interval(), time.Second)
 }
 
-// expire treats leases not renewed within the TTL as lost, and returns when the next held
-// lease expires (zero if none is held).
+// expire treats leases of running attempts not renewed within the TTL as lost, and returns
+// when the next such lease expires (zero if none is held).
 func (a *Agent) expire(now time.Time) time.Time {
 	ttl := a.ttl()
 	var next time.Time
 	var lost []*attempt
 	a.mu.Lock()
 	for _, at := range a.attempts {
+		if at.completed.Load() {
+			// Nothing left to kill: the completion is on its way, and the server's answer
+			// to it (recorded, or refused as stale) releases the lease.
+			continue
+		}
 		exp := at.renewedAt.Add(ttl)
 		if !now.Before(exp) {
 			lost = append(lost, at)
