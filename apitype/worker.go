@@ -39,20 +39,35 @@ type RegisterRequest struct {
 	// shell jobs.
 	Handlers []string `json:"handlers,omitempty"`
 	Commands bool     `json:"commands"`
+	// Session, when the worker re-attaches without having restarted, is the session it had,
+	// and Held the leases it holds. When Session is still the worker's session in the
+	// store, the worker keeps it and the attempts of Held whose leases are still its own
+	// (same run, token and worker); the answer lists the others in Lost. A worker process
+	// that starts sends neither, and loses whatever its previous process held.
+	Session string     `json:"session,omitempty"`
+	Held    []LeaseRef `json:"held,omitempty"`
 }
 
-// RegisterResponse tells a worker its session and the protocol's timings.
+// RegisterResponse tells a worker its session and the protocol's timings. Resumed says the
+// worker kept the session it asked to resume; Lost, Ended and Cancel then answer its Held
+// leases as a heartbeat would.
 type RegisterResponse struct {
 	Worker            *Worker  `json:"worker"`
 	Session           string   `json:"session"`
 	HeartbeatInterval Duration `json:"heartbeat_interval"`
 	LeaseTTL          Duration `json:"lease_ttl"`
+	Resumed           bool     `json:"resumed,omitempty"`
+	Lost              []string `json:"lost,omitempty"`
+	Ended             []string `json:"ended,omitempty"`
+	Cancel            []string `json:"cancel,omitempty"`
 }
 
 // LeaseRequest is the body of POST /v1/workers/{id}/lease: a long poll for up to Max runs.
+// Session is the worker's session: with it, any server of the cluster serves the poll.
 type LeaseRequest struct {
-	Max  int       `json:"max"`
-	Wait *Duration `json:"wait,omitempty"` // how long to hold the request when nothing is due
+	Session string    `json:"session,omitempty"`
+	Max     int       `json:"max"`
+	Wait    *Duration `json:"wait,omitempty"` // how long to hold the request when nothing is due
 }
 
 // Lease is one run handed to a worker.
@@ -93,13 +108,18 @@ type LeaseRef struct {
 }
 
 // HeartbeatRequest is the body of POST /v1/workers/{id}/heartbeat.
+// Session is the worker's session: with it, any server of the cluster serves the heartbeat.
 type HeartbeatRequest struct {
-	Held []LeaseRef `json:"held"`
+	Session string     `json:"session,omitempty"`
+	Held    []LeaseRef `json:"held"`
 }
 
-// HeartbeatResponse tells a worker what to stop.
+// HeartbeatResponse tells a worker what to stop: Lost leases are gone (another holder, or
+// expired: kill the attempt, report nothing), Ended ones had their completion recorded
+// (forget the lease, nothing to kill), Cancel runs were asked to cancel.
 type HeartbeatResponse struct {
 	Lost   []string `json:"lost,omitempty"`
+	Ended  []string `json:"ended,omitempty"`
 	Cancel []string `json:"cancel,omitempty"`
 	Drain  bool     `json:"drain,omitempty"`
 }

@@ -217,9 +217,18 @@ func (c *Client) sendBody(ctx context.Context, hc *http.Client, method, path str
 		resp, err := hc.Do(req)
 		if err != nil {
 			lastErr = transportError(method, c.servers[idx]+path, err)
-			if ctx.Err() != nil || !canFailOver(method, err) {
+			if ctx.Err() != nil || !canFailOver(ctx, method, err) {
 				return nil, lastErr
 			}
+			c.moveOn(first, idx)
+			continue
+		}
+		if resp.StatusCode >= 500 && i < len(c.servers)-1 && canResend(ctx, method) {
+			// This server cannot serve the call (its store is down, it is stopping): another
+			// one may.
+			lastErr = errorFromResponse(method, path, resp)
+			closeBody(resp.Body)
+			c.moveOn(first, idx)
 			continue
 		}
 		if idx != first {
@@ -234,10 +243,39 @@ func (c *Client) sendBody(ctx context.Context, hc *http.Client, method, path str
 	return nil, lastErr
 }
 
-// canFailOver reports whether a call that failed with err may be sent to another server: when
-// the connection was never made (so the server never saw it), or when the call is a read.
-func canFailOver(method string, err error) bool {
+// moveOn makes the server after idx the first to try, unless another call already moved
+// on from first: calls that fail together move the client once.
+func (c *Client) moveOn(first, idx int) {
+	if idx == first {
+		c.current.CompareAndSwap(uint32(first), uint32((idx+1)%len(c.servers)))
+	}
+}
+
+// idempotentKey marks a context whose call may be sent again to another server whatever
+// became of it (see withIdempotent).
+type idempotentKey struct{}
+
+// withIdempotent marks ctx's call as safe to send again: the worker protocol's calls are
+// (a heartbeat or a lease poll is asked again, a log chunk or a completion resent is
+// recognised by its sequence number or fencing token).
+func withIdempotent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, idempotentKey{}, true)
+}
+
+// canResend reports whether a call may be sent again once a server saw it: a read, or a
+// call marked idempotent.
+func canResend(ctx context.Context, method string) bool {
 	if method == http.MethodGet || method == http.MethodHead {
+		return true
+	}
+	v, _ := ctx.Value(idempotentKey{}).(bool)
+	return v
+}
+
+// canFailOver reports whether a call that failed with err may be sent to another server: when
+// the connection was never made (so the server never saw it), or when it may be resent.
+func canFailOver(ctx context.Context, method string, err error) bool {
+	if canResend(ctx, method) {
 		return true
 	}
 	var dnsErr *net.DNSError

@@ -305,6 +305,44 @@ func TestNoFailOverOfSentWrite(t *testing.T) {
 	require.Empty(t, f.seen())
 }
 
+// The worker protocol's calls may be sent again: they move to the next server when the
+// first drops them or answers 5xx; an ordinary write that a server saw does not.
+func TestWorkerCallsFailOver(t *testing.T) {
+	t.Parallel()
+	drop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}))
+	t.Cleanup(drop.Close)
+	unavailable := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(unavailable.Close)
+	for _, tc := range []struct {
+		name  string
+		first string
+	}{
+		{"connection dropped", drop.URL},
+		{"503", unavailable.URL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeServer(t, answer{Body: `{"lost":["r1"]}`}, answer{Status: 201, Body: `{}`})
+			c := newClient(t, tc.first+","+f.URL)
+			hb, err := c.Heartbeat(context.Background(), "w1", &apitype.HeartbeatRequest{Session: "s"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"r1"}, hb.Lost)
+
+			c = newClient(t, tc.first+","+f.URL)
+			_, _, err = c.CreateJob(context.Background(), &apitype.JobSpec{Shell: "true"})
+			require.Error(t, err, "a job submission is not sent twice")
+			require.Len(t, f.seen(), 1)
+		})
+	}
+}
+
 func TestLongCallsIgnoreClientTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = 20 * time.Millisecond

@@ -15,7 +15,10 @@
 // implements worker.Server and an agent on another machine can use it to reach the server.
 //
 // A Client may be given several servers of one cluster ("http://a:8080,http://b:8080"): it
-// sticks to the one that answered last and moves to the next when a server cannot be reached.
-// A request is sent again to another server only when it is certain the first never got it
-// (the connection could not be made), or when it is a read.
+// sticks to the one that answered last and moves to the next when a server cannot be reached
+// or answers 5xx. A request is sent again to another server only when it is certain the first
+// never got it (the connection could not be made), or when it is safe to repeat: a read, or
+// a call of the worker protocol (a heartbeat or lease poll is asked again; a resent log chunk
+// or completion is recognised by its sequence number or fencing token). A 5xx is passed on
+// for other calls, and from the last server.
 package client

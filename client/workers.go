@@ -43,7 +43,7 @@ func (c *Client) workerCall(ctx context.Context, what, method, id, suffix string
 // the protocol's timings.
 func (c *Client) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
 	var out apitype.RegisterResponse
-	if _, err := c.do(ctx, nil, http.MethodPost, "/v1/workers/register", nil, req, &out); err != nil {
+	if _, err := c.do(withIdempotent(ctx), nil, http.MethodPost, "/v1/workers/register", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -58,7 +58,7 @@ func (c *Client) Lease(ctx context.Context, workerID string, req *apitype.LeaseR
 		return nil, err
 	}
 	var out apitype.LeaseResponse
-	if _, err := c.do(ctx, c.noTimeout(), http.MethodPost, path, nil, req, &out); err != nil {
+	if _, err := c.do(withIdempotent(ctx), c.noTimeout(), http.MethodPost, path, nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -72,7 +72,7 @@ func (c *Client) Heartbeat(ctx context.Context, workerID string, req *apitype.He
 		return nil, err
 	}
 	var out apitype.HeartbeatResponse
-	if _, err := c.do(ctx, nil, http.MethodPost, path, nil, req, &out); err != nil {
+	if _, err := c.do(withIdempotent(ctx), nil, http.MethodPost, path, nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -80,7 +80,7 @@ func (c *Client) Heartbeat(ctx context.Context, workerID string, req *apitype.He
 
 // AppendLogs sends chunks of attempts' output (POST /v1/attempts/logs).
 func (c *Client) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error {
-	_, err := c.do(ctx, nil, http.MethodPost, "/v1/attempts/logs", nil, req, nil)
+	_, err := c.do(withIdempotent(ctx), nil, http.MethodPost, "/v1/attempts/logs", nil, req, nil)
 	return err
 }
 
@@ -88,7 +88,7 @@ func (c *Client) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) 
 // the completion was accepted or refused as stale.
 func (c *Client) Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
 	var out apitype.CompleteResponse
-	if _, err := c.do(ctx, nil, http.MethodPost, "/v1/attempts/complete", nil, req, &out); err != nil {
+	if _, err := c.do(withIdempotent(ctx), nil, http.MethodPost, "/v1/attempts/complete", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

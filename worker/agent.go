@@ -96,8 +96,9 @@ type Agent struct {
 	regMu      sync.Mutex    // serialises registering
 	regGen     atomic.Uint64 // bumped by every successful registration
 	id         atomic.Pointer[string]
-	hbInterval atomic.Int64 // time.Duration
-	leaseTTL   atomic.Int64 // time.Duration
+	session    atomic.Pointer[string] // the session of the last registration (nil before)
+	hbInterval atomic.Int64           // time.Duration
+	leaseTTL   atomic.Int64           // time.Duration
 
 	mu sync.Mutex
 	// attemptParent is the parent of every attempt's context: Run's context without its
@@ -237,6 +238,27 @@ func defaultID() string {
 
 // ID returns the worker's id (as the server registered it, once Run has registered).
 func (a *Agent) ID() string { return *a.id.Load() }
+
+// Session returns the worker's session: "" before it registered.
+func (a *Agent) Session() string {
+	if s := a.session.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// heldRefs returns the leases the agent holds, and their attempts in the same order.
+func (a *Agent) heldRefs() ([]apitype.LeaseRef, []*attempt) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	refs := make([]apitype.LeaseRef, 0, len(a.attempts))
+	ats := make([]*attempt, 0, len(a.attempts))
+	for _, at := range a.attempts {
+		refs = append(refs, apitype.LeaseRef{RunID: at.lease.RunID, Token: at.lease.Token})
+		ats = append(ats, at)
+	}
+	return refs, ats
+}
 
 // Run registers the worker and serves until ctx is done, the server asks the worker to drain,
 // or a fatal error occurs. Either way it drains before it returns: it stops leasing, lets
@@ -460,6 +482,8 @@ func (a *Agent) register(ctx context.Context) error {
 	return a.registerLocked(ctx)
 }
 
+// registerLocked registers, re-attaching with the session and the leases the agent holds
+// when it has registered before (its process did not restart, so its attempts run on).
 func (a *Agent) registerLocked(ctx context.Context) error {
 	req := &apitype.RegisterRequest{
 		ID:       a.ID(),
@@ -470,9 +494,25 @@ func (a *Agent) registerLocked(ctx context.Context) error {
 	}
 	var b backoff
 	for {
+		var ats []*attempt
+		if req.Session = a.Session(); req.Session != "" {
+			req.Held, ats = a.heldRefs()
+		}
 		resp, err := a.srv.Register(ctx, req)
 		if err == nil {
 			a.registered(resp)
+			if resp.Resumed {
+				a.applyLeaseAnswer(ats, resp.Lost, resp.Ended)
+				a.applyPushes(nil, resp.Cancel, false)
+			} else if len(ats) > 0 {
+				// A new session: the store ended what the old one held.
+				a.log.Warn("registered with a new session: held attempts are lost", "leases", len(ats))
+				lost := make([]string, len(ats))
+				for i, at := range ats {
+					lost[i] = at.lease.RunID
+				}
+				a.applyLeaseAnswer(ats, lost, nil)
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -506,7 +546,13 @@ func (a *Agent) registered(resp *apitype.RegisterResponse) {
 	}
 	a.hbInterval.Store(int64(hb))
 	a.leaseTTL.Store(int64(ttl))
+	session := resp.Session
+	a.session.Store(&session)
 	a.regGen.Add(1)
+	if resp.Resumed {
+		a.log.Info("worker re-attached", "id", a.ID(), "session", resp.Session, "lost", len(resp.Lost))
+		return
+	}
 	a.log.Info("worker registered", "id", a.ID(), "session", resp.Session,
 		"heartbeat_interval", hb, "lease_ttl", ttl, "slots", a.slots, "gpus", a.cfg.GPUs)
 }
@@ -522,6 +568,31 @@ func (a *Agent) reregister(ctx context.Context, gen uint64) {
 	a.log.Warn("server does not know this worker; registering again", "id", a.ID())
 	if err := a.registerLocked(ctx); err != nil && ctx.Err() == nil {
 		a.failFatal(err)
+	}
+}
+
+// applyLeaseAnswer acts on a heartbeat's (or a re-attach's) answer about the leases of ats
+// it listed: a lost lease's attempt is killed; an ended one (its completion was recorded)
+// is forgotten. An answer about a run whose attempt is not one of ats (it was re-leased
+// since) changes nothing.
+func (a *Agent) applyLeaseAnswer(ats []*attempt, lost, ended []string) {
+	if len(lost) == 0 && len(ended) == 0 {
+		return
+	}
+	byRun := make(map[string]*attempt, len(ats))
+	for _, at := range ats {
+		byRun[at.lease.RunID] = at
+	}
+	for _, id := range lost {
+		if at := byRun[id]; at != nil && a.held(id) == at {
+			a.log.Warn("lease lost: killing attempt", "run_id", id, "attempt", at.lease.Attempt)
+			at.markLost()
+		}
+	}
+	for _, id := range ended {
+		if at := byRun[id]; at != nil && at.completed.Load() {
+			a.releaseLeases(at) // the completion's answer may still be on its way
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -144,6 +145,56 @@ func TestReregisterOnUnknownWorker(t *testing.T) {
 			require.Equal(t, 2, s.registers)
 		})
 	}
+}
+
+// A worker whose server forgot it re-attaches with its session and held leases, and its
+// attempts run on; those the server reports lost are killed.
+func TestReattachKeepsRunningAttempts(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	s.hbInterval = 10 * time.Millisecond
+	s.resume, s.resumeLost = true, []string{"b"}
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	stopped := make(chan error, 2)
+	startAgent(t, s, func(c *Config) {
+		c.Handlers = map[string]Handler{"hold": func(ctx context.Context, _ *Task) error {
+			started <- struct{}{}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				stopped <- context.Cause(ctx)
+				return ctx.Err()
+			}
+		}}
+	})
+	s.add(handlerLease("a", "hold"), handlerLease("b", "hold"))
+	<-started
+	<-started
+	s.mu.Lock()
+	once := true
+	s.onHeartbeat = func() error {
+		if once {
+			once = false
+			return ErrUnknownWorker // the worker's server died; this one does not know it
+		}
+		return nil
+	}
+	s.mu.Unlock()
+	s.await(t, "a re-registration", func() bool { return s.registers == 2 })
+	require.ErrorIs(t, <-stopped, ErrLeaseLost, "b was not kept")
+	close(release)
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "a").Status, "a ran on")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	re := s.regs[1]
+	require.Equal(t, "session-1", re.Session)
+	require.ElementsMatch(t, []apitype.LeaseRef{{RunID: "a", Token: "tok-a"}, {RunID: "b", Token: "tok-b"}}, re.Held)
+	for _, c := range s.completions {
+		require.NotEqual(t, "b", c.RunID, "a lost attempt is not reported")
+	}
+	require.Empty(t, s.regs[0].Session, "a process that starts resumes nothing")
 }
 
 func TestHeartbeatCarriesHeldLeases(t *testing.T) {
@@ -432,4 +483,48 @@ func (g *gatedComplete) Complete(ctx context.Context, req *apitype.CompleteReque
 		<-g.release
 	}
 	return g.Server.Complete(ctx, req)
+}
+
+// An attempt whose completion is on its way is not killed as lost when heartbeats fail for
+// a whole lease TTL: there is nothing to kill, and the server's answer to the completion
+// settles the lease.
+func TestQueuedCompletionOutlivesTheLeaseTTL(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	s.hbInterval, s.ttl = 10*time.Millisecond, time.Minute
+	var (
+		logs  syncBuffer
+		shift atomic.Int64 // how far the agent's clock is ahead
+	)
+	deliver, tries, hbs := false, 0, 0
+	// The hooks run with s.mu held; they bump s.changed so that await sees their counts.
+	s.onComplete = func(*apitype.CompleteRequest) error {
+		if !deliver {
+			tries++
+			s.bumpLocked()
+			return &apitype.Problem{Status: 503, Title: "Service Unavailable"}
+		}
+		return nil
+	}
+	s.onHeartbeat = func() error {
+		hbs++
+		s.bumpLocked()
+		return &apitype.Problem{Status: 503, Title: "Service Unavailable"}
+	}
+	startAgent(t, s, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }
+	})
+	s.add(handlerLease("r", "noop"))
+	s.await(t, "a refused completion", func() bool { return tries > 0 })
+	shift.Store(int64(2 * time.Minute)) // two TTLs without a successful heartbeat
+	s.mu.Lock()
+	seen := hbs
+	s.mu.Unlock()
+	s.await(t, "heartbeats after the jump", func() bool { return hbs > seen+2 })
+	s.mu.Lock()
+	deliver = true
+	s.mu.Unlock()
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	require.NotContains(t, logs.String(), "killing attempt")
 }

@@ -17,8 +17,12 @@
 //
 // # Loops
 //
-// Run registers the worker (again whenever the server answers ErrUnknownWorker) and starts
-// three goroutines, plus one per running attempt:
+// Run registers the worker and starts three goroutines, plus one per running attempt. Lease
+// polls and heartbeats carry the worker's session, so any server of the cluster serves them
+// (a client given several servers moves on when one dies). When a server answers
+// ErrUnknownWorker the agent registers again with its session and the leases it holds: if
+// the session is still the worker's, it keeps the attempts whose leases the server proves
+// (same run, token and worker) and they run on; the others are killed as lost.
 //
 //   - The lease loop keeps exactly one Lease long poll outstanding. It asks for as many runs as
 //     there are free slots; when the worker is full it still polls, with Max 0, so that the
@@ -27,7 +31,9 @@
 //     goroutine.
 //   - The heartbeat loop sends one heartbeat per interval (the server's HeartbeatInterval)
 //     carrying every lease the worker holds, including attempts that have ended but whose
-//     completion is not yet delivered, and acts on the answer.
+//     completion is not yet delivered, and acts on the answer: a lost lease is killed, an
+//     ended one (its completion was recorded) only forgotten. A failed heartbeat is retried
+//     with backoff and never taken for a loss.
 //   - The ship loop sends output and completions. An attempt's stdout and stderr are cut into
 //     chunks (numbered per attempt from 1) when a chunk reaches LogChunkBytes, and at least
 //     every LogFlushInterval while the attempt runs; the loop sends whatever chunks of any

@@ -36,7 +36,10 @@ type fakeServer struct {
 	hbLost   []string
 
 	registers      int
-	polls          []int // Max of each lease poll
+	regs           []apitype.RegisterRequest
+	resume         bool     // answer a registration naming a session by keeping it
+	resumeLost     []string // and report these of its held leases lost
+	polls          []int    // Max of each lease poll
 	outstanding    map[string]bool
 	maxOutstanding int
 	completions    []apitype.Completion
@@ -77,13 +80,23 @@ func (s *fakeServer) Register(_ context.Context, req *apitype.RegisterRequest) (
 		}
 	}
 	s.registers++
+	r := *req
+	r.Held = slices.Clone(req.Held)
+	s.regs = append(s.regs, r)
 	s.bumpLocked()
-	return &apitype.RegisterResponse{
+	resp := &apitype.RegisterResponse{
 		Worker:            &apitype.Worker{ID: req.ID, Capacity: req.Capacity, State: "active"},
 		Session:           "session-" + strconv.Itoa(s.registers),
 		HeartbeatInterval: apitype.Duration(s.hbInterval),
 		LeaseTTL:          apitype.Duration(s.ttl),
-	}, nil
+	}
+	if s.resume && req.Session != "" {
+		resp.Session, resp.Resumed, resp.Lost = req.Session, true, s.resumeLost
+		for _, id := range s.resumeLost {
+			delete(s.outstanding, id)
+		}
+	}
+	return resp, nil
 }
 
 func (s *fakeServer) Lease(ctx context.Context, _ string, req *apitype.LeaseRequest) (*apitype.LeaseResponse, error) {

@@ -47,19 +47,11 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 
 // beat sends one heartbeat and reports whether the server answered.
 func (a *Agent) beat(ctx context.Context) bool {
-	a.mu.Lock()
-	refs := make([]apitype.LeaseRef, 0, len(a.attempts))
-	ats := make([]*attempt, 0, len(a.attempts))
-	for _, at := range a.attempts {
-		refs = append(refs, apitype.LeaseRef{RunID: at.lease.RunID, Token: at.lease.Token})
-		ats = append(ats, at)
-	}
-	a.mu.Unlock()
-
+	refs, ats := a.heldRefs()
 	start := a.now()
 	gen := a.regGen.Load()
-	hctx, cancel := context.WithTimeout(ctx, max(a.interval(), time.Second))
-	resp, err := a.srv.Heartbeat(hctx, a.ID(), &apitype.HeartbeatRequest{Held: refs})
+	hctx, cancel := context.WithTimeout(ctx, a.heartbeatTimeout())
+	resp, err := a.srv.Heartbeat(hctx, a.ID(), &apitype.HeartbeatRequest{Session: a.Session(), Held: refs})
 	cancel()
 	if err != nil {
 		switch {
@@ -72,7 +64,8 @@ func (a *Agent) beat(ctx context.Context) bool {
 		return false
 	}
 	if resp != nil {
-		a.applyPushes(resp.Lost, resp.Cancel, resp.Drain)
+		a.applyLeaseAnswer(ats, resp.Lost, resp.Ended)
+		a.applyPushes(nil, resp.Cancel, resp.Drain)
 	}
 	// The server renewed the leases it did not report lost no earlier than start.
 	a.mu.Lock()
@@ -85,14 +78,27 @@ func (a *Agent) beat(ctx context.Context) bool {
 	return true
 }
 
-// expire treats leases not renewed within the TTL as lost, and returns when the next held
-// lease expires (zero if none is held).
+// heartbeatTimeout bounds one heartbeat: half the lease TTL, at least a second. A slow
+// store answer is waited for rather than cut off at the interval (which only turned a
+// heartbeat that would have succeeded into an error and a retry); a failed heartbeat is
+// retried with backoff while the leases last.
+func (a *Agent) heartbeatTimeout() time.Duration {
+	return max(a.ttl()/2, a.interval(), time.Second)
+}
+
+// expire treats leases of running attempts not renewed within the TTL as lost, and returns
+// when the next such lease expires (zero if none is held).
 func (a *Agent) expire(now time.Time) time.Time {
 	ttl := a.ttl()
 	var next time.Time
 	var lost []*attempt
 	a.mu.Lock()
 	for _, at := range a.attempts {
+		if at.completed.Load() {
+			// Nothing left to kill: the completion is on its way, and the server's answer
+			// to it (recorded, or refused as stale) releases the lease.
+			continue
+		}
 		exp := at.renewedAt.Add(ttl)
 		if !now.Before(exp) {
 			lost = append(lost, at)

@@ -37,7 +37,7 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 
 		gen := a.regGen.Load()
 		began := a.now()
-		resp, err := a.srv.Lease(pctx, a.ID(), &apitype.LeaseRequest{Max: free, Wait: &wait})
+		resp, err := a.srv.Lease(pctx, a.ID(), &apitype.LeaseRequest{Session: a.Session(), Max: free, Wait: &wait})
 
 		a.mu.Lock()
 		aborted := a.poll.aborted

@@ -57,6 +57,7 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 			fe.add(fmt.Sprintf("handlers[%d]", i), "must not be empty")
 		}
 	}
+	held := leaseRefs(fe, "held", req.Held)
 	if len(fe.errs) > 0 {
 		return nil, wireError(invalidFields(fe.errs))
 	}
@@ -66,6 +67,8 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 		Capacity: model.Capacity(req.Capacity),
 		Handlers: req.Handlers,
 		Commands: req.Commands,
+		Resume:   req.Session,
+		Held:     held,
 	})
 	if err != nil {
 		return nil, wireError(err)
@@ -75,6 +78,10 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 		Session:           reg.Session,
 		HeartbeatInterval: apitype.Duration(reg.HeartbeatInterval),
 		LeaseTTL:          apitype.Duration(reg.LeaseTTL),
+		Resumed:           reg.Resumed,
+		Lost:              reg.Lost,
+		Ended:             reg.Ended,
+		Cancel:            reg.Cancel,
 	}, nil
 }
 
@@ -92,7 +99,7 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 	if len(fe.errs) > 0 {
 		return nil, wireError(invalidFields(fe.errs))
 	}
-	params := &engine.LeaseParams{Max: req.Max, Wait: engine.LongestLeaseWait}
+	params := &engine.LeaseParams{Session: req.Session, Max: req.Max, Wait: engine.LongestLeaseWait}
 	if req.Wait != nil {
 		params.Wait = req.Wait.Std()
 	}
@@ -111,24 +118,30 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 // (POST /v1/workers/{id}/heartbeat).
 func (p *Protocol) Heartbeat(ctx context.Context, workerID string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
 	fe := &fieldErrors{}
-	held := make([]store.LeaseRef, len(req.Held))
-	for i, h := range req.Held {
-		if h.RunID == "" {
-			fe.add(fmt.Sprintf("held[%d].run_id", i), "is required")
-		}
-		if h.Token == "" {
-			fe.add(fmt.Sprintf("held[%d].token", i), "is required: the lease's fencing token")
-		}
-		held[i] = store.LeaseRef{RunID: h.RunID, Token: h.Token}
-	}
+	held := leaseRefs(fe, "held", req.Held)
 	if len(fe.errs) > 0 {
 		return nil, wireError(invalidFields(fe.errs))
 	}
-	res, err := p.eng.Heartbeat(ctx, workerID, held)
+	res, err := p.eng.Heartbeat(ctx, workerID, &engine.HeartbeatParams{Session: req.Session, Held: held})
 	if err != nil {
 		return nil, wireError(workerNotFound(workerID, err))
 	}
-	return &apitype.HeartbeatResponse{Lost: res.Lost, Cancel: res.Cancel, Drain: res.Drain}, nil
+	return &apitype.HeartbeatResponse{Lost: res.Lost, Ended: res.Ended, Cancel: res.Cancel, Drain: res.Drain}, nil
+}
+
+// leaseRefs checks and converts the leases a worker says it holds (field names them).
+func leaseRefs(fe *fieldErrors, field string, refs []apitype.LeaseRef) []store.LeaseRef {
+	held := make([]store.LeaseRef, len(refs))
+	for i, h := range refs {
+		if h.RunID == "" {
+			fe.add(fmt.Sprintf("%s[%d].run_id", field, i), "is required")
+		}
+		if h.Token == "" {
+			fe.add(fmt.Sprintf("%s[%d].token", field, i), "is required: the lease's fencing token")
+		}
+		held[i] = store.LeaseRef{RunID: h.RunID, Token: h.Token}
+	}
+	return held
 }
 
 // AppendLogs stores chunks of attempts' output (POST /v1/attempts/logs).

@@ -241,7 +241,7 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 	l := lease(t, e, "w1", 1, 0).Leases[0]
 	for i := 1; i <= 5; i++ {
 		b.clk.Set(t0.Add(time.Duration(i) * 5 * time.Second))
-		hb, err := e.Heartbeat(context.Background(), "w1", []store.LeaseRef{{RunID: run.ID, Token: l.Token}})
+		hb, err := e.Heartbeat(context.Background(), "w1", &HeartbeatParams{Held: []store.LeaseRef{{RunID: run.ID, Token: l.Token}}})
 		require.NoError(t, err)
 		require.Empty(t, hb.Lost)
 	}
@@ -283,7 +283,7 @@ func TestReRegisteredWorkerLosesItsAttempts(t *testing.T) {
 	require.NotEqual(t, model.RunRunning, r.Status)
 	require.Equal(t, model.AttemptLost, r.Attempts[0].Status)
 
-	hb, err := e.Heartbeat(context.Background(), "w1", []store.LeaseRef{{RunID: run.ID, Token: old.Token}})
+	hb, err := e.Heartbeat(context.Background(), "w1", &HeartbeatParams{Held: []store.LeaseRef{{RunID: run.ID, Token: old.Token}}})
 	require.NoError(t, err)
 	require.Equal(t, []string{run.ID}, hb.Lost, "the old session's lease is gone")
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,9 +14,11 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// workerConn is what this server knows of a worker that registered with it: what it can run
+// workerConn is what this server knows of a worker session it serves: what it can run (a
+// copy of the session in the store, loaded when the worker registered with another server)
 // and what to push to its next long poll. Guarded by Engine.mu.
 type workerConn struct {
+	session   string
 	handlers  []string
 	commands  bool
 	cancel    []string
@@ -25,8 +28,9 @@ type workerConn struct {
 	lastLease time.Time // when its last lease transaction began
 }
 
-// ErrUnknownWorker answers Lease and Heartbeat from a worker that has not registered with
-// this server: the worker registers again. It is a model.ErrNotFound.
+// ErrUnknownWorker answers Lease and Heartbeat from a worker whose session neither this
+// server nor the store knows (or, from a worker that names no session, one that has not
+// registered with this server): the worker registers again. It is a model.ErrNotFound.
 var ErrUnknownWorker = fmt.Errorf("unknown worker: %w", model.ErrNotFound)
 
 // RegisterParams is what a worker tells the server about itself when it registers.
@@ -36,54 +40,131 @@ type RegisterParams struct {
 	Capacity model.Capacity
 	Handlers []string // the handler kinds it runs
 	Commands bool     // whether it runs commands
+	// Resume is the session the worker had, when it re-attaches without having restarted
+	// (its server died or forgot it), and Held the leases it holds. When Resume is the
+	// store's session for the worker, the worker keeps it and the attempts of Held whose
+	// leases are still its own; otherwise Register starts a new session as for a new process.
+	Resume string
+	Held   []store.LeaseRef
 }
 
-// Registration answers Register: the worker's row and the terms of its new session.
+// Registration answers Register: the worker's row and the terms of its session.
 type Registration struct {
 	Worker            *model.Worker
 	Session           string
 	HeartbeatInterval time.Duration
 	LeaseTTL          time.Duration
+	// Resumed says the worker kept its session (RegisterParams.Resume). Lost then lists the
+	// held leases it did not keep (kill those attempts), Ended those whose end was already
+	// recorded, and Cancel those asked to cancel.
+	Resumed bool
+	Lost    []string
+	Ended   []string
+	Cancel  []string
 }
 
-// Register records a worker and starts a new session for it. Attempts held by an earlier
-// session of the same worker id are ended as lost at once: that process is gone.
+// Register records a worker and starts a new session for it, or keeps its session when it
+// re-attaches (see RegisterParams.Resume). Attempts held by an earlier session of the same
+// worker id are ended as lost at once: that process is gone.
 func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration, error) {
 	now := e.clock.Now()
-	session := id.Token()
 	w, rescued, err := e.store.RegisterWorker(ctx, &store.RegisterWorkerParams{
 		ID:       p.ID,
-		Session:  session,
+		Session:  id.Token(),
 		Labels:   p.Labels,
 		Capacity: p.Capacity,
+		Handlers: p.Handlers,
+		Commands: p.Commands,
+		Resume:   p.Resume,
+		Held:     p.Held,
 		Now:      now,
 		Rand:     e.cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register worker %s: %w", p.ID, err)
 	}
+	reg := &Registration{
+		Worker:            w,
+		Session:           w.Session,
+		HeartbeatInterval: e.cfg.HeartbeatInterval,
+		LeaseTTL:          e.cfg.LeaseTTL,
+		Resumed:           p.Resume != "" && w.Session == p.Resume,
+	}
+	if reg.Resumed && len(p.Held) > 0 {
+		// Renew the kept leases now, and tell the worker which of the others to kill.
+		hb, err := e.store.Heartbeat(ctx, &store.HeartbeatParams{
+			WorkerID: p.ID, Session: w.Session, Held: p.Held, LeaseTTL: e.cfg.LeaseTTL, Now: now,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("register worker %s: renew held leases: %w", p.ID, err)
+		}
+		reg.Lost, reg.Ended, reg.Cancel = hb.Lost, hb.Ended, hb.Cancel
+	}
+	e.attach(w)
+	if len(rescued) > 0 {
+		if reg.Resumed {
+			e.log.Warn("worker re-attached without some of its attempts: they were lost", "worker", p.ID, "runs", len(rescued))
+		} else {
+			e.log.Warn("worker restarted: its attempts were lost", "worker", p.ID, "runs", len(rescued))
+		}
+		e.wakeFor(rescued)
+	}
+	if reg.Resumed {
+		e.log.Info("worker re-attached", "worker", p.ID, "kept", len(p.Held)-len(reg.Lost)-len(reg.Ended), "lost", len(reg.Lost))
+	}
+	return reg, nil
+}
+
+// attach makes this server serve w's session, replacing what it held of the worker.
+func (e *Engine) attach(w *model.Worker) *workerConn {
+	c := &workerConn{
+		session:  w.Session,
+		handlers: slices.Clone(w.Handlers),
+		commands: w.Commands,
+		drain:    w.State == model.WorkerDraining,
+		events:   newBroadcast(),
+	}
 	e.mu.Lock()
-	old := e.workers[p.ID]
-	e.workers[p.ID] = &workerConn{handlers: slices.Clone(p.Handlers), commands: p.Commands, events: newBroadcast()}
+	old := e.workers[w.ID]
+	e.workers[w.ID] = c
 	e.mu.Unlock()
 	if old != nil {
 		old.events.Notify() // release a long poll of the previous session
 	}
-	if len(rescued) > 0 {
-		e.log.Warn("worker restarted: its attempts were lost", "worker", p.ID, "runs", len(rescued))
-		e.wakeFor(rescued)
+	return c
+}
+
+// conn returns the session this server serves for workerID. A worker that names its
+// session is served whichever server it registered with: a session this server does not
+// hold (or holds an older one of) is loaded from the store. ErrUnknownWorker when the
+// session is not the worker's current one, or when the worker names none and did not
+// register here.
+func (e *Engine) conn(ctx context.Context, workerID, session string) (*workerConn, error) {
+	e.mu.Lock()
+	c := e.workers[workerID]
+	e.mu.Unlock()
+	if c != nil && (session == "" || c.session == session) {
+		return c, nil
 	}
-	return &Registration{
-		Worker:            w,
-		Session:           session,
-		HeartbeatInterval: e.cfg.HeartbeatInterval,
-		LeaseTTL:          e.cfg.LeaseTTL,
-	}, nil
+	if session == "" {
+		return nil, ErrUnknownWorker
+	}
+	w, err := e.store.GetWorker(ctx, &store.GetWorkerParams{ID: workerID})
+	if errors.Is(err, model.ErrNotFound) || err == nil && w.Session != session {
+		return nil, ErrUnknownWorker
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load session: %w", err)
+	}
+	e.log.Info("serving a worker session registered elsewhere", "worker", workerID)
+	return e.attach(w), nil
 }
 
 // LeaseParams is one long poll of a worker.
 type LeaseParams struct {
-	Max int // runs the worker can take now; zero asks only for pushes (cancel, lost, drain)
+	// Session is the worker's session (empty: the one it registered with this server).
+	Session string
+	Max     int // runs the worker can take now; zero asks only for pushes (cancel, lost, drain)
 	// Wait is how long to hold the poll while there is nothing to answer, at most
 	// Config.MaxLeaseWait (LongestLeaseWait: that long). Zero answers at once.
 	Wait time.Duration
@@ -103,11 +184,9 @@ type LeaseResult struct {
 // Lease hands a worker up to p.Max runs, holding the request until work is there, the
 // worker has something pushed to it, or the wait ends.
 func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*LeaseResult, error) {
-	e.mu.Lock()
-	w := e.workers[workerID]
-	e.mu.Unlock()
-	if w == nil {
-		return nil, fmt.Errorf("lease for %s: %w", workerID, ErrUnknownWorker)
+	w, err := e.conn(ctx, workerID, p.Session)
+	if err != nil {
+		return nil, fmt.Errorf("lease for %s: %w", workerID, err)
 	}
 	wait := min(p.Wait, e.cfg.MaxLeaseWait)
 	var deadline <-chan time.Time
@@ -216,27 +295,49 @@ func (e *Engine) leaseSpacing(w *workerConn) time.Duration {
 	return d
 }
 
-// HeartbeatResult answers Heartbeat: what the worker is to stop.
+// HeartbeatParams are one heartbeat of a worker.
+type HeartbeatParams struct {
+	// Session is the worker's session. Empty: the one it registered with this server,
+	// which must then hold it.
+	Session string
+	Held    []store.LeaseRef // the leases it holds
+}
+
+// HeartbeatResult answers Heartbeat: what the worker is to stop or forget.
 type HeartbeatResult struct {
 	store.HeartbeatResult
 	Drain bool // the worker was asked to drain
 }
 
-// Heartbeat renews the leases the worker holds and tells it which to stop.
-func (e *Engine) Heartbeat(ctx context.Context, workerID string, held []store.LeaseRef) (*HeartbeatResult, error) {
+// Heartbeat renews the leases the worker holds and tells it which to stop. A heartbeat that
+// names its session is served from the store alone, whichever server the worker registered
+// with; a store error is returned as such (the worker retries), never as a lost lease.
+func (e *Engine) Heartbeat(ctx context.Context, workerID string, p *HeartbeatParams) (*HeartbeatResult, error) {
+	var local *workerConn
+	if p.Session == "" {
+		e.mu.Lock()
+		local = e.workers[workerID]
+		e.mu.Unlock()
+		if local == nil {
+			return nil, fmt.Errorf("heartbeat from %s: %w", workerID, ErrUnknownWorker)
+		}
+	}
 	res, err := e.store.Heartbeat(ctx, &store.HeartbeatParams{
-		WorkerID: workerID, Held: held, LeaseTTL: e.cfg.LeaseTTL, Now: e.clock.Now(),
+		WorkerID: workerID, Session: p.Session, Held: p.Held, LeaseTTL: e.cfg.LeaseTTL, Now: e.clock.Now(),
 	})
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, fmt.Errorf("heartbeat from %s: %w", workerID, ErrUnknownWorker)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat from %s: %w", workerID, err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w := e.workers[workerID]
-	if w == nil {
-		return nil, fmt.Errorf("heartbeat from %s: %w", workerID, ErrUnknownWorker)
+	drain := res.Draining
+	if local != nil {
+		e.mu.Lock()
+		drain = drain || local.drain
+		e.mu.Unlock()
 	}
-	return &HeartbeatResult{HeartbeatResult: *res, Drain: w.drain}, nil
+	return &HeartbeatResult{HeartbeatResult: *res, Drain: drain}, nil
 }
 
 // AppendLogs stores log chunks, group-committed, stamped with the time they arrived.

@@ -18,7 +18,11 @@ type Worker struct {
 	Used     Capacity
 	// Session changes every time the worker process starts: a registration with a new
 	// session means the previous process is gone and its attempts are lost.
-	Session       string
+	Session string
+	// Handlers and Commands are what the worker runs, as its session registered them: any
+	// server serves the session's leases from them.
+	Handlers      []string
+	Commands      bool
 	State         WorkerState
 	Running       int
 	RegisteredAt  time.Time

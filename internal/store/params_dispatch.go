@@ -83,6 +83,9 @@ type LeaseRef struct {
 // HeartbeatParams are the arguments of Heartbeat.
 type HeartbeatParams struct {
 	WorkerID string
+	// Session, when not empty, must be the worker's current session: a heartbeat of another
+	// session is model.ErrNotFound (that process must register again).
+	Session  string
 	Held     []LeaseRef
 	LeaseTTL time.Duration
 	Now      time.Time
@@ -92,6 +95,11 @@ type HeartbeatParams struct {
 type HeartbeatResult struct {
 	Lost   []string // run ids whose lease is no longer the worker's: kill them
 	Cancel []string // run ids asked to cancel: stop them and complete as cancelled
+	// Ended lists held leases whose attempt's end this worker already reported and the
+	// store recorded: nothing to kill, the worker only forgets the lease.
+	Ended []string
+	// Draining says the worker was asked to drain (its State is draining).
+	Draining bool
 }
 
 // RescueExpiredParams bound one rescue pass.
@@ -144,13 +152,22 @@ type UpdateQueueParams struct {
 	Committed func()
 }
 
-// RegisterWorkerParams describe a worker at start.
+// RegisterWorkerParams describe a worker at start, or one re-attaching.
 type RegisterWorkerParams struct {
-	ID       string
+	ID string
+	// Session is the new session's token, used unless the worker resumes its session.
 	Session  string
 	Labels   map[string]string
 	Capacity model.Capacity
-	Now      time.Time
+	Handlers []string
+	Commands bool
+	// Resume, when it is the worker's stored session, keeps that session: the worker
+	// re-attaches (to this or another server) without having restarted. It keeps the
+	// attempts whose leases it lists in Held (run running, same token, same worker); the
+	// store's other attempts of the worker end as lost. Any other Resume is ignored.
+	Resume string
+	Held   []LeaseRef
+	Now    time.Time
 	// Rand: as CompleteAttemptsParams.Rand, for the attempts a new session loses.
 	Rand func() float64
 }

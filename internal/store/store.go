@@ -217,7 +217,12 @@ type Store interface {
 	// Precisely: only the Held leases that are still valid (run running, same token, same
 	// worker) are extended; a lease the store has for the worker but the worker does not
 	// list is left to expire and be rescued. It sets LastHeartbeat = Now and leaves State
-	// alone. An unknown worker is model.ErrNotFound.
+	// alone. An unknown worker is model.ErrNotFound, and so is one whose session is not
+	// Session (when set).
+	//
+	// A held lease that is not valid is Ended, not Lost, when the latest attempt of its run
+	// by this worker is recorded with a status other than lost: the worker's completion
+	// was accepted (a heartbeat sent before its answer arrived). Draining reports State.
 	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
 	// RescueExpired ends every attempt whose lease expired before Now (at most Limit) as
 	// lost, applying the retry rules of Completion, and returns the runs as they are after,
@@ -252,10 +257,16 @@ type Store interface {
 
 	// Workers
 
-	// RegisterWorker creates or updates a worker (state active, LastHeartbeat = Now). When
-	// the worker existed with another Session, the attempts it held are ended as lost at
-	// once (applying the retry rules), since that process is gone; those runs are returned.
-	// RegisteredAt is Now when the worker is new or its Session changed.
+	// RegisterWorker creates or updates a worker (state active, LastHeartbeat = Now, its
+	// labels, capacity, handlers and commands flag as given). When the worker existed with
+	// another session, the attempts it held are ended as lost at once (applying the retry
+	// rules), since that process is gone; those runs are returned. RegisteredAt is Now when
+	// the worker is new or its session changed.
+	//
+	// Re-attach: when Resume is the stored session, the session stays (the returned
+	// worker's Session is Resume, and a draining worker stays draining) and the worker keeps
+	// the attempts it lists in Held; its other running attempts end as lost (returned).
+	// Otherwise the session becomes Session.
 	RegisterWorker(ctx context.Context, p *RegisterWorkerParams) (*model.Worker, []*model.Run, error)
 	// GetWorker returns one worker with Running and Used filled: Running counts its running
 	// runs, Used sums their jobs' Requirements (as they were when each run was created) with

@@ -482,27 +482,32 @@ func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, err
 	return out, nil
 }
 
-// heartbeatSQL records a heartbeat of worker $1 at $2 and extends to $5 the leases of
-// ($3, $4) that are still its own; it returns a row for the worker (true) and one per
-// extended lease (false, run id, cancel requested). Runs are locked in id order, as every
-// batch does.
+// heartbeatSQL records a heartbeat of worker $1 (of session $6, when not empty) at $2 and
+// extends to $5 the leases of ($3, $4) that are still its own; it returns a row for the
+// worker (true, id, draining) and one per extended lease (false, run id, cancel requested).
+// A worker of another session changes nothing. Runs are locked in id order, as every batch
+// does.
 const heartbeatSQL = `WITH w AS (
-		UPDATE workers SET last_heartbeat = $2 WHERE id = $1
-		RETURNING id
+		UPDATE workers SET last_heartbeat = $2 WHERE id = $1 AND ($6 = '' OR session = $6)
+		RETURNING id, state
 	), held AS (
 		SELECT r.id FROM runs r
 		JOIN unnest($3::text[], $4::text[]) AS h(run_id, token)
 			ON r.id = h.run_id AND r.lease_token = h.token
-		WHERE r.status = 'running' AND r.worker_id = $1
+		WHERE r.status = 'running' AND r.worker_id = $1 AND EXISTS (SELECT 1 FROM w)
 		ORDER BY r.id
 		FOR UPDATE OF r
 	), ext AS (
 		UPDATE runs r SET lease_expires_at = $5 FROM held WHERE r.id = held.id
 		RETURNING r.id, r.cancel_requested
 	)
-	SELECT true, id, false FROM w
+	SELECT true, id, state = 'draining' FROM w
 	UNION ALL
 	SELECT false, id, cancel_requested FROM ext`
+
+// lastAttemptsSQL returns, of the runs $1, the status of the latest attempt worker $2 ended.
+const lastAttemptsSQL = `SELECT DISTINCT ON (run_id) run_id, status FROM attempts
+	WHERE run_id = ANY($1) AND worker_id = $2 ORDER BY run_id, n DESC`
 
 // Heartbeat records that a worker is alive and extends the leases it says it holds that are
 // still its own, in one statement. See store.Store.Heartbeat.
@@ -523,7 +528,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 	err := s.retry(ctx, func() error {
 		found, valid = false, make(map[string]bool, len(p.Held))
 		res = &store.HeartbeatResult{Lost: []string{}, Cancel: []string{}}
-		rows, err := s.pool.Query(ctx, heartbeatSQL, p.WorkerID, now, ids, tokens, utc(p.Now.Add(p.LeaseTTL)))
+		rows, err := s.pool.Query(ctx, heartbeatSQL, p.WorkerID, now, ids, tokens, utc(p.Now.Add(p.LeaseTTL)), p.Session)
 		if err != nil {
 			return err
 		}
@@ -537,7 +542,7 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 				return err
 			}
 			if isWorker {
-				found = true
+				found, res.Draining = true, cancel
 				continue
 			}
 			valid[runID] = true
@@ -558,8 +563,43 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 			res.Lost = append(res.Lost, h.RunID)
 		}
 	}
+	if len(res.Lost) > 0 {
+		if err := s.splitEnded(ctx, p.WorkerID, res); err != nil {
+			return nil, fmt.Errorf("heartbeat from %s: %w", p.WorkerID, err)
+		}
+	}
 	slices.Sort(res.Cancel)
 	return res, nil
+}
+
+// splitEnded moves from res.Lost to res.Ended the runs whose latest attempt by the worker
+// was recorded with a status other than lost: the worker's completion was accepted.
+func (s *Store) splitEnded(ctx context.Context, workerID string, res *store.HeartbeatResult) error {
+	rows, err := s.pool.Query(ctx, lastAttemptsSQL, res.Lost, workerID)
+	if err != nil {
+		return translate(err, "last attempts")
+	}
+	ended := map[string]bool{}
+	var runID, status string
+	_, err = pgx.ForEachRow(rows, []any{&runID, &status}, func() error {
+		if status != string(model.AttemptLost) {
+			ended[runID] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return translate(err, "last attempts")
+	}
+	lost := res.Lost[:0]
+	for _, id := range res.Lost {
+		if ended[id] {
+			res.Ended = append(res.Ended, id)
+		} else {
+			lost = append(lost, id)
+		}
+	}
+	res.Lost = lost
+	return nil
 }
 
 // ending is one attempt to end and what becomes of its run (scheduler.Decide): for a

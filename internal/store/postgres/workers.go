@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,7 +16,7 @@ import (
 
 // workerSQL selects workers (alias w) with their running count and used capacity.
 const workerSQL = `SELECT w.id, w.session, w.labels, w.cap_cpu, w.cap_memory_mb, w.cap_gpu, w.cap_slots, w.state,
-		w.registered_at, w.last_heartbeat,
+		w.registered_at, w.last_heartbeat, w.handlers, w.commands,
 		u.n, coalesce(u.cpu, 0), coalesce(u.mem, 0)::int8, coalesce(u.gpu, 0)::int8
 	FROM workers w
 	CROSS JOIN LATERAL (
@@ -25,22 +26,29 @@ const workerSQL = `SELECT w.id, w.session, w.labels, w.cap_cpu, w.cap_memory_mb,
 
 func scanWorker(row pgx.Row) (*model.Worker, error) {
 	var (
-		w       model.Worker
-		labels  []byte
-		state   string
-		usedMem int64
-		usedGPU int64
-		running int64
-		usedCPU float64
+		w        model.Worker
+		labels   []byte
+		handlers []byte
+		state    string
+		usedMem  int64
+		usedGPU  int64
+		running  int64
+		usedCPU  float64
 	)
 	if err := row.Scan(&w.ID, &w.Session, &labels, &w.Capacity.CPU, &w.Capacity.MemoryMB,
 		&w.Capacity.GPU, &w.Capacity.Slots, &state, &w.RegisteredAt, &w.LastHeartbeat,
-		&running, &usedCPU, &usedMem, &usedGPU); err != nil {
+		&handlers, &w.Commands, &running, &usedCPU, &usedMem, &usedGPU); err != nil {
 		return nil, err
 	}
 	var err error
 	if w.Labels, err = decodeWorkerLabels(w.ID, labels); err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal(handlers, &w.Handlers); err != nil {
+		return nil, fmt.Errorf("worker %s: decode handlers: %w", w.ID, err)
+	}
+	if len(w.Handlers) == 0 {
+		w.Handlers = nil
 	}
 	w.State = model.WorkerState(state)
 	w.Running = int(running)
@@ -72,6 +80,14 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 	if err != nil {
 		return nil, nil, fmt.Errorf("register worker %s: encode labels: %w", p.ID, err)
 	}
+	handlers := p.Handlers
+	if handlers == nil {
+		handlers = []string{}
+	}
+	handlersJSON, err := json.Marshal(handlers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("register worker %s: encode handlers: %w", p.ID, err)
+	}
 	var (
 		w    *model.Worker
 		lost []*model.Run
@@ -83,26 +99,36 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read worker")
 		}
+		resume := old != nil && p.Resume != "" && *old == p.Resume
+		next := p.Session
+		if resume {
+			next = p.Resume
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO workers AS w (id, session, labels, cap_cpu, cap_memory_mb,
-				cap_gpu, cap_slots, state, registered_at, last_heartbeat)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8)
+				cap_gpu, cap_slots, state, registered_at, last_heartbeat, handlers, commands)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 'active', $8, $8, $9, $10)
 			ON CONFLICT (id) DO UPDATE SET
 				session = $2, labels = $3, cap_cpu = $4, cap_memory_mb = $5, cap_gpu = $6, cap_slots = $7,
-				state = 'active', last_heartbeat = $8,
+				last_heartbeat = $8, handlers = $9, commands = $10,
+				state = CASE WHEN $11 AND w.state = 'draining' THEN w.state ELSE 'active' END,
 				registered_at = CASE WHEN w.session = $2 THEN w.registered_at ELSE $8 END`,
-			p.ID, p.Session, labels, p.Capacity.CPU, p.Capacity.MemoryMB, p.Capacity.GPU,
-			p.Capacity.Slots, now); err != nil {
+			p.ID, next, labels, p.Capacity.CPU, p.Capacity.MemoryMB, p.Capacity.GPU,
+			p.Capacity.Slots, now, handlersJSON, p.Commands, resume); err != nil {
 			return translate(err, "write worker")
 		}
-		if old != nil && *old != p.Session {
+		if old != nil && (resume || *old != next) {
 			locked, err := lockForEnd(ctx, tx, policyOf(0), workerRunsWhere, "", p.ID)
 			if err != nil {
 				return translate(err, "lock the previous session's runs")
 			}
-			if lost, err = endLost(ctx, tx, locked, scheduler.WorkerRestarted, now, p.Rand); err != nil {
+			reason := scheduler.WorkerRestarted
+			if resume {
+				reason = scheduler.NotHeldOnReattach
+				locked = slices.DeleteFunc(locked, func(l lockedRun) bool { return store.Holds(p.Held, &l.run.Run) })
+			}
+			if lost, err = endLost(ctx, tx, locked, reason, now, p.Rand); err != nil {
 				return err
 			}
-
 		}
 		w, err = scanWorker(tx.QueryRow(ctx, workerSQL+` WHERE w.id = $1`, p.ID))
 		return translate(err, "read worker")

@@ -541,13 +541,16 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 	out := &store.HeartbeatResult{}
 	err := s.write(ctx, func(t *wtx) error {
 		*out = store.HeartbeatResult{}
-		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET last_heartbeat = ? WHERE id = ?`, micros(p.Now), p.WorkerID)
+		var state string
+		err := t.tx.QueryRowContext(t.ctx, `UPDATE workers SET last_heartbeat = ?1
+			WHERE id = ?2 AND (?3 = '' OR session = ?3) RETURNING state`, micros(p.Now), p.WorkerID, p.Session).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("worker %s: %w", p.WorkerID, model.ErrNotFound)
+		}
 		if err != nil {
 			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("worker %s: %w", p.WorkerID, model.ErrNotFound)
-		}
+		out.Draining = state == string(model.WorkerDraining)
 		extend := t.stmt(t.ws.extendLease)
 		expires := micros(p.Now.Add(p.LeaseTTL))
 		for _, h := range p.Held {
@@ -555,7 +558,17 @@ func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store
 			err := extend.QueryRowContext(t.ctx, expires, h.RunID, h.Token, p.WorkerID).Scan(&cancel)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
-				out.Lost = append(out.Lost, h.RunID)
+				var status string
+				err := t.tx.QueryRowContext(t.ctx, `SELECT status FROM attempts WHERE run_id = ? AND worker_id = ?
+					ORDER BY n DESC LIMIT 1`, h.RunID, p.WorkerID).Scan(&status)
+				switch {
+				case err == nil && status != string(model.AttemptLost):
+					out.Ended = append(out.Ended, h.RunID)
+				case err == nil || errors.Is(err, sql.ErrNoRows):
+					out.Lost = append(out.Lost, h.RunID)
+				default:
+					return fmt.Errorf("last attempt of run %s: %w", h.RunID, err)
+				}
 			case err != nil:
 				return fmt.Errorf("extend lease of run %s: %w", h.RunID, err)
 			case cancel != 0:

@@ -167,20 +167,27 @@ func scanQueue(sc scanner) (*model.Queue, error) {
 	return &q, nil
 }
 
-const workerCols = `id, session, labels, cap_cpu, cap_memory_mb, cap_gpu, cap_slots, state, registered_at, last_heartbeat`
+const workerCols = `id, session, labels, cap_cpu, cap_memory_mb, cap_gpu, cap_slots, state, registered_at, last_heartbeat, handlers, commands`
 
 func scanWorker(sc scanner) (*model.Worker, error) {
 	var (
 		w          model.Worker
 		labels     []byte
+		handlers   []byte
 		state      string
 		reg, heart int64
 	)
-	if err := sc.Scan(&w.ID, &w.Session, &labels, &w.Capacity.CPU, &w.Capacity.MemoryMB, &w.Capacity.GPU, &w.Capacity.Slots, &state, &reg, &heart); err != nil {
+	if err := sc.Scan(&w.ID, &w.Session, &labels, &w.Capacity.CPU, &w.Capacity.MemoryMB, &w.Capacity.GPU, &w.Capacity.Slots, &state, &reg, &heart, &handlers, &w.Commands); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(labels, &w.Labels); err != nil {
 		return nil, fmt.Errorf("decode labels of worker %s: %w", w.ID, err)
+	}
+	if err := json.Unmarshal(handlers, &w.Handlers); err != nil {
+		return nil, fmt.Errorf("decode handlers of worker %s: %w", w.ID, err)
+	}
+	if len(w.Handlers) == 0 {
+		w.Handlers = nil
 	}
 	w.State = model.WorkerState(state)
 	w.RegisteredAt = fromMicros(reg)

@@ -234,15 +234,26 @@ func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 	}()
 	if err := fn(t); err != nil {
 		_ = tx.Rollback()
-		return err
+		return abandoned(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", mapErr(err))
+		return fmt.Errorf("commit: %w", mapErr(abandoned(ctx, err)))
 	}
 	if len(t.queues) > 0 {
 		s.ws.queuesExist(t.queues)
 	}
 	return nil
+}
+
+// abandoned words err, from a write transaction, as the end of ctx when ctx ended: database/sql
+// rolls a transaction back when its context ends, and the statements after that fail with
+// sql.ErrTxDone ("transaction has already been committed or rolled back"), which reads like
+// a bug in the store rather than a caller that stopped waiting.
+func abandoned(ctx context.Context, err error) error {
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		return fmt.Errorf("transaction abandoned: %w", context.Cause(ctx))
+	}
+	return err
 }
 
 // mapErr translates driver errors into the model's sentinels.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"database/sql"
 
@@ -19,6 +20,10 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 	if err != nil {
 		return nil, nil, fmt.Errorf("register worker %s: encode labels: %w", p.ID, err)
 	}
+	handlers, err := json.Marshal(orEmpty(p.Handlers))
+	if err != nil {
+		return nil, nil, fmt.Errorf("register worker %s: encode handlers: %w", p.ID, err)
+	}
 	var (
 		w    *model.Worker
 		lost []*model.Run
@@ -31,27 +36,38 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		newSession := !existed || session != p.Session
+		resume := existed && p.Resume != "" && session == p.Resume
+		next := p.Session
+		if resume {
+			next = p.Resume
+		}
 		now := micros(p.Now)
 		w, err = scanWorker(t.tx.QueryRowContext(t.ctx, `INSERT INTO workers (id, session, labels, cap_cpu, cap_memory_mb, cap_gpu,
-				cap_slots, state, registered_at, last_heartbeat)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'active', ?8, ?8)
+				cap_slots, state, registered_at, last_heartbeat, handlers, commands)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'active', ?8, ?8, ?9, ?10)
 			ON CONFLICT (id) DO UPDATE SET session = ?2, labels = ?3, cap_cpu = ?4, cap_memory_mb = ?5, cap_gpu = ?6,
-				cap_slots = ?7, state = 'active', last_heartbeat = ?8,
+				cap_slots = ?7, last_heartbeat = ?8, handlers = ?9, commands = ?10,
+				state = CASE WHEN ?11 AND state = 'draining' THEN state ELSE 'active' END,
 				registered_at = CASE WHEN session = ?2 THEN registered_at ELSE ?8 END
 			RETURNING `+workerCols,
-			p.ID, p.Session, labels, p.Capacity.CPU, p.Capacity.MemoryMB, p.Capacity.GPU, p.Capacity.Slots, now))
+			p.ID, next, labels, p.Capacity.CPU, p.Capacity.MemoryMB, p.Capacity.GPU, p.Capacity.Slots, now,
+			handlers, p.Commands, resume))
 		if err != nil {
 			return err
 		}
-		if existed && newSession {
-			held, err := scanRuns(t.tx.QueryContext(t.ctx, workerRunsSQL, p.ID))
+		if existed && (resume || session != next) {
+			running, err := scanRuns(t.tx.QueryContext(t.ctx, workerRunsSQL, p.ID))
 			if err != nil {
 				return fmt.Errorf("runs of the old session: %w", err)
 			}
+			reason := scheduler.WorkerRestarted
+			if resume {
+				reason = scheduler.NotHeldOnReattach
+				running = slices.DeleteFunc(running, func(rr runRow) bool { return store.Holds(p.Held, rr.run) })
+			}
 			e := t.ender(p.Now, p.Rand)
-			for _, rr := range held {
-				r, err := e.end(rr, model.AttemptLost, nil, scheduler.WorkerRestarted)
+			for _, rr := range running {
+				r, err := e.end(rr, model.AttemptLost, nil, reason)
 				if err != nil {
 					return fmt.Errorf("run %s: %w", rr.run.ID, err)
 				}
@@ -144,4 +160,12 @@ func (s *Store) SetWorkerState(ctx context.Context, p *store.SetWorkerStateParam
 		return fmt.Errorf("set state of worker %s: %w", p.ID, err)
 	}
 	return nil
+}
+
+// orEmpty is s, or an empty slice when s is nil (stored as [] rather than null).
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -131,4 +131,84 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		}
 		require.Equal(t, model.RunRunning, f.getRun(keep.ID).Status, "other workers' runs are untouched")
 	})
+	t.Run("SessionKeepsHandlers", func(t *testing.T) {
+		f := setup(t, open)
+		_, _, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s1",
+			Capacity: model.Capacity{Slots: 1}, Handlers: []string{"a", "b"}, Commands: true, Now: t0})
+		require.NoError(t, err)
+		got, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b"}, got.Handlers, "another server serves the session from these")
+		require.True(t, got.Commands)
+	})
+
+	t.Run("ResumeKeepsHeldAttempts", func(t *testing.T) {
+		f := setup(t, open)
+		f.register("w", "s1", t0)
+		for _, n := range []string{"a", "b", "c"} {
+			f.submit(n)
+		}
+		ls := f.lease("w", 3, t0)
+		require.Len(t, ls, 3)
+		require.NoError(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w", State: model.WorkerDraining}))
+
+		// The worker re-attaches with s1, listing two leases, one with a wrong token.
+		now := at(time.Second)
+		held := []store.LeaseRef{{RunID: ls[0].Run.ID, Token: ls[0].Token}, {RunID: ls[1].Run.ID, Token: "forged"}}
+		w, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Resume: "s1",
+			Held: held, Capacity: model.Capacity{Slots: 4}, Now: now})
+		require.NoError(t, err)
+		require.Equal(t, "s1", w.Session, "the session is kept")
+		require.Equal(t, t0, w.RegisteredAt)
+		require.Equal(t, model.WorkerDraining, w.State, "a drain request survives the re-attach")
+		ids := []string{}
+		for _, r := range lost {
+			ids = append(ids, r.ID)
+		}
+		require.ElementsMatch(t, []string{ls[1].Run.ID, ls[2].Run.ID}, ids, "attempts not proved by their token end lost")
+		r := f.getRun(ls[0].Run.ID)
+		require.Equal(t, model.RunRunning, r.Status)
+		require.Equal(t, ls[0].Token, r.LeaseToken, "same attempt, same fencing token")
+		require.Equal(t, 1, r.Attempt)
+
+		// A wrong session starts a new one and loses the rest.
+		w, lost, err = f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s3", Resume: "stale",
+			Held: held[:1], Capacity: model.Capacity{Slots: 4}, Now: now})
+		require.NoError(t, err)
+		require.Equal(t, "s3", w.Session)
+		require.Equal(t, model.WorkerActive, w.State)
+		require.Len(t, lost, 1)
+		require.Equal(t, ls[0].Run.ID, lost[0].ID)
+	})
+
+	t.Run("HeartbeatSessionEndedAndDraining", func(t *testing.T) {
+		f := setup(t, open)
+		f.register("w", "s1", t0)
+		f.submit("a")
+		f.submit("b")
+		ls := f.lease("w", 2, t0)
+		require.Len(t, ls, 2)
+		held := []store.LeaseRef{{RunID: ls[0].Run.ID, Token: ls[0].Token}, {RunID: ls[1].Run.ID, Token: ls[1].Token}}
+		hb := func(session string) (*store.HeartbeatResult, error) {
+			return f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w", Session: session, Held: held,
+				LeaseTTL: time.Minute, Now: at(time.Second)})
+		}
+		_, err := hb("s0")
+		require.ErrorIs(t, err, model.ErrNotFound, "another session's heartbeat")
+		require.Equal(t, ls[0].ExpiresAt, *f.getRun(ls[0].Run.ID).LeaseExpiresAt, "and it extends nothing")
+
+		// The first completion is recorded before the heartbeat arrives: that lease ended,
+		// it was not lost. The second expires and is rescued: lost.
+		f.finish(ls[0], model.AttemptSucceeded, intp(0), at(time.Second))
+		_, err = f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(time.Hour)})
+		require.NoError(t, err)
+		require.NoError(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w", State: model.WorkerDraining}))
+		res, err := hb("s1")
+		require.NoError(t, err)
+		require.Equal(t, []string{ls[0].Run.ID}, res.Ended)
+		require.Equal(t, []string{ls[1].Run.ID}, res.Lost)
+		require.True(t, res.Draining)
+		res, err = hb("")
+		require.NoError(t, err, "no session: any")
+	})
 }

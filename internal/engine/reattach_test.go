@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// peer is a second server over b's store and clock (its services are not started: one
+// server runs them, as a cluster's leader does).
+func peer(b *testBundle) *Engine {
+	return New(Config{Store: b.store, Clock: b.clk, Logger: slog.New(slog.DiscardHandler), LeaseTTL: 10e9})
+}
+
+func TestAnotherServerServesTheSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, b := setup(t)
+	reg, err := e.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
+	require.NoError(t, err)
+	run := submit(t, e, b, b.clk.Now(), model.RetryPolicy{})
+	other := peer(b)
+
+	for _, tc := range []struct {
+		name, session string
+		ok            bool
+	}{
+		{"no session: only the server it registered with", "", false},
+		{"another session", "stale", false},
+		{"its session", reg.Session, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := other.Lease(ctx, "w1", &LeaseParams{Session: tc.session, Max: 1})
+			hb, hbErr := other.Heartbeat(ctx, "w1", &HeartbeatParams{Session: tc.session})
+			if !tc.ok {
+				require.ErrorIs(t, err, ErrUnknownWorker)
+				require.ErrorIs(t, hbErr, ErrUnknownWorker)
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, hbErr)
+			require.Empty(t, hb.Lost)
+			require.Len(t, res.Leases, 1, "served with the handlers the session registered")
+			require.Equal(t, run.ID, res.Leases[0].Run.ID)
+		})
+	}
+}
+
+func TestReattachKeepsAttempts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, b := setup(t)
+	reg, err := e.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
+	require.NoError(t, err)
+	kept := submit(t, e, b, b.clk.Now(), model.RetryPolicy{})
+	dropped := submit(t, e, b, b.clk.Now(), model.RetryPolicy{})
+	ls := lease(t, e, "w1", 2, 0).Leases
+	require.Len(t, ls, 2)
+	tokens := map[string]string{ls[0].Run.ID: ls[0].Token, ls[1].Run.ID: ls[1].Token}
+
+	// The server died; the worker re-attaches to another with its session and leases, one
+	// of them with a token that is not the store's.
+	other := peer(b)
+	got, err := other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"},
+		Resume: reg.Session, Held: []store.LeaseRef{
+			{RunID: kept.ID, Token: tokens[kept.ID]},
+			{RunID: dropped.ID, Token: "not-" + tokens[dropped.ID]},
+		}})
+	require.NoError(t, err)
+	require.True(t, got.Resumed)
+	require.Equal(t, reg.Session, got.Session)
+	require.Equal(t, []string{dropped.ID}, got.Lost)
+	r := getRun(t, b, kept.ID)
+	require.Equal(t, model.RunRunning, r.Status)
+	require.Equal(t, tokens[kept.ID], r.LeaseToken)
+	require.Equal(t, 1, r.Attempt)
+	require.Equal(t, model.AttemptLost, getRun(t, b, dropped.ID).Attempts[0].Status)
+
+	// A restarted process (no session) loses what it held at once.
+	got, err = other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
+	require.NoError(t, err)
+	require.False(t, got.Resumed)
+	require.NotEqual(t, reg.Session, got.Session)
+	require.Equal(t, model.AttemptLost, getRun(t, b, kept.ID).Attempts[0].Status)
+}
