@@ -208,7 +208,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Equal(t, []string{ls[0].Run.ID}, res.Ended)
 		require.Equal(t, []string{ls[1].Run.ID}, res.Lost)
 		require.True(t, res.Draining)
-		res, err = hb("")
+		_, err = hb("")
 		require.NoError(t, err, "no session: any")
 	})
 }
