@@ -96,7 +96,7 @@ func (r *Result) PrintJSON(w io.Writer) error {
 // Workloads lists the workload names Run accepts.
 var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover"}
 
-// DefaultN is each workload's job count when Config.N is zero (../shared/BENCH.md).
+// DefaultN is each workload's job count when Config.N is zero (the workloads of BENCHMARKS.md).
 var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000}
 
 // Run runs one workload.

@@ -20,7 +20,7 @@ func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench WORKLOAD",
 		Short: "Run a benchmark workload: " + strings.Join(Workloads, ", "),
-		Long: `Run one workload of ../shared/BENCH.md and print its figures.
+		Long: `Run one workload (see BENCHMARKS.md) and print its figures.
 
 Without --store the bench drives the server named by --server. With --store it starts a
 server with a local worker in its own process on a fresh store: "sqlite" (a temp directory)
