@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
@@ -300,4 +301,20 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.
 	Close() error
+}
+
+// GraphJobErr is what one new job of CreateGraph means for the whole graph, given what
+// creating it returned: nil when it was created; otherwise the error that fails the graph,
+// naming the job (an idempotency key already taken is a conflict there, since a graph is
+// all or nothing and does not answer with an earlier job).
+func GraphJobErr(nj NewJob, res CreateJobResult, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("job %q: %w", nj.Job.Name, err)
+	case res.Err != nil:
+		return res.Err
+	case res.Existing:
+		return fmt.Errorf("job %q: idempotency key %q taken: %w", nj.Job.Name, nj.Job.IdempotencyKey, model.ErrConflict)
+	}
+	return nil
 }

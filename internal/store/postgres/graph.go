@@ -45,13 +45,8 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 				return fmt.Errorf("entry %d: no job", i)
 			}
 			res, err := createJobTx(ctx, tx, e, now)
-			switch {
-			case err != nil:
-				return fmt.Errorf("job %q: %w", e.Job.Name, err)
-			case res.Err != nil:
-				return res.Err
-			case res.Existing:
-				return fmt.Errorf("job %q: idempotency key %q taken: %w", e.Job.Name, e.Job.IdempotencyKey, model.ErrConflict)
+			if err := store.GraphJobErr(e, res, err); err != nil {
+				return err
 			}
 			out.Jobs = append(out.Jobs, res.Job)
 			if res.Run != nil {

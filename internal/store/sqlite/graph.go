@@ -40,13 +40,8 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 		insJob, insRun := t.stmt(t.ws.insertJob), t.stmt(t.ws.insertRun)
 		for i, nj := range p.Jobs {
 			res, err := t.createJob(insJob, insRun, nj, specs[i], p.Now)
-			switch {
-			case err != nil:
-				return fmt.Errorf("job %q: %w", nj.Job.Name, err)
-			case res.Err != nil:
-				return res.Err
-			case res.Existing:
-				return fmt.Errorf("job %q: idempotency key %q taken: %w", nj.Job.Name, nj.Job.IdempotencyKey, model.ErrConflict)
+			if err := store.GraphJobErr(nj, res, err); err != nil {
+				return err
 			}
 			out.Jobs = append(out.Jobs, res.Job)
 			if res.Run != nil {
