@@ -76,9 +76,9 @@ func TestServerClusterFlags(t *testing.T) {
 		err  string
 	}{
 		{name: "defaults", want: func(t *testing.T, cfg ServerConfig) {
-			require.Empty(t, cfg.ServerID, "the engine picks hostname-pid")
+			require.Empty(t, cfg.ServerID, "picked by leaderDefaults")
 			require.Empty(t, cfg.AdvertiseAddr, "the listen address, once listening")
-			require.Equal(t, time.Second, cfg.LeaderTTL)
+			require.Zero(t, cfg.LeaderTTL, "picked by leaderDefaults")
 		}},
 		{name: "given", args: []string{"--id", "s1", "--advertise-addr", "10.0.0.1:8080", "--leader-ttl", "3s"},
 			want: func(t *testing.T, cfg ServerConfig) {
@@ -101,5 +101,27 @@ func TestServerClusterFlags(t *testing.T) {
 			require.NoError(t, err)
 			tc.want(t, cfg)
 		})
+	}
+}
+
+// TestLeaderDefaults: a server alone on SQLite keeps its id across restarts and a lease
+// that outlives a stall; on PostgreSQL the engine's defaults hold; given flags always win.
+func TestLeaderDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		eng    Engine
+		id     string
+		ttl    time.Duration
+		wantID string
+		want   time.Duration
+	}{
+		{eng: EngineSQLite, wantID: "host", want: soleLeaderTTL},
+		{eng: EngineSQLite, id: "s1", ttl: 2 * time.Second, wantID: "s1", want: 2 * time.Second},
+		{eng: EnginePostgres, wantID: "", want: 0},
+		{eng: EnginePostgres, id: "s1", ttl: 3 * time.Second, wantID: "s1", want: 3 * time.Second},
+	} {
+		id, ttl := leaderDefaults(tc.eng, tc.id, tc.ttl, "host")
+		require.Equal(t, tc.wantID, id, "%+v", tc)
+		require.Equal(t, tc.want, ttl, "%+v", tc)
 	}
 }

@@ -28,9 +28,9 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.addr, "addr", envOr("STINT_ADDR", "127.0.0.1:8080"), "listen address (env STINT_ADDR)")
 	fl.StringVar(&f.data, "data", envOr("STINT_DATA", "./stint-data"), "data directory for the embedded store (env STINT_DATA)")
 	fl.StringVar(&f.store, "store", os.Getenv("STINT_STORE"), "store URL: sqlite:///path/file.db or a postgres:// URL (default: SQLite in --data; env STINT_STORE)")
-	fl.StringVar(&f.id, "id", os.Getenv("STINT_SERVER_ID"), "this server's id in the cluster (env STINT_SERVER_ID; default hostname-pid)")
+	fl.StringVar(&f.id, "id", os.Getenv("STINT_SERVER_ID"), "this server's id in the cluster (env STINT_SERVER_ID; default hostname-pid, or hostname with SQLite)")
 	fl.StringVar(&f.advertise, "advertise-addr", os.Getenv("STINT_ADVERTISE_ADDR"), "address clients and workers reach this server at, shown by stint cluster (env STINT_ADVERTISE_ADDR; default the listen address)")
-	fl.DurationVar(&f.leaderTTL, "leader-ttl", time.Second, "leader lease: a dead leader is replaced within about 1.25 x this; renewed every quarter of it")
+	fl.DurationVar(&f.leaderTTL, "leader-ttl", 0, "leader lease: a dead leader is replaced within about 1.25 x this; renewed every quarter of it (default 1s with PostgreSQL, 10s with SQLite)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "how long a worker may go without a heartbeat before its attempts are lost")
 	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "bearer token users must present (env STINT_API_TOKEN; empty: no auth)")
 	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "bearer token workers must present (env STINT_WORKER_TOKEN; empty: no auth)")
@@ -46,7 +46,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if f.leaseTTL < time.Second {
 		return ServerConfig{}, fmt.Errorf("--lease-ttl: must be at least 1s, got %s", f.leaseTTL)
 	}
-	if f.leaderTTL < 200*time.Millisecond {
+	if f.leaderTTL != 0 && f.leaderTTL < 200*time.Millisecond {
 		return ServerConfig{}, fmt.Errorf("--leader-ttl: must be at least 200ms, got %s", f.leaderTTL)
 	}
 	return ServerConfig{

@@ -27,9 +27,9 @@ type ServerConfig struct {
 
 	LeaseTTL time.Duration
 
-	// ServerID names this server in the cluster (default hostname-pid); AdvertiseAddr is
-	// where it is reached (default the listen address); LeaderTTL is the leader lease's
-	// length (default 1 s).
+	// ServerID names this server in the cluster; AdvertiseAddr is where it is reached
+	// (default the listen address); LeaderTTL is the leader lease's length. See
+	// leaderDefaults for the defaults of the first and the last.
 	ServerID      string
 	AdvertiseAddr string
 	LeaderTTL     time.Duration
@@ -50,6 +50,39 @@ type ServerConfig struct {
 // one second before it comes, short enough that a schedule changed meanwhile rarely drops a
 // run made ahead.
 const cronLead = 2 * time.Second
+
+// soleLeaderTTL is the leader lease of a server on SQLite. The data directory's lock makes
+// that server the only one, so the lease fences nobody and only has to outlive a stall:
+// under a burst of work the writer can hold off a renewal for longer than PostgreSQL's
+// 1 s lease allows, and a server alone should not step down (and log errors) for that.
+const soleLeaderTTL = 10 * time.Second
+
+// leaderDefaults returns the server id and leader lease length a server runs with, given
+// the flags (empty or zero when not set). On PostgreSQL: hostname-pid and the engine's
+// default (1 s), since servers come and go and a dead leader must be replaced fast. On
+// SQLite, where one process owns the data directory: the host name alone, so that a
+// restarted server finds the lease its predecessor held still its own and leads at once
+// whatever the lease's length, and soleLeaderTTL.
+func leaderDefaults(eng Engine, id string, ttl time.Duration, host string) (string, time.Duration) {
+	if eng != EngineSQLite {
+		return id, ttl // the engine's defaults
+	}
+	if id == "" {
+		id = host
+	}
+	if ttl == 0 {
+		ttl = soleLeaderTTL
+	}
+	return id, ttl
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "stint"
+	}
+	return h
+}
 
 // RunServer runs a server until ctx ends, then shuts down gracefully: it stops accepting
 // requests, lets the local worker drain, and closes the store.
@@ -74,6 +107,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		advertise = ln.Addr().String()
 	}
 
+	serverID, leaderTTL := leaderDefaults(eng, cfg.ServerID, cfg.LeaderTTL, hostname())
 	committers := 1
 	if eng == EnginePostgres {
 		committers = 4
@@ -92,7 +126,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		// Cron runs of jobs without concurrency limits are created this far ahead of their
 		// instant, so that thousands of jobs due on one second only need promoting then.
 		CronLead: cronLead,
-		ServerID: cfg.ServerID, AdvertiseAddr: advertise, LeaderTTL: cfg.LeaderTTL})
+		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL})
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}
