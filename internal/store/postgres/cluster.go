@@ -13,7 +13,7 @@ import (
 
 // HeartbeatServer creates or updates a server's row.
 func (s *Store) HeartbeatServer(ctx context.Context, p *store.HeartbeatServerParams) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO servers (id, addr, started_at, last_seen) VALUES ($1, $2, $3, $4)
+	_, err := s.control.Exec(ctx, `INSERT INTO servers (id, addr, started_at, last_seen) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET addr = EXCLUDED.addr, started_at = EXCLUDED.started_at, last_seen = EXCLUDED.last_seen`,
 		p.ID, p.Addr, utc(p.StartedAt), utc(p.Now))
 	if err != nil {
@@ -58,10 +58,10 @@ const tryLeadSQL = `INSERT INTO leadership AS l (name, holder, term, since, expi
 
 // TryLead acquires or renews the leader lease; see store.Store.
 func (s *Store) TryLead(ctx context.Context, p *store.TryLeadParams) (*model.Leadership, error) {
-	l, err := scanLeadership(s.pool.QueryRow(ctx, tryLeadSQL, store.LeaderLease, p.Holder, p.TTL.Microseconds()))
+	l, err := scanLeadership(s.control.QueryRow(ctx, tryLeadSQL, store.LeaderLease, p.Holder, p.TTL.Microseconds()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Another server holds a live lease: answer with it.
-		l, err = scanLeadership(s.pool.QueryRow(ctx, `SELECT holder, term, since, expires_at FROM leadership WHERE name = $1`,
+		l, err = scanLeadership(s.control.QueryRow(ctx, `SELECT holder, term, since, expires_at FROM leadership WHERE name = $1`,
 			store.LeaderLease))
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Store) TryLead(ctx context.Context, p *store.TryLeadParams) (*model.Lea
 
 // ResignLead gives the lease up if Holder has it.
 func (s *Store) ResignLead(ctx context.Context, p *store.ResignLeadParams) error {
-	_, err := s.pool.Exec(ctx, `UPDATE leadership SET holder = '', expires_at = now() WHERE name = $1 AND holder = $2`,
+	_, err := s.control.Exec(ctx, `UPDATE leadership SET holder = '', expires_at = now() WHERE name = $1 AND holder = $2`,
 		store.LeaderLease, p.Holder)
 	if err != nil {
 		return translate(err, "resign lead of %s", p.Holder)

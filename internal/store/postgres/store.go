@@ -32,7 +32,11 @@ type Config struct {
 // Store is the PostgreSQL engine of store.Store. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	log  *slog.Logger
+	// control is the elector's own connection (HeartbeatServer, TryLead, ResignLead): a
+	// renewal must not queue for a connection behind a burst of batches, or a busy leader
+	// misses its renewal deadline and steps down for nothing.
+	control *pgxpool.Pool
+	log     *slog.Logger
 	// queues holds names of queues known to exist. Queues are never deleted, so a name
 	// once seen stays true; CreateJobs skips creating those.
 	queues sync.Map
@@ -84,9 +88,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{pool: pool, log: log}
-	if err := s.migrate(ctx); err != nil {
+	ccfg := pcfg.Copy()
+	ccfg.MaxConns, ccfg.MinConns = 1, 1
+	// A renewal need not wait for its WAL flush (the wait that grows most under I/O
+	// load): one lost in a crash only shortens the lease, and fencing does not rest on
+	// it, since every leader-only write checks the term in its own transaction.
+	ccfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	control, err := pgxpool.NewWithConfig(ctx, ccfg)
+	if err != nil {
 		pool.Close()
+		return nil, fmt.Errorf("open postgres: control connection: %w", err)
+	}
+	s := &Store{pool: pool, control: control, log: log}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	return s, nil
@@ -100,9 +115,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the pool's connections.
+// Close releases the pools' connections.
 func (s *Store) Close() error {
 	s.pool.Close()
+	s.control.Close()
 	return nil
 }
 
