@@ -146,6 +146,18 @@ func (r *rig) start(name string) {
 	r.mu.Unlock()
 }
 
+// names lists the rig's processes: its servers, then its workers.
+func (r *rig) names() []string {
+	var out []string
+	for i := range r.servers {
+		out = append(out, serverName(i))
+	}
+	for _, w := range r.workers {
+		out = append(out, w.name)
+	}
+	return out
+}
+
 func (r *rig) isUp(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
