@@ -104,7 +104,8 @@ func TestClusterFailover(t *testing.T) {
 		reports = append(reports, report)
 	}
 	// A little more load on the whole cluster, then stop it.
-	restarted := r.log()[len(r.log())-1].at
+	log := r.log()
+	restarted := log[len(log)-1].at
 	waitFor(t, 30*time.Second, "one-off runs accepted after the last restart", func() bool {
 		page, err := r.all.ListRuns(ctx, client.ListRunsOptions{Limit: 20})
 		if err != nil {

@@ -246,7 +246,7 @@ type oneOffKind struct {
 // oneOffKinds mix short jobs with jobs that are running when a process dies: "sleep 5"
 // outlives the failover test's lease TTL (4 s), so a lease not carried over to another
 // server would expire under it and show as a second attempt.
-var oneOffKinds = []oneOffKind{
+var oneOffKinds = []oneOffKind{ //nolint:gochecknoglobals // a read-only table
 	{name: "sleep 5", command: []string{"sleep", "5"}, weight: 3},
 	{name: "sleep 2", command: []string{"sleep", "2"}, weight: 3},
 	{name: "true", command: []string{"true"}, weight: 4},
