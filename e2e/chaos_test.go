@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/stint-dev/stint/apitype"
 )
 
 // The chaos plan's bounds. A kill comes every chaosGapMin to chaosGapMax; the process it
@@ -187,10 +185,11 @@ func chaosDuration(t *testing.T) time.Duration {
 //   - no (job, instant) has two runs, and no instant is missing between a cron job's first
 //     and last: every outage is far shorter than the misfire grace (1 min), so even the
 //     instants that fell in one fire late, each with its run;
-//   - every attempt that did not succeed was lost, on a worker killed while it held the
-//     attempt (its start before the kill, give or take the lease poll in flight, and its
-//     end after it), and each counted as a disruption: no attempt was lost to a server's
-//     death;
+//   - every attempt that did not succeed was lost and counted as a disruption, and either
+//     its worker was killed while it held the attempt (its start before the kill, give or
+//     take the lease poll in flight, and its end after it) or it never started there (see
+//     rig.losses: a lease a dying server granted and never delivered): no attempt that
+//     started was lost to a server's death;
 //
 // and it reports the kills it survived. A replay runs the same plan at the same offsets
 // from the start; the processes' own interleaving (who leads, which worker leases what)
@@ -208,7 +207,7 @@ func TestChaos(t *testing.T) {
 	plan := planChaos(seed, d, servers, workers)
 
 	r := startRig(t, rigConfig{servers: servers, workers: workers, leaseTTL: chaosLeaseTTL})
-	jobs := rigCronJobs(100)
+	jobs := r.cronJobs(100)
 	r.createCronJobs(jobs)
 	p := r.startProducer(seed, 250*time.Millisecond, 100)
 
@@ -258,52 +257,11 @@ func TestChaos(t *testing.T) {
 	require.Less(t, longest, 30*time.Second, "every outage is shorter than half the misfire grace (the plan's bound is %s)", chaosOutage)
 	counts := cronSeries(t, runs, jobs)
 
-	lost, disrupted := 0, 0
-	for _, run := range runs {
-		if run.Attempt == 1 && run.Disruptions == 0 {
-			continue
-		}
-		full, err := r.all.GetRun(t.Context(), run.ID)
-		require.NoError(t, err)
-		n := 0
-		for _, a := range full.Attempts {
-			if a.Status == "succeeded" {
-				continue
-			}
-			n++
-			require.Equal(t, "lost", a.Status, "run %s (%s) attempt %d: %+v", run.ID, run.JobName, a.N, a)
-			require.NotNil(t, a.FinishedAt, "run %s attempt %d", run.ID, a.N)
-			require.True(t, killedDuring(events, a), "run %s (%s) attempt %d on %s (%s to %s, %q) was lost, but that worker was not killed then",
-				run.ID, run.JobName, a.N, a.WorkerID, a.StartedAt.UTC().Format("15:04:05.000"), a.FinishedAt.UTC().Format("15:04:05.000"), a.Error)
-		}
-		require.Equal(t, n, full.Disruptions, "run %s (%s): each lost attempt is a disruption: %+v", run.ID, run.JobName, full.Attempts)
-		lost += n
-		disrupted++
-	}
+	withWorker, undelivered := r.losses(runs, events, true)
 
 	srvKills, wrkKills := countKills(events)
 	t.Logf("survived %d kills in %s: %d of servers (%d of the leader), %d of workers; %d total outages (longest %s)",
 		srvKills+wrkKills, chaosTook.Round(time.Millisecond), srvKills, leaderKills, wrkKills, len(out), longest.Round(time.Millisecond))
-	t.Logf("%d one-off runs accepted (%d sent again after a server died, %d of them created by the first try); cron runs %v; %d runs in all succeeded; %d attempts lost with their workers, over %d runs",
-		len(accepted), resent, deduped, counts, len(runs), lost, disrupted)
-}
-
-// killedDuring reports whether the log has a kill of a's worker while a was held: after
-// its start (less two seconds: a lease granted to a poll in flight when its worker died)
-// and before its end.
-func killedDuring(events []rigEvent, a apitype.Attempt) bool {
-	for _, e := range events {
-		if e.kill && e.name == a.WorkerID && !e.at.Before(a.StartedAt.Add(-2*time.Second)) && !e.at.After(*a.FinishedAt) {
-			return true
-		}
-	}
-	return false
-}
-
-func joinEvents(events []rigEvent) string {
-	var b strings.Builder
-	for _, e := range events {
-		b.WriteString("  " + e.String() + "\n")
-	}
-	return b.String()
+	t.Logf("%d one-off runs accepted (%d sent again after a server died, %d of them created by the first try); cron runs %v; %d runs in all succeeded; attempts lost: %d with their workers, %d leased by a server that died before it answered",
+		len(accepted), resent, deduped, counts, len(runs), withWorker, undelivered)
 }

@@ -21,15 +21,20 @@ import (
 //   - every accepted run succeeded, and so did every other run in the store;
 //   - no (job, instant) has two runs, and no instant between a cron job's first and last is
 //     missing (two of the three servers were always up);
-//   - every run took exactly one attempt with no disruption: no running attempt was lost
-//     to a server's death (the workers re-attach elsewhere with their leases; "sleep 5"
-//     outlives the 4 s lease TTL, so a lease left behind would have expired and shown);
+//   - no attempt that started was lost to a server's death: the workers re-attach elsewhere
+//     with their leases ("sleep 5" outlives the 4 s lease TTL, so a lease left behind would
+//     expire and show as a lost attempt). Each job leaves a file as it starts, so a lost
+//     attempt is told apart from a lease that a server granted just before it died and
+//     never delivered: the worker could not know of it, it ends when it expires, and the
+//     run is tried again without using its retry budget. Those are counted, not failed
+//     (they show on a loaded machine, where a lease poll's answer can take long enough to
+//     be cut off by the kill);
 //
 // and it reports how long the survivors took to name a new leader.
 func TestClusterFailover(t *testing.T) {
 	started := time.Now()
 	r := startRig(t, rigConfig{servers: 3, workers: 4, leaseTTL: clusterLeaseTTL})
-	jobs := rigCronJobs(3)
+	jobs := r.cronJobs(3)
 	r.createCronJobs(jobs)
 	p := r.startProducer(uint64(time.Now().UnixNano()), 250*time.Millisecond, 3)
 	ctx := context.Background()
@@ -127,15 +132,7 @@ func TestClusterFailover(t *testing.T) {
 	runs := r.quiesce(jobs, 90*time.Second)
 	byID := requireSucceeded(t, runs, accepted)
 	counts := cronSeries(t, runs, jobs)
-	var again []string
-	for _, run := range runs {
-		if run.Attempt != 1 || run.Disruptions != 0 {
-			full, err := r.all.GetRun(ctx, run.ID)
-			require.NoError(t, err)
-			again = append(again, fmt.Sprintf("%s (%s): attempt %d, disruptions %d, attempts %+v", run.ID, run.JobName, run.Attempt, run.Disruptions, full.Attempts))
-		}
-	}
-	require.Empty(t, again, "runs whose attempt was lost: a server's death must not end an attempt whose worker lives")
+	_, undelivered := r.losses(runs, r.log(), false)
 
 	for _, rep := range reports {
 		t.Log(rep)
@@ -151,6 +148,6 @@ func TestClusterFailover(t *testing.T) {
 		kindList = append(kindList, fmt.Sprintf("%d %q", kinds[k.name], k.name))
 	}
 	t.Logf("new leader named %v after the leader's SIGKILL (leader TTL 1s)", elections)
-	t.Logf("%d one-off runs accepted (%s), %d sent again after a server died (%d of them had been created by the first try), %d running at the kills; cron runs %v; %d runs in all, each succeeded at its first attempt; %s in all",
-		len(accepted), strings.Join(kindList, ", "), resent, deduped, atKills, counts, len(runs), time.Since(started).Round(time.Second))
+	t.Logf("%d one-off runs accepted (%s), %d sent again after a server died (%d of them had been created by the first try), %d running at the kills; cron runs %v; %d runs in all succeeded, no started attempt lost; %d leases granted by a dying server and never delivered; %s in all",
+		len(accepted), strings.Join(kindList, ", "), resent, deduped, atKills, counts, len(runs), undelivered, time.Since(started).Round(time.Second))
 }

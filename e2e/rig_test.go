@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -51,6 +53,7 @@ type rig struct {
 	clients []*client.Client // one per server, at its fixed address
 	all     *client.Client   // every server, for reads that must survive any one's death
 	workers []*rigWorker     // worker i is w<i+1>
+	marks   string           // where every attempt of the rig's jobs leaves a file as it starts
 
 	mu     sync.Mutex
 	up     map[string]bool
@@ -69,7 +72,7 @@ type rigConfig struct {
 func startRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
 	db := freshPostgres(t)
-	r := &rig{t: t, up: map[string]bool{}}
+	r := &rig{t: t, up: map[string]bool{}, marks: t.TempDir()}
 	urls := make([]string, cfg.servers)
 	for i := range cfg.servers {
 		s := &clusterServer{addr: freeAddr(t)}
@@ -204,15 +207,30 @@ type cronJob struct {
 	spec apitype.JobSpec
 }
 
-// rigCronJobs are the rig's cron jobs: a handler on the cron grid and a command on an
+// markEnv and markScript make a job leave a file named after its run and attempt in the
+// rig's marks directory as soon as it starts, then run then: a lost attempt without its
+// file never started on its worker.
+func (r *rig) markEnv() map[string]string { return map[string]string{"MARKS": r.marks} }
+
+func markScript(then string) string {
+	return `touch "$MARKS/$STINT_RUN_ID.$STINT_ATTEMPT"` + then
+}
+
+// started reports whether attempt n of run runID started on a worker (it left its file).
+func (r *rig) started(runID string, n int) bool {
+	_, err := os.Stat(filepath.Join(r.marks, fmt.Sprintf("%s.%d", runID, n)))
+	return err == nil
+}
+
+// cronJobs are the rig's cron jobs: a shell job on the cron grid and a command on an
 // @every grid. maxDisruptions is their retry.max_disruptions.
-func rigCronJobs(maxDisruptions int) []cronJob {
+func (r *rig) cronJobs(maxDisruptions int) []cronJob {
 	retry := &apitype.RetryPolicy{MaxAttempts: 1, MaxDisruptions: ptr(maxDisruptions)}
 	return []cronJob{
-		{name: "tick-cron", spec: apitype.JobSpec{Name: "tick-cron", Handler: "noop", Retry: retry,
-			Schedule: &apitype.Schedule{Cron: "* * * * * *"}}},
-		{name: "tick-every", spec: apitype.JobSpec{Name: "tick-every", Command: []string{"true"}, Retry: retry,
-			Schedule: &apitype.Schedule{Cron: "@every 1s"}}},
+		{name: "tick-cron", spec: apitype.JobSpec{Name: "tick-cron", Shell: markScript(""), Env: r.markEnv(),
+			Retry: retry, Schedule: &apitype.Schedule{Cron: "* * * * * *"}}},
+		{name: "tick-every", spec: apitype.JobSpec{Name: "tick-every", Command: []string{"sh", "-c", markScript("")},
+			Env: r.markEnv(), Retry: retry, Schedule: &apitype.Schedule{Cron: "@every 1s"}}},
 	}
 }
 
@@ -236,20 +254,20 @@ func (r *rig) createCronJobs(jobs []cronJob) {
 	})
 }
 
-// oneOffKind is a kind of one-off job the producer submits.
+// oneOffKind is a kind of one-off job the producer submits: markScript(then).
 type oneOffKind struct {
-	name    string
-	command []string
-	weight  int
+	name   string
+	then   string
+	weight int
 }
 
 // oneOffKinds mix short jobs with jobs that are running when a process dies: "sleep 5"
 // outlives the failover test's lease TTL (4 s), so a lease not carried over to another
 // server would expire under it and show as a second attempt.
 var oneOffKinds = []oneOffKind{ //nolint:gochecknoglobals // a read-only table
-	{name: "sleep 5", command: []string{"sleep", "5"}, weight: 3},
-	{name: "sleep 2", command: []string{"sleep", "2"}, weight: 3},
-	{name: "true", command: []string{"true"}, weight: 4},
+	{name: "sleep 5", then: "; exec sleep 5", weight: 3},
+	{name: "sleep 2", then: "; exec sleep 2", weight: 3},
+	{name: "true", weight: 4},
 }
 
 // producer submits one-off jobs, one every interval, each to a random server that is up.
@@ -316,7 +334,8 @@ func (p *producer) run(ctx context.Context, interval time.Duration) {
 // submit sends one job until a server accepts it, ctx ends or a minute passes.
 func (p *producer) submit(ctx context.Context, n int, kind oneOffKind) {
 	spec := &apitype.JobSpec{
-		Command:        kind.command,
+		Shell:          markScript(kind.then),
+		Env:            p.r.markEnv(),
 		IdempotencyKey: fmt.Sprintf("load-%d", n),
 		Retry:          &apitype.RetryPolicy{MaxAttempts: 1, MaxDisruptions: ptr(p.maxDisruptions)},
 	}
@@ -503,4 +522,72 @@ func countKills(events []rigEvent) (servers, workers int) {
 		}
 	}
 	return servers, workers
+}
+
+// losses checks every attempt of runs that did not succeed. Each must be lost, count as a
+// disruption of its run, and be explained by the log: its worker was killed while it held
+// the attempt (only when workerKills), or it never started on its worker (it left no file)
+// and a server was killed just after leasing it (within ten seconds): a lease the dying
+// server granted but never delivered, which the worker could not know of and which ends
+// when it expires. It returns how many of each.
+func (r *rig) losses(runs []*apitype.Run, events []rigEvent, workerKills bool) (withWorker, undelivered int) {
+	r.t.Helper()
+	for _, run := range runs {
+		if run.Attempt <= 1 && run.Disruptions == 0 {
+			continue
+		}
+		full, err := r.all.GetRun(r.t.Context(), run.ID)
+		require.NoError(r.t, err)
+		lost := 0
+		for _, a := range full.Attempts {
+			if a.Status == "succeeded" {
+				continue
+			}
+			lost++
+			what := fmt.Sprintf("run %s (%s) attempt %d on %s (%s to %v, %q)", run.ID, run.JobName, a.N, a.WorkerID,
+				a.StartedAt.UTC().Format("15:04:05.000"), a.FinishedAt, a.Error)
+			require.Equal(r.t, "lost", a.Status, what)
+			require.NotNil(r.t, a.FinishedAt, what)
+			switch {
+			case workerKills && killedDuring(events, a):
+				withWorker++
+			case !r.started(run.ID, a.N) && serverKilledAfter(events, a.StartedAt, 10*time.Second):
+				undelivered++
+			default:
+				r.t.Fatalf("%s was lost, but its worker was not killed while it held it, and it had started there (or no server died just after leasing it)\nthe log:\n%s", what, joinEvents(events))
+			}
+		}
+		require.Equal(r.t, lost, full.Disruptions, "run %s (%s): each lost attempt is a disruption: %+v", run.ID, run.JobName, full.Attempts)
+	}
+	return withWorker, undelivered
+}
+
+// killedDuring reports whether the log has a kill of a's worker while a was held: after
+// its start (less two seconds: a lease granted to a poll in flight when its worker died)
+// and before its end.
+func killedDuring(events []rigEvent, a apitype.Attempt) bool {
+	for _, e := range events {
+		if e.kill && e.name == a.WorkerID && !e.at.Before(a.StartedAt.Add(-2*time.Second)) && !e.at.After(*a.FinishedAt) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverKilledAfter reports whether the log has a kill of a server within d after at.
+func serverKilledAfter(events []rigEvent, at time.Time, d time.Duration) bool {
+	for _, e := range events {
+		if e.kill && strings.HasPrefix(e.name, "s") && !e.at.Before(at) && !e.at.After(at.Add(d)) {
+			return true
+		}
+	}
+	return false
+}
+
+func joinEvents(events []rigEvent) string {
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("  " + e.String() + "\n")
+	}
+	return b.String()
 }
