@@ -236,11 +236,6 @@ func TestChaos(t *testing.T) {
 	}
 	chaosTook := time.Since(began)
 	events := r.log()
-	defer func() {
-		if t.Failed() {
-			t.Logf("what the chaos did:\n%s", joinEvents(events))
-		}
-	}()
 	p.stop()
 	accepted, resent, deduped, abandoned, refused := p.results()
 	require.Empty(t, refused, "submissions answered 4xx")

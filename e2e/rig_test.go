@@ -73,6 +73,11 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
 	db := freshPostgres(t)
 	r := &rig{t: t, up: map[string]bool{}, marks: t.TempDir()}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("what was killed and started:\n%s", joinEvents(r.log()))
+		}
+	})
 	urls := make([]string, cfg.servers)
 	for i := range cfg.servers {
 		s := &clusterServer{addr: freeAddr(t)}
@@ -554,7 +559,7 @@ func (r *rig) losses(runs []*apitype.Run, events []rigEvent, workerKills bool) (
 			case !r.started(run.ID, a.N) && serverKilledAfter(events, a.StartedAt, 10*time.Second):
 				undelivered++
 			default:
-				r.t.Fatalf("%s was lost, but its worker was not killed while it held it, and it had started there (or no server died just after leasing it)\nthe log:\n%s", what, joinEvents(events))
+				r.t.Fatalf("%s was lost, but its worker was not killed while it held it, and it had started there (or no server died just after leasing it)", what)
 			}
 		}
 		require.Equal(r.t, lost, full.Disruptions, "run %s (%s): each lost attempt is a disruption: %+v", run.ID, run.JobName, full.Attempts)
