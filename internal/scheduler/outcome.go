@@ -42,8 +42,11 @@ type Ending struct {
 // cancelled, queued or scheduled). The store writes it as it is and clears the lease.
 type Outcome struct {
 	Status model.RunStatus
-	// ScheduledFor is when a retried run is due (Now, or Now plus the backoff); zero when
-	// the run ends, which keeps the time it had.
+	// ScheduledFor is when a run retried after a backoff is due (Now plus the backoff);
+	// zero otherwise, which keeps the time the run had: a run that ends, and a run queued
+	// again at once, whose due time has passed already. A cron run's scheduled_for is also
+	// the instant it was fired for, which the store keeps unique per job (invariant 4) and
+	// reads as the job's fired instants: a run retried at once goes on holding its instant.
 	ScheduledFor  time.Time
 	PendingCode   model.PendingCode
 	PendingReason string
@@ -82,13 +85,13 @@ func NeedsRun(s model.AttemptStatus) bool {
 //   - cancelled, or any other end of a run with CancelRequested, ends it cancelled;
 //   - lost (the lease expired, the worker restarted or shut down: the attempt's end is
 //     not the job's doing) while the run has disruptions left (Disruptions below
-//     MaxDisruptions of the policy) is a disruption: the run is queued again at once and
-//     Disrupted, and the attempt does not count against MaxAttempts;
+//     MaxDisruptions of the policy) is a disruption: the run is queued again at once (its
+//     due time kept) and Disrupted, and the attempt does not count against MaxAttempts;
 //   - otherwise (failed, timed_out, lost, or a status that is not valid) the run ends
 //     failed when its attempts are spent (Attempt - Disruptions reached MaxAttempts) or the
 //     exit code is final (in FinalExitCodes and not in RetryExitCodes), else it is
-//     retried: queued at once when the backoff is zero, else scheduled after it with
-//     PendingCode retry_backoff (RetryReason).
+//     retried: queued at once when the backoff is zero (its due time kept), else
+//     scheduled after it with PendingCode retry_backoff (RetryReason).
 //
 // A disruption is retried at once, not after a backoff: its loss was seen only once the
 // lease ran out or the worker came back, which is delay enough, and the limit already
@@ -103,13 +106,11 @@ func Decide(e Ending, now time.Time, u float64) Outcome {
 	case status == model.AttemptCancelled || e.CancelRequested:
 		out.Status = model.RunCancelled
 	case status == model.AttemptLost && e.Disruptions < MaxDisruptions(e.Policy):
-		out.ScheduledFor = now
 		out.Status = model.RunQueued
 		out.Disrupted = true
 	case counted >= e.MaxAttempts || FinalExit(e.Policy, e.ExitCode):
 		out.Status = model.RunFailed
 	default:
-		out.ScheduledFor = now
 		out.Status = model.RunQueued
 		if d := Backoff(e.Policy, counted, u); d > 0 {
 			out.ScheduledFor = now.Add(d)

@@ -36,12 +36,12 @@ func TestDecide(t *testing.T) {
 		{"timed out, in words", Ending{Attempt: 2, MaxAttempts: 3, Policy: retry3, Status: model.AttemptTimedOut},
 			0.5, Outcome{Status: model.RunScheduled, ScheduledFor: now0.Add(10 * time.Second), PendingCode: model.PendingRetryBackoff,
 				PendingReason: "attempt 2 timed out; attempt 3 due at 2026-01-02T03:04:15Z"}},
-		{"zero backoff queues at once", Ending{Attempt: 1, MaxAttempts: 3, Policy: model.RetryPolicy{Jitter: 1}, Status: model.AttemptTimedOut},
-			0, Outcome{Status: model.RunQueued, ScheduledFor: now0}},
-		{"lost, a disruption: queued at once, the budget untouched", Ending{Attempt: 1, MaxAttempts: 1, Status: model.AttemptLost, Error: "lease expired"},
-			0.5, Outcome{Status: model.RunQueued, ScheduledFor: now0, Error: "lease expired", Disrupted: true}},
+		{"zero backoff queues at once, keeping the due time", Ending{Attempt: 1, MaxAttempts: 3, Policy: model.RetryPolicy{Jitter: 1}, Status: model.AttemptTimedOut},
+			0, Outcome{Status: model.RunQueued}},
+		{"lost, a disruption: queued at once, the budget and the due time untouched", Ending{Attempt: 1, MaxAttempts: 1, Status: model.AttemptLost, Error: "lease expired"},
+			0.5, Outcome{Status: model.RunQueued, Error: "lease expired", Disrupted: true}},
 		{"lost with backoff in the policy, still at once", Ending{Attempt: 2, MaxAttempts: 3, Disruptions: 1, Policy: retry3, Status: model.AttemptLost},
-			0.5, Outcome{Status: model.RunQueued, ScheduledFor: now0, Disrupted: true}},
+			0.5, Outcome{Status: model.RunQueued, Disrupted: true}},
 		{"lost, default disruptions spent, no attempt left", Ending{Attempt: 4, MaxAttempts: 1, Disruptions: 3, Status: model.AttemptLost, Error: "lease expired"},
 			0.5, Outcome{Status: model.RunFailed, FinishedAt: &now0, Error: "lease expired"}},
 		{"lost, disruptions spent, retried by the policy", Ending{Attempt: 3, MaxAttempts: 3, Disruptions: 2, Policy: withDisruptions(retry3, 2), Status: model.AttemptLost},
@@ -169,12 +169,13 @@ func TestDecideAttemptsNeverExceedTheMax(t *testing.T) {
 				require.False(t, FinalExit(p, exit), "retried after a final exit code")
 			}
 			require.Nil(t, o.FinishedAt)
-			require.False(t, o.ScheduledFor.Before(now), "a retry due before now")
+			due := now
 			switch o.Status {
 			case model.RunQueued:
-				require.Equal(t, now, o.ScheduledFor)
+				require.True(t, o.ScheduledFor.IsZero(), "a run queued at once keeps its due time")
 				require.Empty(t, o.PendingCode)
 			case model.RunScheduled:
+				due = o.ScheduledFor
 				require.False(t, o.Disrupted, "a disruption waits for a backoff")
 				require.True(t, o.ScheduledFor.After(now))
 				require.Equal(t, model.PendingRetryBackoff, o.PendingCode)
@@ -183,7 +184,7 @@ func TestDecideAttemptsNeverExceedTheMax(t *testing.T) {
 				t.Fatalf("a failing end made the run %s", o.Status)
 			}
 			// The next attempt starts some time after it is due.
-			now = o.ScheduledFor.Add(time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "wait")))
+			now = due.Add(time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "wait")))
 		}
 	})
 }

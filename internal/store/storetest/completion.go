@@ -101,7 +101,11 @@ func testCompletion(t *testing.T, open OpenFunc) {
 					require.Equal(t, r.ScheduledFor, got.ScheduledFor)
 				} else {
 					require.Nil(t, got.FinishedAt)
-					require.Equal(t, now.Add(c.wantDelay), got.ScheduledFor)
+					if c.wantDelay > 0 {
+						require.Equal(t, now.Add(c.wantDelay), got.ScheduledFor)
+					} else {
+						require.Equal(t, r.ScheduledFor, got.ScheduledFor, "queued again at once: the due time is kept")
+					}
 					require.False(t, got.CancelRequested)
 				}
 				if draws != nil {

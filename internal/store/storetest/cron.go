@@ -110,6 +110,33 @@ func testCron(t *testing.T, open OpenFunc) {
 		require.Len(t, page.Runs, 2)
 	})
 
+	t.Run("CronRunRetriedAtOnceKeepsItsInstant", func(t *testing.T) {
+		// A cron run queued again at once, its attempt lost (a disruption: the worker
+		// died) or failed with no backoff, still holds its instant: the job's fired
+		// instants list it, and firing the instant again answers with that run rather
+		// than making a second one (invariant 4).
+		for _, status := range []model.AttemptStatus{model.AttemptLost, model.AttemptFailed} {
+			t.Run(string(status), func(t *testing.T) {
+				f := setup(t, open)
+				j := cronJob(f, "kept", at(time.Minute), func(j *model.Job) { j.Spec.Retry.MaxAttempts = 2 })
+				run := f.createRuns(cronRun(f, j, at(0)))[0]
+				l := f.leaseOne("w", at(time.Second))
+				require.Equal(t, run.ID, l.Run.ID)
+				again := f.finish(l, status, nil, at(5*time.Second))
+				require.Equal(t, model.RunQueued, again.Status)
+				require.Equal(t, at(0), again.ScheduledFor, "the run keeps its instant")
+
+				fired, err := f.s.FiredInstants(f.ctx, &store.FiredInstantsParams{JobID: j.ID, From: at(-time.Minute), To: at(time.Minute)})
+				require.NoError(t, err)
+				require.Equal(t, []time.Time{at(0)}, fired)
+				res, err := f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: []*model.Run{cronRun(f, j, at(0))}, Now: at(6 * time.Second)})
+				require.NoError(t, err)
+				require.True(t, res[0].Existing, "the instant fired once")
+				require.Equal(t, run.ID, res[0].Run.ID)
+			})
+		}
+	})
+
 	t.Run("FireOfDisabledOrDeletedJobIsStale", func(t *testing.T) {
 		f := setup(t, open)
 		off := cronJob(f, "off", at(0), func(j *model.Job) { j.Enabled = false })

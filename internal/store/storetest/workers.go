@@ -115,7 +115,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Len(t, byID, 2)
 		r := byID[ls[0].Run.ID]
 		require.Equal(t, model.RunQueued, r.Status)
-		require.Equal(t, now, r.ScheduledFor)
+		require.Equal(t, ls[0].Run.ScheduledFor, r.ScheduledFor, "queued again at once: the due time is kept")
 		require.Equal(t, 1, r.Disruptions)
 		require.Equal(t, 2, draws.draws, "one draw per lost attempt")
 		r = byID[ls[1].Run.ID]
