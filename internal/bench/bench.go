@@ -20,6 +20,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
 )
 
 // Config is one bench invocation.
@@ -47,7 +48,10 @@ type Config struct {
 	// FullAnswers asks batch inserts for the full answer (every job and run) instead of
 	// the minimal one (ids only, "Prefer: return=minimal").
 	FullAnswers bool
-	Logger      *slog.Logger
+	// SeedFinished, when above 0, fills the fresh PostgreSQL store with that many finished
+	// runs (and their jobs and attempts) before the workload runs: see seed.go.
+	SeedFinished int
+	Logger       *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -136,8 +140,12 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("workload %q: want one of %s", workload, strings.Join(Workloads, ", "))
 	}
+	if cfg.SeedFinished > 0 && (cfg.Server != "" || !isPostgres(cfg.Store)) {
+		return nil, errors.New("--seed-finished: needs --store with a postgres:// URL (the bench writes the history into the scratch database)")
+	}
 	storeName := "external server " + cfg.Server
 	srvURL := cfg.Server
+	var seeded *seedStats
 	if srvURL == "" {
 		srv, err := startServer(ctx, cfg)
 		if err != nil {
@@ -145,6 +153,12 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		}
 		defer srv.stop()
 		srvURL, storeName = srv.url, srv.storeName
+		if cfg.SeedFinished > 0 {
+			if seeded, err = seedStore(ctx, srv.storeURL, cfg.SeedFinished, time.Now()); err != nil {
+				return nil, err
+			}
+			storeName += fmt.Sprintf(", seeded with %d finished runs", seeded.runs)
+		}
 	}
 	c, err := client.New(srvURL)
 	if err != nil {
@@ -161,10 +175,21 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	if cfg.CPU > 0 {
 		r.res.Params["cpu per job"] = strconv.FormatFloat(cfg.CPU, 'g', -1, 64)
 	}
+	if seeded != nil {
+		r.res.Params["seeded"] = fmt.Sprintf("%d jobs, %d finished runs (%d succeeded, %d failed), %d attempts",
+			seeded.jobs, seeded.runs, seeded.byStatus[model.RunSucceeded], seeded.byStatus[model.RunFailed], seeded.attempts)
+		r.res.add("seed write", seeded.wrote.Seconds(), "s")
+		r.res.add("seed vacuum analyze", seeded.vacuumed.Seconds(), "s")
+	}
 	if err := w(ctx, r); err != nil {
 		return nil, fmt.Errorf("bench %s: %w", workload, err)
 	}
 	return r.res, nil
+}
+
+// isPostgres reports whether a --store names PostgreSQL.
+func isPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
 // runner carries one workload's state.

@@ -42,6 +42,9 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.Workers > 0 && cfg.Store == "" {
 				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
 			}
+			if cfg.SeedFinished < 0 {
+				return fmt.Errorf("--seed-finished: must not be negative, got %d", cfg.SeedFinished)
+			}
 			if cfg.Producers < 1 {
 				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
 			}
@@ -81,6 +84,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
+	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs (a big store's history; see BENCHMARKS.md, Scale)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file")
 	return cmd
