@@ -60,6 +60,7 @@ type Result struct {
 	Store    string            `json:"store"`
 	Figures  []Figure          `json:"figures"`
 	Params   map[string]string `json:"params"`
+	Plans    []Plan            `json:"plans,omitempty"` // plans: the statements' plans
 }
 
 // Figure is one measured number.
@@ -90,6 +91,7 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.1f %s\n", f.Name, f.Value, f.Unit)
 	}
 	tw.Flush()
+	printPlans(w, r.Plans)
 }
 
 // PrintJSON writes the result as one JSON object.
@@ -98,10 +100,10 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover", "plans"}
 
 // DefaultN is each workload's job count when Config.N is zero (the workloads of BENCHMARKS.md).
-var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000}
+var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000, "plans": 100000}
 
 // Run runs one workload.
 func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
@@ -137,6 +139,8 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		w = execWorkload
 	case "dag":
 		w = dagWorkload
+	case "plans":
+		w = plansWorkload
 	default:
 		return nil, fmt.Errorf("workload %q: want one of %s", workload, strings.Join(Workloads, ", "))
 	}
@@ -146,13 +150,14 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	storeName := "external server " + cfg.Server
 	srvURL := cfg.Server
 	var seeded *seedStats
+	storeURL := ""
 	if srvURL == "" {
 		srv, err := startServer(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.stop()
-		srvURL, storeName = srv.url, srv.storeName
+		srvURL, storeName, storeURL = srv.url, srv.storeName, srv.storeURL
 		if cfg.SeedFinished > 0 {
 			if seeded, err = seedStore(ctx, srv.storeURL, cfg.SeedFinished, time.Now()); err != nil {
 				return nil, err
@@ -165,12 +170,13 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("server url: %w", err)
 	}
 	r := &runner{
-		cfg:   cfg,
-		c:     c,
-		url:   strings.TrimRight(srvURL, "/"),
-		hc:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
-		queue: "bench-" + workload + "-" + id.New(time.Now())[:10],
-		res:   &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
+		cfg:      cfg,
+		c:        c,
+		storeURL: storeURL,
+		url:      strings.TrimRight(srvURL, "/"),
+		hc:       &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		queue:    "bench-" + workload + "-" + id.New(time.Now())[:10],
+		res:      &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
 	}
 	if cfg.CPU > 0 {
 		r.res.Params["cpu per job"] = strconv.FormatFloat(cfg.CPU, 'g', -1, 64)
@@ -194,12 +200,13 @@ func isPostgres(store string) bool {
 
 // runner carries one workload's state.
 type runner struct {
-	cfg   Config
-	c     *client.Client
-	url   string       // the server's base URL
-	hc    *http.Client // for submissions (see submit)
-	queue string
-	res   *Result
+	cfg      Config
+	c        *client.Client
+	storeURL string       // the scratch PostgreSQL database of the server the bench started
+	url      string       // the server's base URL
+	hc       *http.Client // for submissions (see submit)
+	queue    string
+	res      *Result
 }
 
 // setPaused pauses or resumes the bench queue.

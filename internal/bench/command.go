@@ -42,6 +42,9 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.Workers > 0 && cfg.Store == "" {
 				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
 			}
+			if args[0] == "plans" && !cmd.Flags().Changed("seed-finished") {
+				cfg.SeedFinished = DefaultSeedPlans
+			}
 			if cfg.SeedFinished < 0 {
 				return fmt.Errorf("--seed-finished: must not be negative, got %d", cfg.SeedFinished)
 			}
@@ -72,7 +75,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
-	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec) or runs (dag); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000)")
+	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec), runs (dag) or queued runs (plans); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000, plans 100000)")
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
@@ -84,7 +87,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
-	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs (a big store's history; see BENCHMARKS.md, Scale)")
+	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs, a big store's history (plans: 1000000 unless given; see BENCHMARKS.md, Scale)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file")
 	return cmd

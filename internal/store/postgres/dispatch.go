@@ -695,6 +695,38 @@ type ended struct {
 
 // endAttempts runs endSQL over es and returns the changed runs by id.
 func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (map[string]ended, error) {
+	rows, err := q.Query(ctx, endSQL, endArgs(now, es)...)
+	if err != nil {
+		return nil, translate(err, "end attempts")
+	}
+	defer rows.Close()
+	out := make(map[string]ended, len(es))
+	for rows.Next() {
+		var (
+			r                        runRow
+			status, pending, trigger string
+			args                     []byte
+			token                    string
+			freed                    *string
+		)
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token, &freed)...); err != nil {
+			return nil, translate(err, "end attempts")
+		}
+		fixRun(&r, status, pending, trigger, args)
+		e := ended{run: &r.Run, token: token}
+		if freed != nil {
+			e.freed = *freed
+		}
+		out[r.ID] = e
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "end attempts")
+	}
+	return out, nil
+}
+
+// endArgs are endSQL's arguments for es, sorted by run id (the order endSQL locks runs in).
+func endArgs(now time.Time, es []ending) []any {
 	es = slices.Clone(es)
 	slices.SortFunc(es, func(a, b ending) int { return strings.Compare(a.c.RunID, b.c.RunID) })
 	n := len(es)
@@ -719,34 +751,7 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 			sched[i] = &at
 		}
 	}
-	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now, disrupted)
-	if err != nil {
-		return nil, translate(err, "end attempts")
-	}
-	defer rows.Close()
-	out := make(map[string]ended, n)
-	for rows.Next() {
-		var (
-			r                        runRow
-			status, pending, trigger string
-			args                     []byte
-			token                    string
-			freed                    *string
-		)
-		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token, &freed)...); err != nil {
-			return nil, translate(err, "end attempts")
-		}
-		fixRun(&r, status, pending, trigger, args)
-		e := ended{run: &r.Run, token: token}
-		if freed != nil {
-			e.freed = *freed
-		}
-		out[r.ID] = e
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err, "end attempts")
-	}
-	return out, nil
+	return []any{runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now, disrupted}
 }
 
 // lockForEndSQL reads and locks, in id order, the runs that match a condition (%[2]s), with
