@@ -34,6 +34,16 @@ type Config struct {
 	// Workers, when above 0, runs the workers as that many `stint worker` processes (the
 	// worker protocol over HTTP, the SDK's agent) instead of the server's local worker.
 	Workers int
+	// Servers, when above 0, runs that many `stint server` processes on the fresh store
+	// (several need PostgreSQL) instead of a server in the bench's process; the workers
+	// (Workers, required) are spread over them, and so are submissions. agents: the
+	// servers the agents are spread over (default 1).
+	Servers int
+	// Agents is how many simulated agents the agents workload runs.
+	Agents int
+	// PIDs are the process ids of the servers named by Server, whose CPU and memory the
+	// agents workload reads from /proc (none: it reports the agents' side only).
+	PIDs []int
 	// WorkerBinary is the stint executable those processes run (default: this one).
 	WorkerBinary string
 	Handler      string // no-op handler kind (default "noop")
@@ -100,7 +110,7 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover", "plans"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover", "plans", "agents"}
 
 // DefaultN is each workload's job count when Config.N is zero (the workloads of BENCHMARKS.md).
 var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000, "plans": 100000}
@@ -122,8 +132,11 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	if cfg.N <= 0 {
 		cfg.N = DefaultN[workload]
 	}
-	if workload == "failover" {
+	switch workload {
+	case "failover":
 		return runFailover(ctx, cfg) // its own servers, as processes it can kill
+	case "agents":
+		return runAgents(ctx, cfg) // servers as processes, or --server with --pid
 	}
 	var w func(context.Context, *runner) error
 	switch workload {
@@ -144,26 +157,43 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("workload %q: want one of %s", workload, strings.Join(Workloads, ", "))
 	}
+	if cfg.Servers > 0 && cfg.Workers == 0 && workload != "plans" {
+		return nil, errors.New("--servers: give --workers too (a `stint server` runs no local worker)")
+	}
 	if cfg.SeedFinished > 0 && (cfg.Server != "" || !isPostgres(cfg.Store)) {
 		return nil, errors.New("--seed-finished: needs --store with a postgres:// URL (the bench writes the history into the scratch database)")
 	}
 	storeName := "external server " + cfg.Server
 	srvURL := cfg.Server
-	var seeded *seedStats
-	storeURL := ""
-	if srvURL == "" {
+	var (
+		seeded   *seedStats
+		storeURL string
+		urls     = []string{srvURL}
+		pids     []int
+	)
+	switch {
+	case srvURL != "":
+	case cfg.Servers > 0:
+		cl, err := startCluster(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.stop()
+		srvURL, urls, pids, storeName, storeURL = cl.urls[0], cl.urls, cl.pids, cl.storeName, cl.storeURL
+	default:
 		srv, err := startServer(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.stop()
-		srvURL, storeName, storeURL = srv.url, srv.storeName, srv.storeURL
-		if cfg.SeedFinished > 0 {
-			if seeded, err = seedStore(ctx, srv.storeURL, cfg.SeedFinished, time.Now()); err != nil {
-				return nil, err
-			}
-			storeName += fmt.Sprintf(", seeded with %d finished runs", seeded.runs)
+		srvURL, urls, storeName, storeURL = srv.url, []string{srv.url}, srv.storeName, srv.storeURL
+	}
+	if cfg.SeedFinished > 0 {
+		var err error
+		if seeded, err = seedStore(ctx, storeURL, cfg.SeedFinished, time.Now()); err != nil {
+			return nil, err
 		}
+		storeName += fmt.Sprintf(", seeded with %d finished runs", seeded.runs)
 	}
 	c, err := client.New(srvURL)
 	if err != nil {
@@ -174,6 +204,8 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		c:        c,
 		storeURL: storeURL,
 		url:      strings.TrimRight(srvURL, "/"),
+		urls:     urls,
+		pids:     pids,
 		hc:       &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
 		queue:    "bench-" + workload + "-" + id.New(time.Now())[:10],
 		res:      &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
@@ -203,7 +235,9 @@ type runner struct {
 	cfg      Config
 	c        *client.Client
 	storeURL string       // the scratch PostgreSQL database of the server the bench started
-	url      string       // the server's base URL
+	url      string       // the server's base URL (the first server's, with --servers)
+	urls     []string     // every server's base URL: submissions are spread over them
+	pids     []int        // the server processes the bench started (--servers), for /proc
 	hc       *http.Client // for submissions (see submit)
 	queue    string
 	res      *Result
@@ -235,7 +269,7 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 				for i := off; i < end; i++ {
 					req.Jobs = append(req.Jobs, spec(i))
 				}
-				if err := r.submit(ctx, "/v1/jobs/batch", req, end-off); err != nil {
+				if err := r.submit(ctx, off/r.cfg.BatchSize, "/v1/jobs/batch", req, end-off); err != nil {
 					errs <- fmt.Errorf("insert jobs %d..%d: %w", off, end, err)
 					cancel()
 					return
@@ -262,18 +296,20 @@ feed:
 	return took, ctx.Err()
 }
 
-// submit posts a submission (one job to /v1/jobs, or a batch to /v1/jobs/batch) and checks
+// submit posts a submission (one job to /v1/jobs, or a batch to /v1/jobs/batch) to server
+// number server (modulo their number) and checks
 // that the server created every job: a 201, and no entry of a batch answer with an error.
 // It reads of the answer only what that check needs. The SDK decodes every job and run of
 // the answer, which in a bench that runs the server in its own process takes CPU from the
 // server it measures (a fifth of it while inserting); a client elsewhere would not.
 // (Encoding the request is the client's own work and stays.)
-func (r *runner) submit(ctx context.Context, path string, body any, jobs int) error {
+func (r *runner) submit(ctx context.Context, server int, path string, body any, jobs int) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+path, bytes.NewReader(b))
+	base := strings.TrimRight(r.urls[server%len(r.urls)], "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}

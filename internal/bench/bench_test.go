@@ -106,3 +106,33 @@ func TestFailover(t *testing.T) {
 	require.Zero(t, figures["cron instants missed"])
 	require.Contains(t, figures, "runs lost")
 }
+
+// TestAgents runs the agents workload small: simulated agents against a server process the
+// bench starts on SQLite. Every agent must register and heartbeat without an error, and the
+// server's CPU and memory must be read from /proc.
+func TestAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds stint and starts processes")
+	}
+	bin := filepath.Join(t.TempDir(), "stint")
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/stint").CombinedOutput()
+	require.NoError(t, err, "build stint: %s", out)
+	const agents = 40
+	res, err := Run(context.Background(), "agents", Config{Store: "sqlite", Agents: agents, Duration: 4 * time.Second,
+		WorkerBinary: bin, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.Contains(t, res.Store, "1 server processes")
+	figures := map[string]float64{}
+	for _, f := range res.Figures {
+		figures[f.Name] = f.Value
+	}
+	require.Equal(t, float64(agents), figures["agents registered"])
+	require.Positive(t, figures["heartbeats"], "agents heartbeat in the window")
+	require.Zero(t, figures["errors"])
+	require.Zero(t, figures["runs leased"])
+	require.Contains(t, figures, "servers CPU")
+	require.Greater(t, figures["servers RSS peak (VmHWM)"], 1.0, "MiB")
+
+	_, err = Run(context.Background(), "agents", Config{Store: "sqlite", Servers: 2, Agents: 1, WorkerBinary: bin})
+	require.ErrorContains(t, err, "postgres")
+}

@@ -39,6 +39,15 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.Workers < 0 {
 				return fmt.Errorf("--workers: must not be negative, got %d", cfg.Workers)
 			}
+			if cfg.Servers < 0 || cfg.Agents < 1 {
+				return fmt.Errorf("--servers must not be negative and --agents must be at least 1")
+			}
+			if cfg.Servers > 0 && cfg.Store == "" {
+				return fmt.Errorf("--servers: needs --store (the bench starts the servers)")
+			}
+			if len(cfg.PIDs) > 0 && cfg.Server == "" {
+				return fmt.Errorf("--pid: goes with --server (the bench knows the processes it starts)")
+			}
 			if cfg.Workers > 0 && cfg.Store == "" {
 				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
 			}
@@ -80,6 +89,9 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
 	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many `stint worker` processes (worker protocol over HTTP) instead of the server's local worker")
+	fl.IntVar(&cfg.Servers, "servers", 0, "run this many `stint server` processes on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
+	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
+	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")

@@ -72,7 +72,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 		}
 		cleanups = append(cleanups, func() { cancel(); <-done })
 		if cfg.Workers > 0 {
-			stopWorkers, err := startWorkers(ctx, cfg, srv.url)
+			stopWorkers, err := startWorkers(ctx, cfg, func(int) string { return srv.url })
 			if err != nil {
 				cleanup()
 				return nil, err
