@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/worker"
 )
@@ -29,10 +30,13 @@ const DefaultAgents = 2000
 // runAgents: Config.Agents simulated agents in this process speak the worker protocol over
 // HTTP to servers the bench starts as processes (Config.Servers, default 1; several need
 // PostgreSQL), or to Config.Server with the servers' process ids in Config.PIDs. Each agent
-// registers, heartbeats once per the interval the server gives (3 s by default) with no
-// lease held, and keeps one long lease poll open (wait 30 s, the Go agent's), as an idle
-// `stint worker` does; agents serve a handler kind no job has, so they lease nothing.
-// Agents start spread over up to 10 s, so their heartbeats spread over the interval.
+// registers, heartbeats once per the interval the server gives (3 s by default) and keeps
+// one long lease poll open (wait 30 s, the Go agent's), as a `stint worker` does. The agents
+// serve a handler kind of their own: idle by default (no job has it, they lease nothing),
+// or, with Config.Hold, busy: the bench submits Hold runs per agent of that kind, each
+// agent leases Hold and keeps them running, listed in every heartbeat, until the window
+// ended (then the bench completes them). Agents start spread over up to 10 s, so their
+// heartbeats spread over the interval.
 //
 // Once every agent registered and two heartbeat intervals passed, the bench reads the
 // server processes' CPU time and memory from /proc over a window of Config.Duration:
@@ -83,8 +87,15 @@ func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids 
 		}},
 		urls:    urls,
 		prefix:  fmt.Sprintf("agent-%d-", os.Getpid()),
-		handler: "bench.idle." + id.Token()[:8],
+		handler: "bench.agents." + id.Token()[:8],
 		wait:    worker.DefaultPollWait,
+		hold:    cfg.Hold,
+		target:  int64(n * cfg.Hold),
+		allHeld: make(chan struct{}),
+	}
+	agents := make([]*agent, n)
+	for i := range agents {
+		agents[i] = &agent{sim: sim, id: sim.prefix + strconv.Itoa(i), url: urls[i%len(urls)]}
 	}
 	ramp := min(10*time.Second, time.Duration(n)*5*time.Millisecond)
 	var (
@@ -95,7 +106,7 @@ func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids 
 	began := time.Now()
 	for i := range n {
 		running.Go(func() {
-			a := &agent{sim: sim, id: sim.prefix + strconv.Itoa(i), url: urls[i%len(urls)]}
+			a := agents[i]
 			select {
 			case <-ctx.Done():
 				registered.Done()
@@ -121,6 +132,20 @@ func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids 
 	}
 	regTook := time.Since(began)
 	interval := time.Duration(sim.interval.Load())
+	if cfg.Hold > 0 {
+		res.Params["leases held per agent"] = strconv.Itoa(cfg.Hold)
+		if err := submitHeld(ctx, urls[0], sim.handler, n*cfg.Hold); err != nil {
+			return err
+		}
+		select {
+		case <-sim.allHeld:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Minute):
+			return fmt.Errorf("the agents hold %d of %d leases after 2 minutes", sim.held.Load(), n*cfg.Hold)
+		}
+		defer completeHeld(context.WithoutCancel(ctx), sim, agents, urls[0])
+	}
 	res.Params["heartbeat interval"] = interval.String()
 	res.Params["lease poll wait"] = sim.wait.String()
 	res.Params["window"] = cfg.Duration.String()
@@ -202,6 +227,10 @@ window:
 	res.add("errors", float64(c1.errors-c0.errors), "requests")
 	res.add("registered again", float64(c1.reregistered-c0.reregistered), "agents")
 	res.add("runs leased", float64(c1.leased), "runs")
+	if cfg.Hold > 0 {
+		res.add("leases held at the end", float64(sim.held.Load()), "leases")
+		res.add("leases lost in the window", float64(c1.lost-c0.lost), "leases")
+	}
 	if len(pids) > 0 {
 		res.add("servers CPU", cpuShare(cpuUsed(before, after), window), "% of a core")
 		busiest := 0.0
@@ -226,6 +255,51 @@ window:
 	return nil
 }
 
+// submitHeld creates n jobs of handler kind handler (the agents' own), through the server
+// at url, in batches.
+func submitHeld(ctx context.Context, url, handler string, n int) error {
+	c, err := client.New(url)
+	if err != nil {
+		return err
+	}
+	queue := "bench-agents-" + id.Token()[:8]
+	for off := 0; off < n; off += 1000 {
+		req := &apitype.BatchCreateJobsRequest{}
+		for range min(1000, n-off) {
+			req.Jobs = append(req.Jobs, apitype.JobSpec{Handler: handler, Queue: queue})
+		}
+		out, err := c.CreateJobs(ctx, req)
+		if err != nil {
+			return fmt.Errorf("submit the runs to hold: %w", err)
+		}
+		for _, it := range out.Items {
+			if it.Error != nil {
+				return fmt.Errorf("submit the runs to hold: %s: %s", it.Error.Title, it.Error.Detail)
+			}
+		}
+	}
+	return nil
+}
+
+// completeHeld ends the leases the agents hold, as succeeded, through the server at url.
+func completeHeld(ctx context.Context, sim *agentSim, agents []*agent, url string) {
+	var all []apitype.Completion
+	for _, a := range agents {
+		for _, l := range a.holding() {
+			all = append(all, apitype.Completion{RunID: l.RunID, Token: l.Token, Status: "succeeded"})
+		}
+	}
+	for len(all) > 0 {
+		k := min(500, len(all))
+		req := &apitype.CompleteRequest{Completions: all[:k]}
+		all = all[k:]
+		a := &agent{sim: sim, url: url}
+		if _, err := a.post(ctx, "/v1/attempts/complete", req, nil, time.Minute); err != nil {
+			sim.errors.Add(1)
+		}
+	}
+}
+
 // agentSim is what the simulated agents share: the HTTP client and the counters.
 type agentSim struct {
 	hc       *http.Client
@@ -233,9 +307,15 @@ type agentSim struct {
 	prefix   string // of the agents' ids
 	handler  string // the one handler kind the agents serve: no job has it
 	wait     time.Duration
+	hold     int          // leases each agent keeps running (0: idle)
 	interval atomic.Int64 // the heartbeat interval the server gave (ns)
 
-	registered, heartbeats, polls, errors, reregistered, leased atomic.Int64
+	registered, heartbeats, polls, errors, reregistered, leased, lost atomic.Int64
+
+	held     atomic.Int64  // leases the agents hold now
+	target   int64         // held leases that close allHeld
+	allHeld  chan struct{} // closed once held reached target
+	heldOnce sync.Once
 
 	recording atomic.Bool // heartbeat latencies are kept while set (the window)
 	mu        sync.Mutex
@@ -243,10 +323,17 @@ type agentSim struct {
 }
 
 // agentCounts is a snapshot of the counters.
-type agentCounts struct{ heartbeats, polls, errors, reregistered, leased int64 }
+type agentCounts struct{ heartbeats, polls, errors, reregistered, leased, lost int64 }
 
 func (s *agentSim) counts() agentCounts {
-	return agentCounts{s.heartbeats.Load(), s.polls.Load(), s.errors.Load(), s.reregistered.Load(), s.leased.Load()}
+	return agentCounts{s.heartbeats.Load(), s.polls.Load(), s.errors.Load(), s.reregistered.Load(), s.leased.Load(), s.lost.Load()}
+}
+
+// took counts n more leases held, and closes allHeld when the target is reached.
+func (s *agentSim) took(n int) {
+	if s.held.Add(int64(n)) >= s.target && s.target > 0 {
+		s.heldOnce.Do(func() { close(s.allHeld) })
+	}
 }
 
 // latencies returns the heartbeat latencies recorded, sorted.
@@ -268,6 +355,7 @@ type agent struct {
 	session  string
 	interval time.Duration
 	ttl      time.Duration
+	held     []apitype.LeaseRef // leases it keeps running (Config.Hold)
 }
 
 // run registers (then calls registered), and runs the heartbeat and lease poll loops until
@@ -294,14 +382,17 @@ func (a *agent) run(ctx context.Context, registered func()) {
 // register registers the agent (a process that starts: no session, nothing held).
 func (a *agent) register(ctx context.Context) error {
 	var resp apitype.RegisterResponse
-	req := &apitype.RegisterRequest{ID: a.id, Capacity: apitype.Capacity{CPU: 1, MemoryMB: 1024, Slots: 4},
+	req := &apitype.RegisterRequest{ID: a.id, Capacity: apitype.Capacity{CPU: 1, MemoryMB: 1024, Slots: max(4, a.sim.hold)},
 		Handlers: []string{a.sim.handler}}
 	if _, err := a.post(ctx, "/v1/workers/register", req, &resp, 30*time.Second); err != nil {
 		return err
 	}
 	a.mu.Lock()
 	a.session, a.interval, a.ttl = resp.Session, resp.HeartbeatInterval.Std(), resp.LeaseTTL.Std()
+	lost := len(a.held) // a new session: what the old one held is lost
+	a.held = nil
 	a.mu.Unlock()
+	a.sim.took(-lost)
 	a.sim.interval.Store(int64(resp.HeartbeatInterval.Std()))
 	return nil
 }
@@ -322,8 +413,24 @@ func (a *agent) state() (session string, interval, ttl time.Duration) {
 	return a.session, a.interval, a.ttl
 }
 
-// heartbeatLoop sends a heartbeat with no lease held one interval after the previous one
-// was answered (as the Go agent does), sooner after a failure.
+// holding returns the leases the agent holds.
+func (a *agent) holding() []apitype.LeaseRef {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]apitype.LeaseRef{}, a.held...)
+}
+
+// drop forgets the held leases of runs (lost, or ended) and returns how many it held.
+func (a *agent) drop(runs []string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.held)
+	a.held = slices.DeleteFunc(a.held, func(l apitype.LeaseRef) bool { return slices.Contains(runs, l.RunID) })
+	return n - len(a.held)
+}
+
+// heartbeatLoop sends a heartbeat listing the held leases one interval after the previous
+// one was answered (as the Go agent does), sooner after a failure.
 func (a *agent) heartbeatLoop(ctx context.Context) {
 	b := newBackoff()
 	_, wait, _ := a.state()
@@ -337,7 +444,7 @@ func (a *agent) heartbeatLoop(ctx context.Context) {
 		start := time.Now()
 		var resp apitype.HeartbeatResponse
 		status, err := a.post(ctx, "/v1/workers/"+a.id+"/heartbeat",
-			&apitype.HeartbeatRequest{Session: session, Held: []apitype.LeaseRef{}}, &resp, ttl/2)
+			&apitype.HeartbeatRequest{Session: session, Held: a.holding()}, &resp, ttl/2)
 		took := time.Since(start)
 		switch {
 		case ctx.Err() != nil:
@@ -352,6 +459,11 @@ func (a *agent) heartbeatLoop(ctx context.Context) {
 		default:
 			b.reset()
 			a.sim.heartbeats.Add(1)
+			if gone := append(resp.Lost, resp.Ended...); len(gone) > 0 {
+				n := a.drop(gone)
+				a.sim.lost.Add(int64(n))
+				a.sim.took(-n)
+			}
 			if a.sim.recording.Load() {
 				a.sim.mu.Lock()
 				a.sim.lat = append(a.sim.lat, took)
@@ -362,16 +474,22 @@ func (a *agent) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// pollLoop keeps one lease poll open, as an idle agent does; it completes at once, as
-// succeeded, any run it is given (none, when nothing has the agents' handler kind).
+// pollLoop keeps one lease poll open, as an agent does: for as many runs as it has room
+// for (Config.Hold, or 4 when idle), with max 0 when it holds all it may. An idle agent
+// (Hold 0) completes at once, as succeeded, any run it is given (none, when nothing has the
+// agents' handler kind); a holding one keeps its runs running.
 func (a *agent) pollLoop(ctx context.Context) {
 	b := newBackoff()
 	wait := apitype.Duration(a.sim.wait)
 	for ctx.Err() == nil {
 		session, _, _ := a.state()
+		room := 4
+		if a.sim.hold > 0 {
+			room = max(a.sim.hold-len(a.holding()), 0)
+		}
 		var resp apitype.LeaseResponse
 		status, err := a.post(ctx, "/v1/workers/"+a.id+"/lease",
-			&apitype.LeaseRequest{Session: session, Max: 4, Wait: &wait}, &resp, a.sim.wait+30*time.Second)
+			&apitype.LeaseRequest{Session: session, Max: room, Wait: &wait}, &resp, a.sim.wait+30*time.Second)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -388,10 +506,23 @@ func (a *agent) pollLoop(ctx context.Context) {
 		}
 		b.reset()
 		a.sim.polls.Add(1)
+		if n := a.drop(resp.Lost); n > 0 {
+			a.sim.lost.Add(int64(n))
+			a.sim.took(-n)
+		}
 		if len(resp.Leases) == 0 {
 			continue
 		}
 		a.sim.leased.Add(int64(len(resp.Leases)))
+		if a.sim.hold > 0 {
+			a.mu.Lock()
+			for _, l := range resp.Leases {
+				a.held = append(a.held, apitype.LeaseRef{RunID: l.RunID, Token: l.Token})
+			}
+			a.mu.Unlock()
+			a.sim.took(len(resp.Leases))
+			continue
+		}
 		done := &apitype.CompleteRequest{}
 		for _, l := range resp.Leases {
 			done.Completions = append(done.Completions, apitype.Completion{RunID: l.RunID, Token: l.Token, Status: "succeeded"})

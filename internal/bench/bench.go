@@ -39,8 +39,10 @@ type Config struct {
 	// (Workers, required) are spread over them, and so are submissions. agents: the
 	// servers the agents are spread over (default 1).
 	Servers int
-	// Agents is how many simulated agents the agents workload runs.
+	// Agents is how many simulated agents the agents workload runs, and Hold how many
+	// leases each keeps running (0: idle agents).
 	Agents int
+	Hold   int
 	// PIDs are the process ids of the servers named by Server, whose CPU and memory the
 	// agents workload reads from /proc (none: it reports the agents' side only).
 	PIDs []int

@@ -39,8 +39,8 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.Workers < 0 {
 				return fmt.Errorf("--workers: must not be negative, got %d", cfg.Workers)
 			}
-			if cfg.Servers < 0 || cfg.Agents < 1 {
-				return fmt.Errorf("--servers must not be negative and --agents must be at least 1")
+			if cfg.Servers < 0 || cfg.Agents < 1 || cfg.Hold < 0 || cfg.Hold > 1000 {
+				return fmt.Errorf("--servers must not be negative, --agents at least 1 and --hold between 0 and 1000")
 			}
 			if cfg.Servers > 0 && cfg.Store == "" {
 				return fmt.Errorf("--servers: needs --store (the bench starts the servers)")
@@ -91,6 +91,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many `stint worker` processes (worker protocol over HTTP) instead of the server's local worker")
 	fl.IntVar(&cfg.Servers, "servers", 0, "run this many `stint server` processes on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
 	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
+	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
 	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
