@@ -109,42 +109,58 @@ var (
 	bitmapRe = regexp.MustCompile(`Bitmap Index Scan on (\S+)\s+\(cost.*actual time=\S+ rows=(\d+) loops=(\d+)\)`)
 )
 
+var removedRe = regexp.MustCompile(`^\s*Rows Removed by Filter: (\d+)`)
+
 // planReads sums up how a plan reads tables: each scan node as "index (rows)" or "Seq Scan
-// on table (rows)", rows being the rows it returned over all its loops, in plan order;
-// repeated nodes are listed once with their rows added.
+// on table (rows)", rows being the rows it returned over all its loops, and the rows its
+// filter removed when any did, in plan order; repeated nodes are listed once with their
+// rows added. (EXPLAIN prints rows and rows removed per loop.)
 func planReads(plan string) string {
+	type reads struct{ rows, removed int }
 	var order []string
-	rows := map[string]int{}
-	add := func(what string, n int) {
-		if _, ok := rows[what]; !ok {
+	got := map[string]*reads{}
+	cur, loops := "", 0 // the scan node the lines below belong to
+	add := func(what string, rows, l int) {
+		if got[what] == nil {
 			order = append(order, what)
+			got[what] = &reads{}
 		}
-		rows[what] += n
+		got[what].rows += rows * l
+		cur, loops = what, l
 	}
 	for _, line := range strings.Split(plan, "\n") {
+		if strings.Contains(line, "->") {
+			cur = "" // another node
+		}
 		if m := bitmapRe.FindStringSubmatch(line); m != nil {
 			r, _ := strconv.Atoi(m[2])
 			l, _ := strconv.Atoi(m[3])
-			add(m[1], r*l)
+			add(m[1], r, l)
 			continue
 		}
-		m := scanRe.FindStringSubmatch(line)
-		if m == nil {
+		if m := scanRe.FindStringSubmatch(line); m != nil {
+			r, _ := strconv.Atoi(m[4])
+			l, _ := strconv.Atoi(m[5])
+			what := m[2]
+			if m[1] == "Seq Scan" {
+				what = "Seq Scan on " + m[3]
+			} else if strings.HasPrefix(m[1], "Index Only Scan") {
+				what += " (index only)"
+			}
+			add(what, r, l)
 			continue
 		}
-		r, _ := strconv.Atoi(m[4])
-		l, _ := strconv.Atoi(m[5])
-		what := m[2]
-		if m[1] == "Seq Scan" {
-			what = "Seq Scan on " + m[3]
-		} else if strings.HasPrefix(m[1], "Index Only Scan") {
-			what += " (index only)"
+		if m := removedRe.FindStringSubmatch(line); m != nil && cur != "" {
+			n, _ := strconv.Atoi(m[1])
+			got[cur].removed += n * loops
 		}
-		add(what, r*l)
 	}
 	out := make([]string, len(order))
 	for i, w := range order {
-		out[i] = fmt.Sprintf("%s (%d rows)", w, rows[w])
+		out[i] = fmt.Sprintf("%s (%d rows)", w, got[w].rows)
+		if r := got[w].removed; r > 0 {
+			out[i] = fmt.Sprintf("%s (%d rows, %d more removed by its filter)", w, got[w].rows, r)
+		}
 	}
 	return strings.Join(out, ", ")
 }
