@@ -24,7 +24,14 @@ func Command() *cobra.Command {
 
 Without --store the bench drives the server named by --server. With --store it starts a
 server with a local worker in its own process on a fresh store: "sqlite" (a temp directory)
-or a PostgreSQL URL, where it creates a scratch database and drops it afterwards.`,
+or a PostgreSQL URL, where it creates a scratch database and drops it afterwards. With
+--servers N it starts N "stint server" processes instead (several need PostgreSQL) and
+--workers "stint worker" processes spread over them.
+
+Scale (BENCHMARKS.md, "Scale"): --seed-finished N fills the fresh PostgreSQL store with a
+history of N finished runs first; "plans" prints the plans of the hot statements on such a
+store; "agents" runs --agents simulated agents over HTTP and reads the servers' CPU and
+memory from /proc.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Store == "" {
@@ -85,11 +92,11 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
 	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec), runs (dag) or queued runs (plans); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000, plans 100000)")
-	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
+	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady), or the window measured (agents)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
-	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many `stint worker` processes (worker protocol over HTTP) instead of the server's local worker")
-	fl.IntVar(&cfg.Servers, "servers", 0, "run this many `stint server` processes on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
+	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many processes (stint worker, the worker protocol over HTTP) instead of the server's local worker")
+	fl.IntVar(&cfg.Servers, "servers", 0, "run the server as this many processes (stint server) on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
 	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
 	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
 	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
