@@ -63,8 +63,9 @@ func TestWorkloadsRun(t *testing.T) {
 		"dag":       {"submit", "processed"},
 	}
 	for _, w := range Workloads {
-		if w == "failover" {
-			continue // PostgreSQL and server processes: TestFailover
+		switch w {
+		case "failover", "plans", "agents":
+			continue // PostgreSQL or server processes: TestFailover, TestPlansWorkload, TestAgents
 		}
 		t.Run(w, func(t *testing.T) {
 			c := cfg
