@@ -20,6 +20,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
+	"github.com/stint-dev/stint/internal/model"
 )
 
 // Config is one bench invocation.
@@ -33,6 +34,18 @@ type Config struct {
 	// Workers, when above 0, runs the workers as that many `stint worker` processes (the
 	// worker protocol over HTTP, the SDK's agent) instead of the server's local worker.
 	Workers int
+	// Servers, when above 0, runs that many `stint server` processes on the fresh store
+	// (several need PostgreSQL) instead of a server in the bench's process; the workers
+	// (Workers, required) are spread over them, and so are submissions. agents: the
+	// servers the agents are spread over (default 1).
+	Servers int
+	// Agents is how many simulated agents the agents workload runs, and Hold how many
+	// leases each keeps running (0: idle agents).
+	Agents int
+	Hold   int
+	// PIDs are the process ids of the servers named by Server, whose CPU and memory the
+	// agents workload reads from /proc (none: it reports the agents' side only).
+	PIDs []int
 	// WorkerBinary is the stint executable those processes run (default: this one).
 	WorkerBinary string
 	Handler      string // no-op handler kind (default "noop")
@@ -47,7 +60,10 @@ type Config struct {
 	// FullAnswers asks batch inserts for the full answer (every job and run) instead of
 	// the minimal one (ids only, "Prefer: return=minimal").
 	FullAnswers bool
-	Logger      *slog.Logger
+	// SeedFinished, when above 0, fills the fresh PostgreSQL store with that many finished
+	// runs (and their jobs and attempts) before the workload runs: see seed.go.
+	SeedFinished int
+	Logger       *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -56,6 +72,7 @@ type Result struct {
 	Store    string            `json:"store"`
 	Figures  []Figure          `json:"figures"`
 	Params   map[string]string `json:"params"`
+	Plans    []Plan            `json:"plans,omitempty"` // plans: the statements' plans
 }
 
 // Figure is one measured number.
@@ -86,6 +103,7 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.1f %s\n", f.Name, f.Value, f.Unit)
 	}
 	tw.Flush()
+	printPlans(w, r.Plans)
 }
 
 // PrintJSON writes the result as one JSON object.
@@ -94,10 +112,10 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover", "plans", "agents"}
 
 // DefaultN is each workload's job count when Config.N is zero (the workloads of BENCHMARKS.md).
-var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000}
+var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000, "plans": 100000}
 
 // Run runs one workload.
 func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
@@ -116,8 +134,11 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	if cfg.N <= 0 {
 		cfg.N = DefaultN[workload]
 	}
-	if workload == "failover" {
+	switch workload {
+	case "failover":
 		return runFailover(ctx, cfg) // its own servers, as processes it can kill
+	case "agents":
+		return runAgents(ctx, cfg) // servers as processes, or --server with --pid
 	}
 	var w func(context.Context, *runner) error
 	switch workload {
@@ -133,33 +154,72 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		w = execWorkload
 	case "dag":
 		w = dagWorkload
+	case "plans":
+		w = plansWorkload
 	default:
 		return nil, fmt.Errorf("workload %q: want one of %s", workload, strings.Join(Workloads, ", "))
 	}
+	if cfg.Servers > 0 && cfg.Workers == 0 && workload != "plans" {
+		return nil, errors.New("--servers: give --workers too (a `stint server` runs no local worker)")
+	}
+	if cfg.SeedFinished > 0 && (cfg.Server != "" || !isPostgres(cfg.Store)) {
+		return nil, errors.New("--seed-finished: needs --store with a postgres:// URL (the bench writes the history into the scratch database)")
+	}
 	storeName := "external server " + cfg.Server
 	srvURL := cfg.Server
-	if srvURL == "" {
+	var (
+		seeded   *seedStats
+		storeURL string
+		urls     = []string{srvURL}
+		pids     []int
+	)
+	switch {
+	case srvURL != "":
+	case cfg.Servers > 0:
+		cl, err := startCluster(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.stop()
+		srvURL, urls, pids, storeName, storeURL = cl.urls[0], cl.urls, cl.pids, cl.storeName, cl.storeURL
+	default:
 		srv, err := startServer(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.stop()
-		srvURL, storeName = srv.url, srv.storeName
+		srvURL, urls, storeName, storeURL = srv.url, []string{srv.url}, srv.storeName, srv.storeURL
+	}
+	if cfg.SeedFinished > 0 {
+		var err error
+		if seeded, err = seedStore(ctx, storeURL, cfg.SeedFinished, time.Now()); err != nil {
+			return nil, err
+		}
+		storeName += fmt.Sprintf(", seeded with %d finished runs", seeded.runs)
 	}
 	c, err := client.New(srvURL)
 	if err != nil {
 		return nil, fmt.Errorf("server url: %w", err)
 	}
 	r := &runner{
-		cfg:   cfg,
-		c:     c,
-		url:   strings.TrimRight(srvURL, "/"),
-		hc:    &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
-		queue: "bench-" + workload + "-" + id.New(time.Now())[:10],
-		res:   &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
+		cfg:      cfg,
+		c:        c,
+		storeURL: storeURL,
+		url:      strings.TrimRight(srvURL, "/"),
+		urls:     urls,
+		pids:     pids,
+		hc:       &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		queue:    "bench-" + workload + "-" + id.New(time.Now())[:10],
+		res:      &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
 	}
 	if cfg.CPU > 0 {
 		r.res.Params["cpu per job"] = strconv.FormatFloat(cfg.CPU, 'g', -1, 64)
+	}
+	if seeded != nil {
+		r.res.Params["seeded"] = fmt.Sprintf("%d jobs, %d finished runs (%d succeeded, %d failed), %d attempts",
+			seeded.jobs, seeded.runs, seeded.byStatus[model.RunSucceeded], seeded.byStatus[model.RunFailed], seeded.attempts)
+		r.res.add("seed write", seeded.wrote.Seconds(), "s")
+		r.res.add("seed vacuum analyze", seeded.vacuumed.Seconds(), "s")
 	}
 	if err := w(ctx, r); err != nil {
 		return nil, fmt.Errorf("bench %s: %w", workload, err)
@@ -167,14 +227,22 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	return r.res, nil
 }
 
+// isPostgres reports whether a --store names PostgreSQL.
+func isPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
 // runner carries one workload's state.
 type runner struct {
-	cfg   Config
-	c     *client.Client
-	url   string       // the server's base URL
-	hc    *http.Client // for submissions (see submit)
-	queue string
-	res   *Result
+	cfg      Config
+	c        *client.Client
+	storeURL string       // the scratch PostgreSQL database of the server the bench started
+	url      string       // the server's base URL (the first server's, with --servers)
+	urls     []string     // every server's base URL: submissions are spread over them
+	pids     []int        // the server processes the bench started (--servers), for /proc
+	hc       *http.Client // for submissions (see submit)
+	queue    string
+	res      *Result
 }
 
 // setPaused pauses or resumes the bench queue.
@@ -203,7 +271,7 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 				for i := off; i < end; i++ {
 					req.Jobs = append(req.Jobs, spec(i))
 				}
-				if err := r.submit(ctx, "/v1/jobs/batch", req, end-off); err != nil {
+				if err := r.submit(ctx, off/r.cfg.BatchSize, "/v1/jobs/batch", req, end-off); err != nil {
 					errs <- fmt.Errorf("insert jobs %d..%d: %w", off, end, err)
 					cancel()
 					return
@@ -230,18 +298,20 @@ feed:
 	return took, ctx.Err()
 }
 
-// submit posts a submission (one job to /v1/jobs, or a batch to /v1/jobs/batch) and checks
+// submit posts a submission (one job to /v1/jobs, or a batch to /v1/jobs/batch) to server
+// number server (modulo their number) and checks
 // that the server created every job: a 201, and no entry of a batch answer with an error.
 // It reads of the answer only what that check needs. The SDK decodes every job and run of
 // the answer, which in a bench that runs the server in its own process takes CPU from the
 // server it measures (a fifth of it while inserting); a client elsewhere would not.
 // (Encoding the request is the client's own work and stays.)
-func (r *runner) submit(ctx context.Context, path string, body any, jobs int) error {
+func (r *runner) submit(ctx context.Context, server int, path string, body any, jobs int) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+path, bytes.NewReader(b))
+	base := strings.TrimRight(r.urls[server%len(r.urls)], "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}

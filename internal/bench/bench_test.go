@@ -6,11 +6,43 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
+
+// stint is the binary the tests that start processes run, built once (buildStint).
+var stint struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+	out  []byte
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stint.dir != "" {
+		os.RemoveAll(stint.dir)
+	}
+	os.Exit(code)
+}
+
+// buildStint builds cmd/stint once for the package's tests and returns its path.
+func buildStint(t *testing.T) string {
+	t.Helper()
+	stint.once.Do(func() {
+		if stint.dir, stint.err = os.MkdirTemp("", "stint-bench-test-"); stint.err != nil {
+			return
+		}
+		stint.bin = filepath.Join(stint.dir, "stint")
+		stint.out, stint.err = exec.Command("go", "build", "-o", stint.bin, "../../cmd/stint").CombinedOutput()
+	})
+	require.NoError(t, stint.err, "build stint: %s", stint.out)
+	return stint.bin
+}
 
 // TestWorkloadsRun runs every workload small on a server the bench starts itself on SQLite,
 // and checks each reports its figures. Speed is measured by `stint bench`, not here.
@@ -31,8 +63,9 @@ func TestWorkloadsRun(t *testing.T) {
 		"dag":       {"submit", "processed"},
 	}
 	for _, w := range Workloads {
-		if w == "failover" {
-			continue // PostgreSQL and server processes: TestFailover
+		switch w {
+		case "failover", "plans", "agents":
+			continue // PostgreSQL or server processes: TestFailover, TestPlansWorkload, TestAgents
 		}
 		t.Run(w, func(t *testing.T) {
 			c := cfg
@@ -60,9 +93,7 @@ func TestRemoteWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds stint and starts processes")
 	}
-	bin := filepath.Join(t.TempDir(), "stint")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/stint").CombinedOutput()
-	require.NoError(t, err, "build stint: %s", out)
+	bin := buildStint(t)
 	res, err := Run(context.Background(), "drain", Config{
 		Store: "sqlite", N: 300, Slots: 20, Workers: 2, WorkerBinary: bin,
 		BatchSize: 100, Logger: slog.New(slog.DiscardHandler),
@@ -91,9 +122,7 @@ func TestFailover(t *testing.T) {
 	_, err := Run(context.Background(), "failover", Config{Store: "sqlite"})
 	require.ErrorContains(t, err, "needs --store with a postgres:// URL")
 
-	bin := filepath.Join(t.TempDir(), "stint")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/stint").CombinedOutput()
-	require.NoError(t, err, "build stint: %s", out)
+	bin := buildStint(t)
 	res, err := Run(context.Background(), "failover", Config{Store: base, WorkerBinary: bin, Slots: 20,
 		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
@@ -105,4 +134,60 @@ func TestFailover(t *testing.T) {
 	require.Zero(t, figures["cron instants fired twice"])
 	require.Zero(t, figures["cron instants missed"])
 	require.Contains(t, figures, "runs lost")
+}
+
+// TestAgents runs the agents workload small: simulated agents against a server process the
+// bench starts on SQLite. Every agent must register and heartbeat without an error, and the
+// server's CPU and memory must be read from /proc.
+func TestAgents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds stint and starts processes")
+	}
+	bin := buildStint(t)
+	const agents = 40
+	res, err := Run(context.Background(), "agents", Config{Store: "sqlite", Agents: agents, Duration: 4 * time.Second,
+		WorkerBinary: bin, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	require.Contains(t, res.Store, "1 server processes")
+	figures := map[string]float64{}
+	for _, f := range res.Figures {
+		figures[f.Name] = f.Value
+	}
+	require.Equal(t, float64(agents), figures["agents registered"])
+	require.Positive(t, figures["heartbeats"], "agents heartbeat in the window")
+	require.Zero(t, figures["errors"])
+	require.Zero(t, figures["runs leased"])
+	require.Contains(t, figures, "servers CPU")
+	require.Greater(t, figures["servers RSS peak (VmHWM)"], 1.0, "MiB")
+
+	_, err = Run(context.Background(), "agents", Config{Store: "sqlite", Servers: 2, Agents: 1, WorkerBinary: bin})
+	require.ErrorContains(t, err, "postgres")
+}
+
+// TestClusterDrain runs drain on three server processes sharing a scratch PostgreSQL
+// database, with three worker processes, one per server: the queue is resumed through the
+// first server, so the other two must be woken through the database, and every run, from
+// whichever server took its batch, must succeed.
+func TestClusterDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds stint and starts processes")
+	}
+	base := os.Getenv("STINT_TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("STINT_TEST_DATABASE_URL not set")
+	}
+	_, err := Run(context.Background(), "drain", Config{Store: base, Servers: 3, N: 10})
+	require.ErrorContains(t, err, "--workers")
+
+	bin := buildStint(t)
+	res, err := Run(context.Background(), "drain", Config{Store: base, Servers: 3, Workers: 3, Slots: 30, N: 900,
+		BatchSize: 100, InsertWorkers: 3, WorkerBinary: bin, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "every run must succeed")
+	require.Contains(t, res.Store, "3 server processes, 3 worker processes")
+	figures := map[string]float64{}
+	for _, f := range res.Figures {
+		figures[f.Name] = f.Value
+	}
+	require.Positive(t, figures["processed"])
+	require.Positive(t, figures["servers CPU while draining"])
 }

@@ -24,7 +24,14 @@ func Command() *cobra.Command {
 
 Without --store the bench drives the server named by --server. With --store it starts a
 server with a local worker in its own process on a fresh store: "sqlite" (a temp directory)
-or a PostgreSQL URL, where it creates a scratch database and drops it afterwards.`,
+or a PostgreSQL URL, where it creates a scratch database and drops it afterwards. With
+--servers N it starts N "stint server" processes instead (several need PostgreSQL) and
+--workers "stint worker" processes spread over them.
+
+Scale (BENCHMARKS.md, "Scale"): --seed-finished N fills the fresh PostgreSQL store with a
+history of N finished runs first; "plans" prints the plans of the hot statements on such a
+store; "agents" runs --agents simulated agents over HTTP and reads the servers' CPU and
+memory from /proc.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Store == "" {
@@ -39,8 +46,23 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 			if cfg.Workers < 0 {
 				return fmt.Errorf("--workers: must not be negative, got %d", cfg.Workers)
 			}
+			if cfg.Servers < 0 || cfg.Agents < 1 || cfg.Hold < 0 || cfg.Hold > 1000 {
+				return fmt.Errorf("--servers must not be negative, --agents at least 1 and --hold between 0 and 1000")
+			}
+			if cfg.Servers > 0 && cfg.Store == "" {
+				return fmt.Errorf("--servers: needs --store (the bench starts the servers)")
+			}
+			if len(cfg.PIDs) > 0 && cfg.Server == "" {
+				return fmt.Errorf("--pid: goes with --server (the bench knows the processes it starts)")
+			}
 			if cfg.Workers > 0 && cfg.Store == "" {
 				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
+			}
+			if args[0] == "plans" && !cmd.Flags().Changed("seed-finished") {
+				cfg.SeedFinished = DefaultSeedPlans
+			}
+			if cfg.SeedFinished < 0 {
+				return fmt.Errorf("--seed-finished: must not be negative, got %d", cfg.SeedFinished)
 			}
 			if cfg.Producers < 1 {
 				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
@@ -69,11 +91,15 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
-	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec) or runs (dag); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000)")
-	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady)")
+	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec), runs (dag) or queued runs (plans); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000, plans 100000)")
+	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady), or the window measured (agents)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
-	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many `stint worker` processes (worker protocol over HTTP) instead of the server's local worker")
+	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many processes (stint worker, the worker protocol over HTTP) instead of the server's local worker")
+	fl.IntVar(&cfg.Servers, "servers", 0, "run the server as this many processes (stint server) on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
+	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
+	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
+	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
@@ -81,6 +107,7 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
+	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs, a big store's history (plans: 1000000 unless given; see BENCHMARKS.md, Scale)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file")
 	return cmd

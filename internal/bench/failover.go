@@ -134,7 +134,8 @@ func runFailover(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wcfg := cfg
 	wcfg.Workers, wcfg.WorkerBinary = workers, bin
-	stopWorkers, err := startWorkers(ctx, wcfg, strings.Join(urls, ","))
+	all := strings.Join(urls, ",")
+	stopWorkers, err := startWorkers(ctx, wcfg, func(int) string { return all })
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 type benchServer struct {
 	url       string
 	storeName string
+	storeURL  string // the scratch PostgreSQL database; empty on SQLite
 	stop      func()
 }
 
@@ -66,9 +67,12 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 	select {
 	case addr := <-ready:
 		srv := &benchServer{url: "http://" + addr, storeName: storeName}
+		if storeName == "postgres" {
+			srv.storeURL = storeURL
+		}
 		cleanups = append(cleanups, func() { cancel(); <-done })
 		if cfg.Workers > 0 {
-			stopWorkers, err := startWorkers(ctx, cfg, srv.url)
+			stopWorkers, err := startWorkers(ctx, cfg, func(int) string { return srv.url })
 			if err != nil {
 				cleanup()
 				return nil, err

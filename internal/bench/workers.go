@@ -14,10 +14,11 @@ import (
 	"github.com/stint-dev/stint/client"
 )
 
-// startWorkers starts cfg.Workers `stint worker` processes against the server at url, the
-// slots split among them, and waits until all have registered. The returned function stops
-// them (SIGTERM: they drain; they have no work left by then).
-func startWorkers(ctx context.Context, cfg Config, url string) (func(), error) {
+// startWorkers starts cfg.Workers `stint worker` processes, worker i given servers(i) (a
+// server's URL, or a comma-separated list of a cluster's), the slots split among them, and
+// waits until all have registered. The returned function stops them (SIGTERM: they drain;
+// they have no work left by then).
+func startWorkers(ctx context.Context, cfg Config, servers func(i int) string) (func(), error) {
 	bin := cfg.WorkerBinary
 	if bin == "" {
 		exe, err := os.Executable()
@@ -38,7 +39,7 @@ func startWorkers(ctx context.Context, cfg Config, url string) (func(), error) {
 	}
 	prefix := fmt.Sprintf("bench-%d-", os.Getpid())
 	for i := range cfg.Workers {
-		cmd := exec.Command(bin, "worker", "--server", url, "--slots", strconv.Itoa(slots),
+		cmd := exec.Command(bin, "worker", "--server", servers(i), "--slots", strconv.Itoa(slots),
 			"--id", prefix+strconv.Itoa(i), "--log-level", "warn")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
@@ -47,7 +48,7 @@ func startWorkers(ctx context.Context, cfg Config, url string) (func(), error) {
 		}
 		procs = append(procs, cmd)
 	}
-	c, err := client.New(url)
+	c, err := client.New(servers(0))
 	if err != nil {
 		stop()
 		return nil, err

@@ -50,6 +50,10 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	// errs on the slow side) and ends at the latest finished_at of the runs, a server
 	// timestamp. With --server the two clocks are the host's: run the bench on the server's
 	// host, or on one whose clock agrees.
+	procs, err := sampleAll(r.pids) // servers the bench started as processes, if any
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := r.setPaused(ctx, false); err != nil {
 		return err
@@ -57,6 +61,11 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	if err := r.waitIdle(ctx, 30*time.Minute); err != nil {
 		return err
 	}
+	procsEnd, err := sampleAll(r.pids)
+	if err != nil {
+		return err
+	}
+	busy := time.Since(start)
 	ok, err := r.countStatus(ctx, "succeeded")
 	if err != nil {
 		return err
@@ -77,6 +86,11 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	r.res.add("processed", float64(n)/drained.Seconds(), unit+"/s")
 	r.res.add("drain time", drained.Seconds(), "s")
 	r.res.add("first start after resume", float64(max(ok.firstStarted.Sub(start), 0))/float64(time.Millisecond), "ms")
+	if len(r.pids) > 0 {
+		// From the resume until the bench saw the queue empty (a poll later than the
+		// last finish), all server processes together.
+		r.res.add("servers CPU while draining", cpuShare(cpuUsed(procs, procsEnd), busy), "% of a core")
+	}
 	return nil
 }
 
@@ -89,13 +103,13 @@ func steady(ctx context.Context, r *runner) error {
 	var submitted, failed atomic.Int64
 	stop := time.Now().Add(dur)
 	var wg sync.WaitGroup
-	for range producers {
+	for p := range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			spec := &apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue, Requirements: r.requirements()}
 			for time.Now().Before(stop) && ctx.Err() == nil {
-				if err := r.submit(ctx, "/v1/jobs", spec, 1); err != nil {
+				if err := r.submit(ctx, p, "/v1/jobs", spec, 1); err != nil {
 					failed.Add(1)
 					continue
 				}

@@ -12,16 +12,23 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
+// nextFireSQL is the earliest next fire among enabled jobs and pipelines, later than $1
+// when it is not NULL (indexes jobs_next_fire, pipelines_next_fire).
+const nextFireSQL = `SELECT least(
+	(SELECT min(next_fire_at) FROM jobs
+		WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)),
+	(SELECT min(next_fire_at) FROM pipelines
+		WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)))`
+
+// dueJobsSQL lists at most $2 enabled jobs whose next fire is due at $1, earliest first.
+const dueJobsSQL = `SELECT ` + jobCols + ` FROM jobs
+	WHERE next_fire_at IS NOT NULL AND enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2`
+
 // NextFire returns the earliest next fire among enabled jobs (index jobs_next_fire).
 func (s *Store) NextFire(ctx context.Context, p *store.NextFireParams) (time.Time, bool, error) {
 	after := p.After
 	var t *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT least(
-		(SELECT min(next_fire_at) FROM jobs
-			WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)),
-		(SELECT min(next_fire_at) FROM pipelines
-			WHERE next_fire_at IS NOT NULL AND enabled AND ($1::timestamptz IS NULL OR next_fire_at > $1)))`,
-		afterTime(after)).Scan(&t); err != nil {
+	if err := s.pool.QueryRow(ctx, nextFireSQL, afterTime(after)).Scan(&t); err != nil {
 		return time.Time{}, false, translate(err, "next fire")
 	}
 	if t == nil {
@@ -45,8 +52,7 @@ func (s *Store) DueJobs(ctx context.Context, p *store.DueJobsParams) ([]*model.J
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+jobCols+` FROM jobs
-		WHERE next_fire_at IS NOT NULL AND enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2`, utc(p.Now), limit)
+	rows, err := s.pool.Query(ctx, dueJobsSQL, utc(p.Now), limit)
 	if err != nil {
 		return nil, translate(err, "due jobs")
 	}

@@ -485,18 +485,29 @@ func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, err
 // heartbeatSQL records a heartbeat of worker $1 (of session $6, when not empty) at $2 and
 // extends to $5 the leases of ($3, $4) that are still its own; it returns a row for the
 // worker (true, id, draining) and one per extended lease (false, run id, cancel requested).
-// A worker of another session changes nothing. Runs are locked in id order, as every batch
-// does.
+// A worker of another session changes nothing. The input is sorted by run id and each run
+// is locked through a lateral primary-key lookup, so runs are locked in id order, as every
+// batch does (a listed run that is no longer the worker's is locked too, for the
+// statement's length, and not extended).
+//
+// The plan must not depend on statistics (see TestPlans), as in endSQL: the lookup names
+// the id alone, and status, worker and token are tested on the locked row outside it. A
+// join of runs with the input on those columns was planned, on a fresh database, as a walk
+// of runs_running_queue (every running run of every worker) with the input scanned once
+// per run of the worker: each heartbeat cost all running runs plus held x held, which
+// 1,000 agents holding 4 runs each made take seconds (BENCHMARKS.md, Scale).
 const heartbeatSQL = `WITH w AS (
 		UPDATE workers SET last_heartbeat = $2 WHERE id = $1 AND ($6 = '' OR session = $6)
 		RETURNING id, state
-	), held AS (
-		SELECT r.id FROM runs r
-		JOIN unnest($3::text[], $4::text[]) AS h(run_id, token)
-			ON r.id = h.run_id AND r.lease_token = h.token
-		WHERE r.status = 'running' AND r.worker_id = $1 AND EXISTS (SELECT 1 FROM w)
-		ORDER BY r.id
-		FOR UPDATE OF r
+	), held AS MATERIALIZED (
+		SELECT h.run_id AS id FROM unnest($3::text[], $4::text[]) AS h(run_id, token)
+		CROSS JOIN LATERAL (
+			SELECT r.status, r.worker_id, r.lease_token FROM runs r
+			WHERE r.id = h.run_id
+			FOR UPDATE
+			LIMIT 1
+		) l
+		WHERE EXISTS (SELECT 1 FROM w) AND l.status = 'running' AND l.worker_id = $1 AND l.lease_token = h.token
 	), ext AS (
 		UPDATE runs r SET lease_expires_at = $5 FROM held WHERE r.id = held.id
 		RETURNING r.id, r.cancel_requested
@@ -695,6 +706,38 @@ type ended struct {
 
 // endAttempts runs endSQL over es and returns the changed runs by id.
 func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (map[string]ended, error) {
+	rows, err := q.Query(ctx, endSQL, endArgs(now, es)...)
+	if err != nil {
+		return nil, translate(err, "end attempts")
+	}
+	defer rows.Close()
+	out := make(map[string]ended, len(es))
+	for rows.Next() {
+		var (
+			r                        runRow
+			status, pending, trigger string
+			args                     []byte
+			token                    string
+			freed                    *string
+		)
+		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token, &freed)...); err != nil {
+			return nil, translate(err, "end attempts")
+		}
+		fixRun(&r, status, pending, trigger, args)
+		e := ended{run: &r.Run, token: token}
+		if freed != nil {
+			e.freed = *freed
+		}
+		out[r.ID] = e
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "end attempts")
+	}
+	return out, nil
+}
+
+// endArgs are endSQL's arguments for es, sorted by run id (the order endSQL locks runs in).
+func endArgs(now time.Time, es []ending) []any {
 	es = slices.Clone(es)
 	slices.SortFunc(es, func(a, b ending) int { return strings.Compare(a.c.RunID, b.c.RunID) })
 	n := len(es)
@@ -719,34 +762,7 @@ func endAttempts(ctx context.Context, q querier, now time.Time, es []ending) (ma
 			sched[i] = &at
 		}
 	}
-	rows, err := q.Query(ctx, endSQL, runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now, disrupted)
-	if err != nil {
-		return nil, translate(err, "end attempts")
-	}
-	defer rows.Close()
-	out := make(map[string]ended, n)
-	for rows.Next() {
-		var (
-			r                        runRow
-			status, pending, trigger string
-			args                     []byte
-			token                    string
-			freed                    *string
-		)
-		if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &token, &freed)...); err != nil {
-			return nil, translate(err, "end attempts")
-		}
-		fixRun(&r, status, pending, trigger, args)
-		e := ended{run: &r.Run, token: token}
-		if freed != nil {
-			e.freed = *freed
-		}
-		out[r.ID] = e
-	}
-	if err := rows.Err(); err != nil {
-		return nil, translate(err, "end attempts")
-	}
-	return out, nil
+	return []any{runID, token, astatus, exit, errMsg, newStatus, sched, pending, reason, finished, now, disrupted}
 }
 
 // lockForEndSQL reads and locks, in id order, the runs that match a condition (%[2]s), with

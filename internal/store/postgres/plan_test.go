@@ -72,7 +72,10 @@ func hotPlanCases(now time.Time) []planCase {
 		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, []*time.Time{nil, nil}, now, []int32{0, 0}},
 			[]string{"Index Cond: (id = c.run_id)", "Index Cond: (id = (cur.run_id)::text)"},
 			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
-		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now, "s"}, []string{"runs_pkey"}, []string{"Seq Scan on runs"}},
+		// Each listed lease is found by primary key: not by walking an index of running
+		// runs (every worker's) and matching the input against each.
+		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now, "s"}, []string{"Index Cond: (id = h.run_id)", "Index Cond: (id = (held.id)::text)"},
+			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker", "Join Filter"}, noScan...)},
 		// The insert joins its own inputs; it reads no table.
 		{"submit", insertPlainSQL, textJSON(plainArgs), []string{"Insert on jobs", "Insert on runs"},
 			[]string{"Seq Scan", "Scan using runs", "Scan using jobs"}},

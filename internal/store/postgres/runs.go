@@ -195,18 +195,22 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 	return res, nil
 }
 
+// getRunSQL reads run $1 with its finished attempts (one row each, or one row with NULLs)
+// and its dependencies.
+const getRunSQL = `SELECT ` + runCols + `, a.n, a.worker_id, a.status, a.exit_code,
+		a.error, a.started_at, a.finished_at,
+		(SELECT json_agg(json_build_object('run', d.upstream_run_id, 'condition', d.condition) ORDER BY d.upstream_run_id)
+			FROM run_deps d WHERE d.run_id = r.id)
+	FROM runs r LEFT JOIN attempts a ON a.run_id = r.id
+	WHERE r.id = $1
+	ORDER BY a.n`
+
 // GetRun returns a run with its attempts: the finished ones in order, then the running one.
 // The run and its history are read by one statement, so from one snapshot: an attempt that
 // ends meanwhile shows either as running or as finished, never as both or neither.
 func (s *Store) GetRun(ctx context.Context, p *store.GetRunParams) (*model.Run, error) {
 	id := p.ID
-	rows, err := s.pool.Query(ctx, `SELECT `+runCols+`, a.n, a.worker_id, a.status, a.exit_code,
-			a.error, a.started_at, a.finished_at,
-			(SELECT json_agg(json_build_object('run', d.upstream_run_id, 'condition', d.condition) ORDER BY d.upstream_run_id)
-				FROM run_deps d WHERE d.run_id = r.id)
-		FROM runs r LEFT JOIN attempts a ON a.run_id = r.id
-		WHERE r.id = $1
-		ORDER BY a.n`, id)
+	rows, err := s.pool.Query(ctx, getRunSQL, id)
 	if err != nil {
 		return nil, translate(err, "get run %s", id)
 	}

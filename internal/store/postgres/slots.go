@@ -429,15 +429,22 @@ func (s *Store) AdmitHeld(ctx context.Context, p *store.AdmitHeldParams) ([]*mod
 	return s.admitWhere(ctx, "admit held runs", `SELECT DISTINCT key FROM run_slots WHERE state = 'held'`, p.Now)
 }
 
+// The releaser's statements: the keys with held runs whose turn under a rate limit came
+// at $1, and the earliest such turn (index run_slots_release).
+const (
+	releaseDueSQL = `SELECT DISTINCT key FROM run_slots
+		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= $1`
+	nextReleaseSQL = `SELECT min(release_at) FROM run_slots WHERE state = 'held' AND release_at IS NOT NULL`
+)
+
 // ReleaseDue admits the held runs whose turn under a rate limit has come.
 func (s *Store) ReleaseDue(ctx context.Context, p *store.ReleaseDueParams) ([]*model.Run, error) {
-	return s.admitWhere(ctx, "release rate-limited runs", `SELECT DISTINCT key FROM run_slots
-		WHERE state = 'held' AND release_at IS NOT NULL AND release_at <= $1`, p.Now, utc(p.Now))
+	return s.admitWhere(ctx, "release rate-limited runs", releaseDueSQL, p.Now, utc(p.Now))
 }
 
 // NextRelease returns the earliest turn a rate-limited held run waits for.
 func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
-	return s.minTime(ctx, `SELECT min(release_at) FROM run_slots WHERE state = 'held' AND release_at IS NOT NULL`, "next release")
+	return s.minTime(ctx, nextReleaseSQL, "next release")
 }
 
 // NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has

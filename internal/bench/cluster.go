@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchCluster is `stint server` processes (and `stint worker` processes) the bench started
+// on one fresh store, for the workloads run with --servers: its processes' CPU and memory
+// can be read from /proc, and several servers share one PostgreSQL database.
+type benchCluster struct {
+	urls      []string // each server's base URL
+	pids      []int    // each server's process id
+	storeURL  string   // the scratch PostgreSQL database; empty on SQLite
+	storeName string
+	stop      func()
+}
+
+// startCluster starts cfg.Servers server processes on a fresh store (a scratch PostgreSQL
+// database, or SQLite in a temp directory for a single server) and, when cfg.Workers is
+// above 0, that many worker processes spread over the servers: worker i is given every
+// server's address starting with server i mod n, so each leases from its own server and
+// moves to the next only when that one fails.
+func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
+	n := cfg.Servers
+	bin := cfg.WorkerBinary
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the stint binary: %w", err)
+		}
+		bin = exe
+	}
+	dataDir, err := os.MkdirTemp("", "stint-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	cl := &benchCluster{}
+	cleanups := []func(){func() { os.RemoveAll(dataDir) }}
+	cl.stop = func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	engine := "sqlite (synchronous=FULL, WAL)"
+	switch {
+	case isPostgres(cfg.Store):
+		u, drop, err := scratchDatabase(ctx, cfg.Store)
+		if err != nil {
+			cl.stop()
+			return nil, err
+		}
+		cleanups = append(cleanups, drop)
+		cl.storeURL, engine = u, "postgres"
+	case cfg.Store == "sqlite" && n == 1:
+	default:
+		cl.stop()
+		return nil, errors.New("--servers: needs --store sqlite (one server) or a postgres:// URL")
+	}
+	for i := 1; i <= n; i++ {
+		p, err := startServerProc(ctx, bin, "s"+strconv.Itoa(i), cl.storeURL, dataDir)
+		if err != nil {
+			cl.stop()
+			return nil, err
+		}
+		cleanups = append(cleanups, p.terminate)
+		cl.urls = append(cl.urls, p.url)
+		cl.pids = append(cl.pids, p.cmd.Process.Pid)
+	}
+	cl.storeName = fmt.Sprintf("%s, %d server processes", engine, n)
+	if cfg.Workers > 0 {
+		wcfg := cfg
+		wcfg.WorkerBinary = bin
+		stopWorkers, err := startWorkers(ctx, wcfg, func(i int) string {
+			rot := append(append([]string{}, cl.urls[i%n:]...), cl.urls[:i%n]...)
+			return strings.Join(rot, ",")
+		})
+		if err != nil {
+			cl.stop()
+			return nil, err
+		}
+		cleanups = append(cleanups, stopWorkers)
+		cl.storeName += fmt.Sprintf(", %d worker processes", cfg.Workers)
+	}
+	return cl, nil
+}
+
+// terminate stops the server with SIGTERM (it shuts down gracefully) and waits, or kills it
+// after 30 s.
+func (p *serverProc) terminate() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		p.kill()
+	}
+}
+
+// sampleAll reads the processes pids; missing is the first error.
+func sampleAll(pids []int) ([]procSample, error) {
+	out := make([]procSample, len(pids))
+	for i, pid := range pids {
+		s, err := readProc(pid)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// cpuUsed is the CPU time the processes used between two samples of each.
+func cpuUsed(before, after []procSample) time.Duration {
+	var d time.Duration
+	for i := range before {
+		d += after[i].cpu - before[i].cpu
+	}
+	return d
+}

@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseStat(t *testing.T) {
+	t.Parallel()
+	// A command name with spaces and parentheses: fields count from the last ')'.
+	line := "4242 (stint (x) y) S 1 4242 4242 0 -1 4194560 9181 0 0 0 1234 567 0 0 20 0 12 0 1234567 1585348608 20187 18446744073709551615\n"
+	ticks, err := parseStat([]byte(line))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1234+567), ticks)
+
+	_, err = parseStat([]byte("4242 stint S 1"))
+	require.ErrorContains(t, err, "no command name")
+	_, err = parseStat([]byte("4242 (stint) S 1 2 3"))
+	require.ErrorContains(t, err, "fields")
+	_, err = parseStat([]byte("4242 (stint) S 1 4242 4242 0 -1 4194560 9181 0 0 0 x 567 0"))
+	require.ErrorContains(t, err, "cpu time")
+}
+
+func TestParseStatus(t *testing.T) {
+	t.Parallel()
+	status := "Name:\tstint\nVmPeak:\t 1600000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   80000 kB\nThreads:\t12\n"
+	rss, hwm, err := parseStatus([]byte(status))
+	require.NoError(t, err)
+	require.Equal(t, int64(80000*1024), rss)
+	require.Equal(t, int64(81234*1024), hwm)
+
+	_, _, err = parseStatus([]byte("Name:\tkthreadd\nThreads:\t1\n"))
+	require.ErrorContains(t, err, "missing")
+	_, _, err = parseStatus([]byte("VmHWM:\t 1 MB\nVmRSS:\t 1 kB\n"))
+	require.ErrorContains(t, err, "kB")
+}
+
+// TestReadProc reads this test process, which has used some CPU and holds some memory.
+func TestReadProc(t *testing.T) {
+	t.Parallel()
+	before, err := readProc(os.Getpid())
+	require.NoError(t, err)
+	require.Positive(t, before.rss)
+	require.GreaterOrEqual(t, before.hwm, before.rss)
+	// Spin until the kernel has counted more CPU time (ticks of 10 ms).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := readProc(os.Getpid())
+		require.NoError(t, err)
+		if s.cpu > before.cpu {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no CPU time counted in 30 s of spinning")
+		for i := 0; i < 1e6; i++ {
+			_ = i * i
+		}
+	}
+	_, err = readProc(-1)
+	require.Error(t, err)
+	require.InDelta(t, 50.0, cpuShare(500*time.Millisecond, time.Second), 1e-9)
+	require.Zero(t, cpuShare(time.Second, 0))
+}
