@@ -498,12 +498,15 @@ func (a *Agent) registerLocked(ctx context.Context) error {
 		if req.Session = a.Session(); req.Session != "" {
 			req.Held, ats = a.heldRefs()
 		}
+		sent := a.now()
 		resp, err := a.srv.Register(ctx, req)
 		if err == nil {
 			a.registered(resp)
 			if resp.Resumed {
 				a.applyLeaseAnswer(ats, resp.Lost, resp.Ended)
 				a.applyPushes(nil, resp.Cancel, false)
+				// The server renewed the leases it kept, no earlier than sent.
+				a.renewed(ats, sent)
 			} else if len(ats) > 0 {
 				// A new session: the store ended what the old one held.
 				a.log.Warn("registered with a new session: held attempts are lost", "leases", len(ats))

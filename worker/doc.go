@@ -64,9 +64,11 @@
 //   - Cancel (pushed on the poll or the heartbeat): the process group gets SIGTERM, then
 //     SIGKILL after KillGrace; a handler's context is cancelled. Reported as cancelled.
 //   - Timeout (the lease's Timeout, counted from the start): the same, reported as timed_out.
-//   - Lost (pushed, or no successful heartbeat for a whole LeaseTTL, after which the server
-//     has given the run to another worker): the process group gets SIGKILL at once, a handler's
-//     context is cancelled, and nothing is reported: the lease belongs to someone else now.
+//   - Lost (pushed, or a lease the agent could not renew coming within a tenth of LeaseTTL
+//     of its expiry, counted on the agent's own clock from when the last successful renewal
+//     was sent, so before the server may give the run to another worker): the process group
+//     gets SIGKILL at once, a handler's context is cancelled, and nothing is reported: the
+//     lease belongs to someone else now.
 //   - Drain: see below; attempts stopped at the drain timeout are reported as lost, so the
 //     server retries them.
 //
