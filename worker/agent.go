@@ -85,7 +85,8 @@ type Config struct {
 	// processes and removes their working directories if this process dies without doing so
 	// (see RunGuard). Empty: none, and only the process each attempt started dies with the
 	// agent (Linux: Pdeathsig), not what it started.
-	Guard  []string
+	Guard []string
+
 	Logger *slog.Logger
 	// Now tells the time (default time.Now); timers use the time package.
 	Now func() time.Time
