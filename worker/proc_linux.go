@@ -36,8 +36,17 @@ type cgroupParent struct {
 
 // openCgroup checks that dir is a cgroup v2 directory the agent may create cgroups in, and
 // enables the memory and cpu controllers for its children where the hierarchy offers them
-// (a cgroup with processes of its own cannot: give the agent an empty, delegated one).
+// (a cgroup with processes of its own cannot: give the agent an empty, delegated one). A dir
+// that does not exist is created, in a parent where those controllers are enabled first.
 func openCgroup(dir string) (*cgroupParent, []string, error) {
+	var warnings []string
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		parent := filepath.Dir(dir)
+		warnings = append(warnings, enableControllers(parent)...)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("cgroup %s: %w", dir, err)
+		}
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return nil, nil, fmt.Errorf("cgroup %s: %w", dir, err)
@@ -53,6 +62,15 @@ func openCgroup(dir string) (*cgroupParent, []string, error) {
 		return nil, nil, fmt.Errorf("cgroup %s: %w", dir, err)
 	}
 	p := &cgroupParent{dir: dir}
+	warnings = append(warnings, enableControllers(dir)...)
+	enabled := strings.Fields(readFile(filepath.Join(dir, "cgroup.subtree_control")))
+	p.memory, p.cpu = slices.Contains(enabled, "memory"), slices.Contains(enabled, "cpu")
+	return p, warnings, nil
+}
+
+// enableControllers enables the memory and cpu controllers for the children of cgroup dir,
+// where it has them, and says what it could not do.
+func enableControllers(dir string) []string {
 	var warnings []string
 	available := strings.Fields(readFile(filepath.Join(dir, "cgroup.controllers")))
 	for _, c := range []string{"memory", "cpu"} {
@@ -64,9 +82,7 @@ func openCgroup(dir string) (*cgroupParent, []string, error) {
 			warnings = append(warnings, fmt.Sprintf("cannot enable the %s controller in cgroup %s: %v", c, dir, err))
 		}
 	}
-	enabled := strings.Fields(readFile(filepath.Join(dir, "cgroup.subtree_control")))
-	p.memory, p.cpu = slices.Contains(enabled, "memory"), slices.Contains(enabled, "cpu")
-	return p, warnings, nil
+	return warnings
 }
 
 func readFile(name string) string {

@@ -110,7 +110,9 @@ func testCgroup(t *testing.T) (dir, mount string) {
 // what was not applied.
 func TestCgroupPerAttempt(t *testing.T) {
 	t.Parallel()
-	parent, mount := testCgroup(t)
+	top, mount := testCgroup(t)
+	parent := filepath.Join(top, "jobs") // made by the agent
+	t.Cleanup(func() { removeCgroup(parent, cgroupDrain) })
 	s := newFake()
 	startAgent(t, s, func(c *Config) {
 		c.Cgroup = parent
