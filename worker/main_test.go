@@ -14,9 +14,10 @@ import (
 // TestMain lets the test binary play two other parts, chosen by its first argument:
 //
 //   - "worker-guard": a worker's guard process (RunGuard on stdin), as `stint worker-guard` is;
-//   - "agent-helper SHELL [guard]": a process running an agent, against a fake server, that
-//     runs the shell script SHELL and prints "pid N" once the script wrote the number N,
-//     then runs until it is killed; with "guard", the agent has a guard (this binary again).
+//   - "agent-helper SHELL WORKDIR [guard]": a process running an agent (Config.WorkDir
+//     WORKDIR), against a fake server, that runs the shell script SHELL and prints "pid N"
+//     once the script wrote the number N, then runs until it is killed; with "guard", the
+//     agent has a guard (this binary again).
 //
 // so that tests can kill a whole agent process and see what outlives it.
 func TestMain(m *testing.M) {
@@ -40,13 +41,13 @@ func TestMain(m *testing.M) {
 func guardArgv() []string { return []string{os.Args[0], "worker-guard"} }
 
 func agentHelper(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "agent-helper: no script")
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "agent-helper: want SHELL WORKDIR [guard]")
 		return 2
 	}
 	s := newFake()
-	cfg := Config{Server: s, ID: "helper", Commands: true, FlushTimeout: time.Second}
-	if len(args) > 1 && args[1] == "guard" {
+	cfg := Config{Server: s, ID: "helper", Commands: true, FlushTimeout: time.Second, WorkDir: args[1]}
+	if len(args) > 2 && args[2] == "guard" {
 		cfg.Guard = guardArgv()
 	}
 	a, err := New(cfg)

@@ -283,7 +283,7 @@ func TestAgentDeathKillsAttempts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			args := []string{"agent-helper", tc.script}
+			args := []string{"agent-helper", tc.script, t.TempDir()}
 			if tc.guard {
 				args = append(args, "guard")
 			}
