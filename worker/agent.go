@@ -51,9 +51,43 @@ type Config struct {
 	GPUs []string
 	// Handlers maps handler kinds to the Go functions that run them.
 	Handlers map[string]Handler
-	// Commands says the worker runs command and shell jobs as processes.
+	// Commands says the worker runs command and shell jobs as processes. The fields below up
+	// to Guard say how; see Commands in the package documentation.
 	Commands bool
-	Logger   *slog.Logger
+	// PassEnv names the variables of the worker's own environment that commands get, beyond
+	// PATH and HOME, as names or path.Match patterns of names ("LANG", "LC_*"). Commands
+	// start from a clean environment otherwise. Variables starting STINT_ never pass (the
+	// worker's and server's tokens are among them), and an entry naming them is an error.
+	PassEnv []string
+	// AllowCommands, when not empty, are the only executables commands may run: absolute
+	// paths or path.Match patterns of them ("/usr/bin/python3", "/opt/jobs/*"), or bare
+	// names looked up in the worker's PATH when New is called. A shell job runs /bin/sh. A
+	// command outside the list fails its attempt at once, before anything starts.
+	AllowCommands []string
+	// RunAs names the user (or numeric uid) commands run as, with that user's primary and
+	// supplementary groups and HOME. New fails unless the process runs as root and the user
+	// exists. Empty: commands run as the worker's user.
+	RunAs string
+	// WorkDir is where every command attempt gets a fresh working directory of its own
+	// (its current directory unless the job names one, and its TMPDIR and STINT_WORK_DIR),
+	// removed with whatever is in it when the attempt ends. Empty: a temporary directory
+	// Run makes and removes.
+	WorkDir string
+	// Limits applies a job's cpu and memory requirements to its processes where the host
+	// allows: see Limits in the package documentation.
+	Limits bool
+	// Cgroup is a cgroup v2 directory (Linux) in which every command attempt gets a cgroup
+	// of its own: its processes are all killed when it ends, including those that left its
+	// process group, and with Limits its memory.max and cpu.max are set. The directory must
+	// be writable and hold no processes (a delegated, empty cgroup). Empty: none.
+	Cgroup string
+	// Guard is the command of a guard process, started by Run, that kills the attempts'
+	// processes and removes their working directories if this process dies without doing so
+	// (see RunGuard). Empty: none, and only the process each attempt started dies with the
+	// agent (Linux: Pdeathsig), not what it started.
+	Guard []string
+
+	Logger *slog.Logger
 	// Now tells the time (default time.Now); timers use the time package.
 	Now func() time.Time
 
@@ -92,6 +126,13 @@ type Agent struct {
 	kinds []string
 	slots int
 	gpus  *gpuPool
+
+	// How commands run: set by New (allow, runAs) and by Run before the first attempt.
+	allow  *allowList
+	runAs  *credential
+	work   *workDirs
+	cgroup *cgroupParent
+	guard  *guard
 
 	regMu      sync.Mutex    // serialises registering
 	regGen     atomic.Uint64 // bumped by every successful registration
@@ -194,6 +235,19 @@ func New(cfg Config) (*Agent, error) {
 	case cfg.LogCap < 0:
 		cfg.LogCap = math.MaxInt64
 	}
+	if err := checkPassEnv(cfg.PassEnv); err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
+	allow, err := newAllowList(cfg.AllowCommands)
+	if err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
+	var runAs *credential
+	if cfg.RunAs != "" {
+		if runAs, err = lookupRunAs(cfg.RunAs); err != nil {
+			return nil, fmt.Errorf("new worker: %w", err)
+		}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -211,6 +265,8 @@ func New(cfg Config) (*Agent, error) {
 		kinds:     kinds,
 		slots:     cfg.Capacity.Slots,
 		gpus:      newGPUPool(cfg.GPUs),
+		allow:     allow,
+		runAs:     runAs,
 		attempts:  make(map[string]*attempt),
 		changed:   make(chan struct{}, 1),
 		stopLease: make(chan struct{}),
@@ -269,6 +325,12 @@ func (a *Agent) heldRefs() ([]apitype.LeaseRef, []*attempt) {
 func (a *Agent) Run(ctx context.Context) error {
 	if !a.started.CompareAndSwap(false, true) {
 		return errors.New("run worker: Run was already called")
+	}
+	if a.cfg.Commands {
+		if err := a.openCommands(); err != nil {
+			return fmt.Errorf("run worker: %w", err)
+		}
+		defer a.closeCommands()
 	}
 	if err := a.register(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -498,12 +560,15 @@ func (a *Agent) registerLocked(ctx context.Context) error {
 		if req.Session = a.Session(); req.Session != "" {
 			req.Held, ats = a.heldRefs()
 		}
+		sent := a.now()
 		resp, err := a.srv.Register(ctx, req)
 		if err == nil {
 			a.registered(resp)
 			if resp.Resumed {
 				a.applyLeaseAnswer(ats, resp.Lost, resp.Ended)
 				a.applyPushes(nil, resp.Cancel, false)
+				// The server renewed the leases it kept, no earlier than sent.
+				a.renewed(ats, sent)
 			} else if len(ats) > 0 {
 				// A new session: the store ended what the old one held.
 				a.log.Warn("registered with a new session: held attempts are lost", "leases", len(ats))

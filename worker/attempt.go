@@ -58,7 +58,8 @@ type attempt struct {
 	// or the give-up timer of a stopped handler.
 	pmu   sync.Mutex
 	pid   int
-	alive bool // the process was started and not yet waited for
+	alive bool       // the process was started and not yet waited for
+	proc  *procSetup // its cgroup, when it has one
 	timer *time.Timer
 
 	log            attemptLog

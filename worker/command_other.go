@@ -11,3 +11,7 @@ func (at *attempt) runCommand() outcome {
 }
 
 func (at *attempt) signalLocked(syscall.Signal) {}
+
+func killGroup(int) {}
+
+func ownGroup() *syscall.SysProcAttr { return nil }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -16,30 +17,88 @@ import (
 // a process that left the group (setsid) may still hold them.
 const pipeGrace = 2 * time.Second
 
-// runCommand runs the attempt's command or shell in its own process group and maps how it
-// ended to an outcome.
+// runCommand runs the attempt's command or shell in a fresh working directory, in its own
+// process group (and cgroup, with Config.Cgroup), as Config.RunAs, from a clean environment,
+// within the job's limits, and maps how it ended to an outcome. The working directory, the
+// process group and the cgroup are gone when it returns.
 func (at *attempt) runCommand() outcome {
+	a := at.agent
 	l := at.lease
+	fail := func(msg string) outcome {
+		at.state.CompareAndSwap(int32(running), int32(reasonDone))
+		return outcome{status: statusFailed, err: msg}
+	}
+
+	// Pdeathsig (Linux) fires when the thread that started the process ends, not the
+	// process: hold this goroutine's thread until the process has been waited for, so that
+	// the Go runtime cannot end that thread under the process.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	workDir, err := a.work.make(l.RunID, l.Attempt)
+	if err != nil {
+		return fail(err.Error())
+	}
+	a.guard.track(guardDir, workDir)
+	defer func() {
+		if err := removeTree(workDir); err != nil {
+			a.log.Warn("removing an attempt's work dir", "run_id", l.RunID, "attempt", l.Attempt, "err", err)
+		}
+		a.guard.untrack(guardDir, workDir)
+	}()
+	dir := l.Dir
+	if dir == "" {
+		dir = workDir
+	}
+
+	exe, err := resolveExecutable(l.Command, dir)
+	if err != nil {
+		return fail("start: " + err.Error())
+	}
+	if !a.allow.allows(exe) {
+		err := &notAllowedError{exe: exe, list: a.allow}
+		a.log.Warn("refusing a command outside the allowed commands", "run_id", l.RunID, "attempt", l.Attempt, "executable", exe)
+		return fail(err.Error())
+	}
 	var cmd *exec.Cmd
 	if len(l.Command) > 0 {
-		cmd = exec.Command(l.Command[0], l.Command[1:]...)
+		cmd = exec.Command(exe, l.Command[1:]...)
+		cmd.Args[0] = l.Command[0]
 	} else {
-		cmd = exec.Command("/bin/sh", "-c", l.Shell)
+		cmd = exec.Command(shellPath, "-c", l.Shell)
 	}
-	cmd.Env = at.env()
-	cmd.Dir = l.Dir
+	home := os.Getenv("HOME")
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if c := a.runAs; c != nil {
+		home = c.home
+		attr.Credential = &syscall.Credential{Uid: c.uid, Gid: c.gid, Groups: c.groups}
+	}
+	cmd.Env = at.commandEnv(home, workDir)
+	cmd.Dir = dir
 	cmd.Stdout = &at.stdout
 	cmd.Stderr = &at.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = pipeGrace
+	ps := at.setupProcess(attr, filepath.Base(workDir))
+	defer ps.cleanup()
+	cmd.SysProcAttr = attr
 
+	at.writeNotes(ps.notes)
 	if err := cmd.Start(); err != nil {
-		at.state.CompareAndSwap(int32(running), int32(reasonDone))
-		return outcome{status: statusFailed, err: "start: " + err.Error()}
+		return fail("start: " + err.Error())
 	}
+	ps.closeFD()
 	pid := cmd.Process.Pid
+	noted := len(ps.notes)
+	ps.started(pid)
+	at.writeNotes(ps.notes[noted:])
+	group := strconv.Itoa(pid)
+	a.guard.track(guardGroup, group)
+	if ps.cgroupDir() != "" {
+		a.guard.track(guardCgroup, ps.cgroupDir())
+		defer a.guard.untrack(guardCgroup, ps.cgroupDir())
+	}
 	at.pmu.Lock()
-	at.pid, at.alive = pid, true
+	at.pid, at.alive, at.proc = pid, true, ps
 	// A stop that came while the process was starting could not signal it.
 	switch r := reason(at.state.Load()); {
 	case r == reasonLost || at.lost.Load():
@@ -57,13 +116,16 @@ func (at *attempt) runCommand() outcome {
 	if zombie {
 		// Children left behind would hold the output pipes open and outlive the attempt.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		a.guard.untrack(guardGroup, group)
 	}
+	ps.killAll() // those that left the group, too
 	at.alive = false
 	at.pmu.Unlock()
 
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if !zombie {
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // best effort where waitid is unavailable
+		a.guard.untrack(guardGroup, group)
 	}
 
 	var o outcome
@@ -88,42 +150,27 @@ func (at *attempt) runCommand() outcome {
 	return o
 }
 
-// signalLocked signals the attempt's process group if its process is running; at.pmu held.
-func (at *attempt) signalLocked(sig syscall.Signal) {
-	if at.alive {
-		_ = syscall.Kill(-at.pid, sig)
+// writeNotes writes the agent's notes about the attempt (limits it could not apply) to the
+// attempt's log, on stderr, each line starting "stint: ".
+func (at *attempt) writeNotes(notes []string) {
+	for _, n := range notes {
+		_, _ = at.stderr.Write([]byte("stint: " + n + "\n"))
 	}
 }
 
-// env is the process environment: the worker's, then the job's, then stint's variables, and
-// for an attempt given GPU devices CUDA_VISIBLE_DEVICES and STINT_GPUS naming them (later
-// entries win in exec.Cmd.Env), with CUDA_DEVICE_ORDER=PCI_BUS_ID: the devices are
-// nvidia-smi's indices, which follow the PCI bus, while CUDA's default order puts the
-// fastest device first and would name other devices on a host of mixed GPUs. An attempt
-// given no devices keeps whatever CUDA_VISIBLE_DEVICES the worker's or the job's
-// environment has.
-func (at *attempt) env() []string {
-	l := at.lease
-	base := os.Environ()
-	env := make([]string, 0, len(base)+len(l.Env)+7)
-	env = append(env, base...)
-	for k, v := range l.Env {
-		env = append(env, k+"="+v)
+// signalLocked signals the attempt's process group if its process is running, and for
+// SIGKILL its cgroup too; at.pmu held.
+func (at *attempt) signalLocked(sig syscall.Signal) {
+	if at.alive {
+		_ = syscall.Kill(-at.pid, sig)
+		if sig == syscall.SIGKILL && at.proc != nil {
+			at.proc.killAll()
+		}
 	}
-	args := "{}"
-	if len(l.Args) > 0 && string(l.Args) != "null" {
-		args = string(l.Args)
-	}
-	env = append(env,
-		"STINT_RUN_ID="+l.RunID,
-		"STINT_ATTEMPT="+strconv.Itoa(l.Attempt),
-		"STINT_JOB="+l.JobName,
-		"STINT_JOB_ID="+l.JobID,
-		"STINT_ARGS="+args,
-	)
-	if len(at.task.GPUs) > 0 {
-		devices := strings.Join(at.task.GPUs, ",")
-		env = append(env, "CUDA_VISIBLE_DEVICES="+devices, "STINT_GPUS="+devices, "CUDA_DEVICE_ORDER=PCI_BUS_ID")
-	}
-	return env
 }
+
+// killGroup kills process group pg.
+func killGroup(pg int) { _ = syscall.Kill(-pg, syscall.SIGKILL) }
+
+// ownGroup puts a process in a process group of its own.
+func ownGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

@@ -47,10 +47,10 @@
 //
 // # Outcomes
 //
-// A command runs in its own process group with the worker's environment, the job's env, and
-// STINT_RUN_ID, STINT_ATTEMPT, STINT_JOB, STINT_JOB_ID and STINT_ARGS (the args as JSON, "{}"
-// when there are none), and CUDA_VISIBLE_DEVICES and STINT_GPUS when it was given GPU devices
-// (see GPUs below). Exit status 0 succeeds; another exit status fails with "exit status
+// A command runs in its own process group (see Commands below for its environment, directory,
+// user and limits), with STINT_RUN_ID, STINT_ATTEMPT, STINT_JOB, STINT_JOB_ID, STINT_ARGS (the
+// args as JSON, "{}" when there are none) and STINT_WORK_DIR, and CUDA_VISIBLE_DEVICES and
+// STINT_GPUS when it was given GPU devices (see GPUs below). Exit status 0 succeeds; another exit status fails with "exit status
 // N" and records the code; death by a signal fails with the signal named ("signal: killed");
 // a process that cannot start fails with the reason. When the group leader exits, whatever it
 // left in its group is killed, so that no stray child outlives its attempt or holds its output
@@ -64,15 +64,47 @@
 //   - Cancel (pushed on the poll or the heartbeat): the process group gets SIGTERM, then
 //     SIGKILL after KillGrace; a handler's context is cancelled. Reported as cancelled.
 //   - Timeout (the lease's Timeout, counted from the start): the same, reported as timed_out.
-//   - Lost (pushed, or no successful heartbeat for a whole LeaseTTL, after which the server
-//     has given the run to another worker): the process group gets SIGKILL at once, a handler's
-//     context is cancelled, and nothing is reported: the lease belongs to someone else now.
+//   - Lost (pushed, or a lease the agent could not renew coming within a tenth of LeaseTTL
+//     of its expiry, counted on the agent's own clock from when the last successful renewal
+//     was sent, so before the server may give the run to another worker): the process group
+//     gets SIGKILL at once, a handler's context is cancelled, and nothing is reported: the
+//     lease belongs to someone else now.
 //   - Drain: see below; attempts stopped at the drain timeout are reported as lost, so the
 //     server retries them.
 //
 // A handler that ignores its cancelled context is reported anyway after KillGrace; its
 // goroutine keeps its slot until it returns. context.Cause of a handler's context says why it
 // was stopped (ErrCancelled, ErrTimedOut, ErrLeaseLost, ErrShutdown).
+//
+// # Commands
+//
+// How a command attempt runs, set by the Config fields after Commands:
+//
+//   - Environment: a clean one, not the worker's: PATH (the worker's, or a default), HOME
+//     (the RunAs user's, or the worker's), the worker's CUDA_VISIBLE_DEVICES and
+//     CUDA_DEVICE_ORDER when set, TMPDIR (the attempt's directory), then the worker's
+//     variables PassEnv names, then the job's env, then stint's variables. The worker's
+//     STINT_ variables (its token) never pass.
+//   - Directory: a fresh one per attempt under WorkDir, owned by the user the command runs
+//     as, its current directory unless the job names one; removed with its contents when
+//     the attempt ends, however it ends, before the end is reported.
+//   - Executable: the first word of a command, looked up in the worker's PATH (the job's env
+//     cannot change that), or /bin/sh for a shell job; outside AllowCommands (when set) the
+//     attempt fails at once with the reason and nothing starts. The retry rules take that as
+//     any failure.
+//   - User: RunAs, with its groups (setuid, setgid and setgroups in the child).
+//   - Limits (Limits): a memory requirement becomes memory.max of the attempt's cgroup when
+//     Cgroup has the memory controller, else RLIMIT_DATA on the process (set right after it
+//     started; each process it starts inherits it); a cpu requirement becomes cpu.max of
+//     the cgroup when it has the cpu controller, else nothing. What could not be applied is
+//     said in the attempt's log, on stderr, in lines starting "stint: ".
+//   - Death of the agent: the process gets SIGKILL when the agent's process dies (Linux
+//     Pdeathsig; the goroutine that starts the process holds its OS thread until the
+//     process is reaped, since the signal follows the thread that forked). A guard process
+//     (Guard, RunGuard) kills the attempt's whole process group and cgroup then, and removes
+//     its directory. An agent whose process is stopped (SIGSTOP) kills nothing until it runs
+//     again: the server ends its leases meanwhile, and a retry may run beside the old
+//     attempt.
 //
 // # GPUs
 //

@@ -10,10 +10,18 @@ import (
 func (a *Agent) interval() time.Duration { return time.Duration(a.hbInterval.Load()) }
 func (a *Agent) ttl() time.Duration      { return time.Duration(a.leaseTTL.Load()) }
 
+// killMargin returns how long before a lease would expire, by the agent's own clock, the agent
+// kills an attempt whose lease it could not renew: a tenth of the lease TTL, at least 100ms
+// (but at most half the TTL). See expire.
+func killMargin(ttl time.Duration) time.Duration {
+	return max(ttl/10, min(ttl/2, 100*time.Millisecond))
+}
+
 // heartbeatLoop sends one heartbeat per interval carrying every held lease, and acts on the
-// answer. When heartbeats fail it retries sooner, and once a lease has gone a whole TTL
-// without a successful heartbeat it treats the lease as lost: the server has given the run to
-// someone else by now, so the attempt is killed and not reported.
+// answer. When heartbeats fail it retries sooner, and once a lease comes within killMargin of
+// its TTL without a successful heartbeat it treats the lease as lost: the server may give the
+// run to someone else once the TTL has passed, so the attempt is killed before that and not
+// reported.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	var b backoff
 	timer := time.NewTimer(a.interval())
@@ -68,14 +76,20 @@ func (a *Agent) beat(ctx context.Context) bool {
 		a.applyPushes(nil, resp.Cancel, resp.Drain)
 	}
 	// The server renewed the leases it did not report lost no earlier than start.
+	a.renewed(ats, start)
+	return true
+}
+
+// renewed records that the server renewed the leases of ats no earlier than at: the time the
+// renewing request was sent, on the agent's clock, which the server's renewal follows.
+func (a *Agent) renewed(ats []*attempt, at time.Time) {
 	a.mu.Lock()
-	for _, at := range ats {
-		if !at.leaseReleased.Load() && at.renewedAt.Before(start) {
-			at.renewedAt = start
+	defer a.mu.Unlock()
+	for _, att := range ats {
+		if !att.leaseReleased.Load() && att.renewedAt.Before(at) {
+			att.renewedAt = at
 		}
 	}
-	a.mu.Unlock()
-	return true
 }
 
 // heartbeatTimeout bounds one heartbeat: half the lease TTL, at least a second. A slow
@@ -86,10 +100,19 @@ func (a *Agent) heartbeatTimeout() time.Duration {
 	return max(a.ttl()/2, a.interval(), time.Second)
 }
 
-// expire treats leases of running attempts not renewed within the TTL as lost, and returns
-// when the next such lease expires (zero if none is held).
+// expire treats leases of running attempts not renewed within the TTL less killMargin as lost,
+// and returns when the next such lease is due to be killed (zero if none is held).
+//
+// A lease's renewedAt is when the request that last renewed it was sent (a heartbeat, a
+// re-attach), or when the lease poll's answer that granted it arrived. The server renews a
+// lease to its own now + TTL when the request reaches it, so a renewal's expiry on the
+// server comes at least TTL after renewedAt, and the kill comes killMargin before that: the
+// margin covers the timer firing late, the kill taking effect and, for a lease just granted,
+// the answer's time in transit. Durations are measured on the monotonic clock, so a wall
+// clock step changes nothing.
 func (a *Agent) expire(now time.Time) time.Time {
 	ttl := a.ttl()
+	life := ttl - killMargin(ttl)
 	var next time.Time
 	var lost []*attempt
 	a.mu.Lock()
@@ -99,7 +122,7 @@ func (a *Agent) expire(now time.Time) time.Time {
 			// to it (recorded, or refused as stale) releases the lease.
 			continue
 		}
-		exp := at.renewedAt.Add(ttl)
+		exp := at.renewedAt.Add(life)
 		if !now.Before(exp) {
 			lost = append(lost, at)
 			continue
@@ -110,8 +133,8 @@ func (a *Agent) expire(now time.Time) time.Time {
 	}
 	a.mu.Unlock()
 	for _, at := range lost {
-		a.log.Warn("lease expired without a successful heartbeat: killing attempt",
-			"run_id", at.lease.RunID, "attempt", at.lease.Attempt, "lease_ttl", ttl)
+		a.log.Warn("lease about to expire without a successful heartbeat: killing attempt",
+			"run_id", at.lease.RunID, "attempt", at.lease.Attempt, "lease_ttl", ttl, "margin", killMargin(ttl))
 		at.markLost()
 	}
 	return next

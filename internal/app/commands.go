@@ -12,7 +12,7 @@ import (
 
 // Commands returns the subcommands that run stint processes: dev, server and worker.
 func Commands() []*cobra.Command {
-	return []*cobra.Command{devCommand(), serverCommand(), workerCommand()}
+	return []*cobra.Command{devCommand(), serverCommand(), workerCommand(), newGuardCommand()}
 }
 
 type serverFlags struct {
@@ -59,6 +59,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 func devCommand() *cobra.Command {
 	var f serverFlags
 	var slots int
+	var cmds commandFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a server with a local worker on the embedded store: a first try in one command",
@@ -69,6 +70,7 @@ func devCommand() *cobra.Command {
 				return err
 			}
 			cfg.LocalWorker, cfg.LocalSlots = true, slots
+			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guardCommand()
 			cfg.Ready = func(addr string) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on http://%s\n  try: stint submit --shell 'echo hello from stint'\n", addr)
 			}
@@ -77,6 +79,7 @@ func devCommand() *cobra.Command {
 	}
 	f.register(cmd)
 	cmd.Flags().IntVar(&slots, "slots", 0, "attempts the local worker runs at once (default 4 x CPUs)")
+	cmds.registerPassEnv(cmd.Flags())
 	return cmd
 }
 

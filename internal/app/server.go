@@ -37,9 +37,13 @@ type ServerConfig struct {
 	UserToken   string
 	WorkerToken string
 
-	// LocalWorker runs a worker inside the server process (stint dev).
-	LocalWorker bool
-	LocalSlots  int
+	// LocalWorker runs a worker inside the server process (stint dev), LocalSlots attempts
+	// at once; its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
+	// LocalGuard is its guard process (worker.Config.Guard).
+	LocalWorker  bool
+	LocalSlots   int
+	LocalPassEnv []string
+	LocalGuard   []string
 
 	Logger *slog.Logger
 	// Ready, if set, receives the listening address once the server accepts requests.
@@ -190,7 +194,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 
 // newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the
 // built-in noop handler, calling the API's worker protocol in-process (the translation
-// remote workers go through too, without HTTP).
+// remote workers go through too, without HTTP). Its jobs start from a clean environment, so
+// that the server's tokens (STINT_API_TOKEN, STINT_WORKER_TOKEN) never reach them.
 func newLocalWorker(srv worker.Server, cfg ServerConfig, log *slog.Logger) (*worker.Agent, error) {
 	host, _ := os.Hostname()
 	slots := cfg.LocalSlots
@@ -203,6 +208,9 @@ func newLocalWorker(srv worker.Server, cfg ServerConfig, log *slog.Logger) (*wor
 		Capacity: apitype.Capacity{CPU: float64(runtime.NumCPU()), Slots: slots},
 		Handlers: map[string]worker.Handler{"noop": worker.Noop},
 		Commands: true,
+		PassEnv:  cfg.LocalPassEnv,
+		Limits:   true,
+		Guard:    cfg.LocalGuard,
 		Logger:   log.With("component", "local-worker"),
 	})
 	if err != nil {

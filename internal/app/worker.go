@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
@@ -21,7 +24,7 @@ import (
 	"github.com/stint-dev/stint/worker"
 )
 
-func workerCommand() *cobra.Command { return newWorkerCommand(capacity.OS()) }
+func workerCommand() *cobra.Command { return newWorkerCommand(capacity.OS(), guardCommand()) }
 
 // workerFlags are the flags of stint worker. A capacity flag not given is detected on host.
 type workerFlags struct {
@@ -31,10 +34,75 @@ type workerFlags struct {
 	gpus, slots         int
 	drainTimeout        time.Duration
 	logLevel, logFormat string
+	commands            commandFlags
 }
 
-// newWorkerCommand returns stint worker, which detects its capacity on host.
-func newWorkerCommand(host capacity.Host) *cobra.Command {
+// commandFlags say how a worker runs commands (stint worker; --pass-env for stint dev too).
+type commandFlags struct {
+	passEnv, allow []string
+	runAs, workDir string
+	cgroup         string
+	noLimits       bool
+}
+
+func (f *commandFlags) registerPassEnv(fl *pflag.FlagSet) {
+	fl.StringSliceVar(&f.passEnv, "pass-env", nil,
+		"variables of this process's environment that jobs get, as NAME,NAME or patterns such as LC_* (jobs otherwise get only PATH, HOME and their own env; STINT_* never passes)")
+}
+
+func (f *commandFlags) register(fl *pflag.FlagSet) {
+	f.registerPassEnv(fl)
+	fl.StringSliceVar(&f.allow, "allow-commands", nil,
+		"the only executables jobs may run: absolute paths, patterns such as /opt/jobs/*, or names looked up in PATH; /bin/sh allows shell jobs (default: any)")
+	fl.StringVar(&f.runAs, "run-as", "", "run jobs as this user, with its groups and HOME (the worker must run as root)")
+	fl.StringVar(&f.workDir, "work-dir", "", "where each attempt gets a fresh working directory, removed when it ends (default: a temporary directory)")
+	fl.StringVar(&f.cgroup, "cgroup", "", "a delegated, empty cgroup v2 directory in which each attempt gets a cgroup of its own (Linux)")
+	fl.BoolVar(&f.noLimits, "no-limits", false, "do not limit jobs to their cpu and memory requirements")
+}
+
+// apply sets the command fields of cfg.
+func (f *commandFlags) apply(cfg *worker.Config, guard []string) {
+	cfg.PassEnv, cfg.AllowCommands = f.passEnv, f.allow
+	cfg.RunAs, cfg.WorkDir, cfg.Cgroup = f.runAs, f.workDir, f.cgroup
+	cfg.Limits = !f.noLimits
+	cfg.Guard = guard
+}
+
+// guardCommand is how this binary starts a worker's guard process: itself, as
+// `stint worker-guard`; nil when it cannot tell its own path.
+func guardCommand() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{exe, guardCommandName}
+}
+
+// guardCommandName is the hidden command that runs a worker's guard (worker.RunGuard).
+const guardCommandName = "worker-guard"
+
+// newGuardCommand returns the hidden `stint worker-guard`: the guard process a worker
+// starts, which kills what the worker's attempts left running when the worker's process
+// ends (see worker.RunGuard). Only the end of its input ends it.
+func newGuardCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    guardCommandName,
+		Short:  "The guard process of a worker (started by the worker itself)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			if err := worker.RunGuard(cmd.InOrStdin()); err != nil {
+				return fmt.Errorf("worker guard: %w", err)
+			}
+			return nil
+		},
+	}
+}
+
+// newWorkerCommand returns stint worker, which detects its capacity on host and starts guard
+// as its guard process (none when nil).
+func newWorkerCommand(host capacity.Host, guard []string) *cobra.Command {
 	var f workerFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -53,6 +121,14 @@ in CUDA_VISIBLE_DEVICES and STINT_GPUS ("0,2"); a run that needs none is left al
 whatever CUDA_VISIBLE_DEVICES the worker's environment and the job's env give it. The
 devices are the indices nvidia-smi lists; with --gpus N, nvidia-smi is not run and the
 devices are 0 to N-1.
+
+Jobs start from a clean environment: PATH, HOME and their own env, plus what --pass-env
+names (never STINT_*: the worker's token stays its own). Each attempt runs in a fresh
+directory under --work-dir, removed when it ends, in its own process group (and cgroup with
+--cgroup), limited to its cpu and memory requirements where the host allows (memory.max and
+cpu.max with --cgroup; otherwise memory as RLIMIT_DATA per process and cpu not at all, which
+the attempt's log says). --allow-commands refuses other executables, --run-as drops
+privileges. If the worker dies, its jobs' processes are killed (a guard process watches it).
 
 --server takes the server's URL, or a comma-separated list of the servers of one cluster
 (env STINT_SERVER). --token (env STINT_TOKEN) is the bearer token the server's
@@ -91,7 +167,7 @@ devices are 0 to N-1.
 			if err != nil {
 				return cli.Usagef("--server: %w", err)
 			}
-			w, err := worker.New(worker.Config{
+			wcfg := worker.Config{
 				Server:   c,
 				ID:       id,
 				Labels:   lbls,
@@ -102,7 +178,9 @@ devices are 0 to N-1.
 				Logger:   log.With("worker", id),
 				// 0 would mean the agent's default; the flag's 0 means stop at once.
 				DrainTimeout: cmp.Or(f.drainTimeout, time.Nanosecond),
-			})
+			}
+			f.commands.apply(&wcfg, guard)
+			w, err := worker.New(wcfg)
 			if err != nil {
 				return fmt.Errorf("start worker: %w", err)
 			}
@@ -121,6 +199,7 @@ devices are 0 to N-1.
 	fl.IntVar(&f.slots, "slots", 0, "attempts run at once (default: one per CPU offered)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout,
 		"on SIGTERM or a remote drain, how long running attempts may finish before they are stopped (-1s: no limit)")
+	f.commands.register(fl)
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	return cmd

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -52,7 +53,7 @@ func (h *fakeHost) host() capacity.Host {
 // and error output.
 func runWorker(t *testing.T, h *fakeHost, args ...string) (int, string) {
 	t.Helper()
-	root := cli.NewRoot(newWorkerCommand(h.host()))
+	root := cli.NewRoot(newWorkerCommand(h.host(), nil))
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
@@ -373,8 +374,84 @@ func TestWorkerHelp(t *testing.T) {
 		"--token (env STINT_TOKEN)", "--worker-token",
 		"--cpu", "cpu.max", "--memory MB", "memory.max", "--gpus", "nvidia-smi", "--slots", "--labels", "--id",
 		"CUDA_VISIBLE_DEVICES and STINT_GPUS", "devices are 0 to N-1",
+		"--pass-env", "--allow-commands", "--run-as", "--work-dir", "--cgroup", "--no-limits",
+		"STINT_* never passes", "RLIMIT_DATA",
 	} {
 		require.Contains(t, out, want)
 	}
 	require.Zero(t, h.smiRuns.Load(), "--help detects nothing")
+}
+
+// TestWorkerCommandFlagsRefused: command settings the worker cannot honour stop it at start.
+func TestWorkerCommandFlagsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pass-env", "HOME,STINT_TOKEN"}, `PassEnv: "STINT_TOKEN": stint's own STINT_* variables (its tokens among them) never pass to jobs`},
+		{[]string{"--allow-commands", "bin/sh"}, `AllowCommands: "bin/sh" must be an absolute path or a bare command name`},
+		{[]string{"--allow-commands", "stint-no-such-command"}, `AllowCommands: "stint-no-such-command"`},
+		{[]string{"--run-as", "stint-no-such-user"}, `RunAs "stint-no-such-user"`},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			srv := newRegistrar(t)
+			code, out := runWorker(t, &fakeHost{}, append([]string{"--server", srv.URL}, tc.args...)...)
+			require.Equal(t, 1, code, out)
+			require.Contains(t, out, tc.want)
+			srv.mu.Lock()
+			defer srv.mu.Unlock()
+			require.Empty(t, srv.reqs, "refused before registering")
+		})
+	}
+}
+
+// TestWorkerCommandFlags runs `stint worker` with the command flags against a server that
+// leases it one shell job: the job sees what --pass-env names and not the worker's token,
+// runs in a directory under --work-dir that is gone afterwards, and --allow-commands refuses
+// an executable it does not list. (Not parallel: it sets the environment.)
+func TestWorkerCommandFlags(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the worker runs commands on unix only")
+	}
+	t.Setenv("STINT_TOKEN", "worker-secret-token")
+	t.Setenv("STINT_TEST_PASSED", "passed-value")
+	t.Setenv("TEST_PASSED", "passed-value")
+	t.Setenv("TEST_KEPT", "kept-value")
+	work := t.TempDir()
+	srv := newLeaseServer(t, apitype.Lease{
+		RunID: "r1", JobID: "j1", JobName: "env-job", Attempt: 1, Token: "tok",
+		Shell: `pwd; env`,
+	})
+	code, out := runWorker(t, &fakeHost{}, "--server", srv.URL, "--gpus", "0",
+		"--pass-env", "TEST_PASSED", "--work-dir", work, "--allow-commands", "/bin/sh")
+	require.Equal(t, 0, code, out)
+	srv.mu.Lock()
+	logs, c := srv.logs.String(), srv.complete
+	srv.mu.Unlock()
+	require.Equal(t, "succeeded", c.Status, c.Error)
+	require.Contains(t, logs, "TEST_PASSED=passed-value")
+	require.NotContains(t, logs, "TEST_KEPT")
+	require.NotContains(t, logs, "secret", "the worker's token does not reach the job")
+	require.NotContains(t, logs, "STINT_TEST_PASSED")
+	dir, _, _ := strings.Cut(logs, "\n")
+	resolved, err := filepath.EvalSymlinks(work)
+	require.NoError(t, err)
+	require.Equal(t, resolved, filepath.Dir(dir), "the job ran under --work-dir")
+	require.NoDirExists(t, dir)
+
+	marker := filepath.Join(t.TempDir(), "ran")
+	srv = newLeaseServer(t, apitype.Lease{
+		RunID: "r2", JobID: "j2", JobName: "refused", Attempt: 1, Token: "tok",
+		Command: []string{"touch", marker},
+	})
+	code, out = runWorker(t, &fakeHost{}, "--server", srv.URL, "--gpus", "0", "--allow-commands", "/bin/sh")
+	require.Equal(t, 0, code, out)
+	srv.mu.Lock()
+	c = srv.complete
+	srv.mu.Unlock()
+	require.Equal(t, "failed", c.Status)
+	require.Contains(t, c.Error, "is not allowed on this worker (allowed: /bin/sh)")
+	require.NoFileExists(t, marker)
 }

@@ -1,0 +1,75 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary play two other parts, chosen by its first argument:
+//
+//   - "worker-guard": a worker's guard process (RunGuard on stdin), as `stint worker-guard` is;
+//   - "agent-helper SHELL WORKDIR [guard]": a process running an agent (Config.WorkDir
+//     WORKDIR), against a fake server, that runs the shell script SHELL and prints "pid N"
+//     once the script wrote the number N, then runs until it is killed; with "guard", the
+//     agent has a guard (this binary again).
+//
+// so that tests can kill a whole agent process and see what outlives it.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "worker-guard":
+			signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+			if err := RunGuard(os.Stdin); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		case "agent-helper":
+			os.Exit(agentHelper(os.Args[2:]))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// guardArgv starts this test binary as a guard.
+func guardArgv() []string { return []string{os.Args[0], "worker-guard"} }
+
+func agentHelper(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "agent-helper: want SHELL WORKDIR [guard]")
+		return 2
+	}
+	s := newFake()
+	cfg := Config{Server: s, ID: "helper", Commands: true, FlushTimeout: time.Second, WorkDir: args[1]}
+	if len(args) > 2 && args[2] == "guard" {
+		cfg.Guard = guardArgv()
+	}
+	a, err := New(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() { _ = a.Run(context.Background()) }()
+	s.add(shellLease("r", args[0]))
+	for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); {
+		s.mu.Lock()
+		out, ch := s.logLocked("r", "stdout"), s.changed
+		s.mu.Unlock()
+		if line, _, ok := strings.Cut(out, "\n"); ok {
+			fmt.Printf("pid %s\n", strings.TrimSpace(line))
+			select {} // until killed
+		}
+		select {
+		case <-ch:
+		case <-time.After(time.Second):
+		}
+	}
+	fmt.Fprintln(os.Stderr, "agent-helper: the script printed no pid")
+	return 1
+}
