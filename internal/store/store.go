@@ -13,9 +13,10 @@ import (
 // Signatures follow one style: a method that takes arguments besides ctx takes exactly one
 // *XxxParams named after it (GetRun takes *GetRunParams), declared by area in
 // params_jobs.go (jobs and runs), params_cron.go (cron, webhooks, limits),
-// params_pipelines.go (pipelines and graphs) and params_dispatch.go (dispatch, logs,
-// queues, workers); a params field that carries the current time is named Now. Methods that
-// need nothing but ctx (Ping, ListQueues, ListWorkers, NextDue, NextLeaseExpiry,
+// params_pipelines.go (pipelines and graphs), params_dispatch.go (dispatch, logs,
+// queues, workers), params_cluster.go (servers, leadership) and params_tokens.go (API
+// tokens); a params field that carries the current time is named Now. Methods that need
+// nothing but ctx (Ping, ListQueues, ListWorkers, ListTokens, NextDue, NextLeaseExpiry,
 // NextRelease) take ctx alone, and Close takes nothing.
 type Store interface {
 	// Jobs
@@ -296,6 +297,24 @@ type Store interface {
 	ResignLead(ctx context.Context, p *ResignLeadParams) error
 	// Leader returns the live lease (not expired), or model.ErrNotFound when none is.
 	Leader(ctx context.Context, p *LeaderParams) (*model.Leadership, error)
+
+	// Tokens
+
+	// CreateToken stores an API token (only its hash). A token whose ID or Hash is taken is
+	// model.ErrConflict. With OnlyIfNone, a store that holds any token already creates
+	// nothing and reports false.
+	CreateToken(ctx context.Context, p *CreateTokenParams) (bool, error)
+	// FindToken returns the token with that Hash, revoked or not; model.ErrNotFound when
+	// none has it.
+	FindToken(ctx context.Context, p *FindTokenParams) (*model.Token, error)
+	// ListTokens returns every token, revoked ones included, by id (oldest first).
+	ListTokens(ctx context.Context) ([]*model.Token, error)
+	// RevokeToken sets a token's RevokedAt to Now, unless it was revoked before (the first
+	// revocation stands), and returns it as it is after; model.ErrNotFound for an unknown id.
+	RevokeToken(ctx context.Context, p *RevokeTokenParams) (*model.Token, error)
+	// TouchToken sets LastUsedAt = Now when it is unset or before Stale. An unknown id
+	// changes nothing and is no error.
+	TouchToken(ctx context.Context, p *TouchTokenParams) error
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

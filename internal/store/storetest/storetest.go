@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Pipelines", testPipelines},
 		{"Wording", testWording},
 		{"Cluster", testCluster},
+		{"Tokens", testTokens},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
