@@ -237,10 +237,14 @@ type Store interface {
 
 	// Logs
 
-	// AppendLogs stores log chunks (one transaction for the batch). A chunk whose (RunID,
+	// AppendLogs stores log chunks (one transaction for the batch) and returns an error per
+	// chunk, in order. Only the writer of the attempt may append: a chunk is stored only
+	// while its run is running with Attempt under the lease Token (and leased to WorkerID,
+	// when set); another chunk is refused alone with model.ErrLeaseLost (model.ErrNotFound
+	// for a run that does not exist) and the others are stored. A chunk whose (RunID,
 	// Attempt, Seq) is already stored is ignored (a worker may resend), so the first write
-	// stands. A chunk of a run that does not exist fails the batch with model.ErrNotFound.
-	AppendLogs(ctx context.Context, p *AppendLogsParams) error
+	// stands.
+	AppendLogs(ctx context.Context, p *AppendLogsParams) ([]error, error)
 	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit
 	// (Limit <= 0: no limit). An unknown run is model.ErrNotFound.
 	ReadLogs(ctx context.Context, p *ReadLogsParams) ([]model.LogChunk, error)
@@ -269,6 +273,9 @@ type Store interface {
 	// worker's Session is Resume, and a draining worker stays draining) and the worker keeps
 	// the attempts it lists in Held; its other running attempts end as lost (returned).
 	// Otherwise the session becomes Session.
+	//
+	// A live session is kept from a caller that cannot prove it is the worker: see
+	// RegisterWorkerParams.LiveSince (model.ErrConflict, nothing changed).
 	RegisterWorker(ctx context.Context, p *RegisterWorkerParams) (*model.Worker, []*model.Run, error)
 	// GetWorker returns one worker with Running and Used filled: Running counts its running
 	// runs, Used sums their jobs' Requirements (as they were when each run was created) with
