@@ -47,9 +47,9 @@ type ListJobsParams struct {
 	// scope), on top of Namespace.
 	Namespaces []string
 	Queue      string
-	Enabled   *bool
-	Limit     int
-	Cursor    string // name of the last job of the previous page
+	Enabled    *bool
+	Limit      int
+	Cursor     string // name of the last job of the previous page
 }
 
 // JobPage is one page of jobs.
