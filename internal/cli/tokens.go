@@ -110,7 +110,9 @@ func (cfg *config) printTokens(w io.Writer, tokens []*apitype.Token) error {
 }
 
 func newTokenRevokeCmd(cfg *config) *cobra.Command {
-	revoke := func(c *client.Client, ctx context.Context, id string) (*apitype.Token, error) { return c.RevokeToken(ctx, id) }
+	revoke := func(c *client.Client, ctx context.Context, id string) (*apitype.Token, error) {
+		return c.RevokeToken(ctx, id)
+	}
 	return objectCmd(cfg, "revoke ID", "Revoke an API token: it stops working (within seconds on every server)", revoke,
 		showDone[*apitype.Token]("token %s revoked"))
 }
