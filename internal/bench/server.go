@@ -55,6 +55,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 	go func() {
 		done <- app.RunServer(srvCtx, app.ServerConfig{
 			Addr:        "127.0.0.1:0",
+			OpenAuth:    true, // a benchmark's own server on loopback
 			DataDir:     dataDir,
 			StoreURL:    storeURL,
 			LocalWorker: cfg.Workers == 0,
@@ -68,7 +69,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 		srv := &benchServer{url: "http://" + addr, storeName: storeName}
 		cleanups = append(cleanups, func() { cancel(); <-done })
 		if cfg.Workers > 0 {
-			stopWorkers, err := startWorkers(ctx, cfg, srv.url)
+			stopWorkers, err := startWorkers(ctx, cfg, srv.url, "")
 			if err != nil {
 				cleanup()
 				return nil, err

@@ -15,9 +15,10 @@ import (
 )
 
 // startWorkers starts cfg.Workers `stint worker` processes against the server at url, the
-// slots split among them, and waits until all have registered. The returned function stops
-// them (SIGTERM: they drain; they have no work left by then).
-func startWorkers(ctx context.Context, cfg Config, url string) (func(), error) {
+// slots split among them, and waits until all have registered. token (empty: none, for a
+// server without authentication) goes to them in STINT_TOKEN, never on their command line.
+// The returned function stops them (SIGTERM: they drain; they have no work left by then).
+func startWorkers(ctx context.Context, cfg Config, url, token string) (func(), error) {
 	bin := cfg.WorkerBinary
 	if bin == "" {
 		exe, err := os.Executable()
@@ -41,13 +42,16 @@ func startWorkers(ctx context.Context, cfg Config, url string) (func(), error) {
 		cmd := exec.Command(bin, "worker", "--server", url, "--slots", strconv.Itoa(slots),
 			"--id", prefix+strconv.Itoa(i), "--log-level", "warn")
 		cmd.Stderr = os.Stderr
+		if token != "" {
+			cmd.Env = append(os.Environ(), "STINT_TOKEN="+token)
+		}
 		if err := cmd.Start(); err != nil {
 			stop()
 			return nil, fmt.Errorf("start worker %d: %w", i, err)
 		}
 		procs = append(procs, cmd)
 	}
-	c, err := client.New(url)
+	c, err := client.New(url, client.WithToken(token))
 	if err != nil {
 		stop()
 		return nil, err
