@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -65,11 +64,7 @@ func startClusterWorker(t *testing.T, servers string, id string) *fleetWorker {
 	t.Helper()
 	cmd := exec.Command(stintBin, "worker", "--server", servers, "--id", id, "--slots", "4", "--log-level", "info")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "STINT_") {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
+	cmd.Env = stintEnv("STINT_TOKEN=" + workerToken(t, servers, id))
 	w := &fleetWorker{id: id, cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	require.NoError(t, cmd.Start())
@@ -132,7 +127,7 @@ func TestWorkersSurviveServerDeath(t *testing.T) {
 		list[i] = s.url()
 	}
 	servers := strings.Join(list, ",")
-	c, err := client.New(servers)
+	c, err := client.New(servers, client.WithToken(adminToken))
 	require.NoError(t, err)
 	// Every worker tries the first server first: it is the one they are attached to.
 	for _, id := range []string{"w1", "w2"} {
@@ -162,7 +157,7 @@ func TestWorkersSurviveServerDeath(t *testing.T) {
 func TestRestartedWorkerLosesItsAttempts(t *testing.T) {
 	srvs := startRestartableCluster(t, 1)
 	servers := srvs[0].url()
-	c, err := client.New(servers)
+	c, err := client.New(servers, client.WithToken(adminToken))
 	require.NoError(t, err)
 	w := startClusterWorker(t, servers, "w1")
 	ids := submitSleeps(t, c, 2, "3")
