@@ -124,10 +124,12 @@ type HeartbeatResponse struct {
 	Drain  bool     `json:"drain,omitempty"`
 }
 
-// LogChunk is a piece of an attempt's output.
+// LogChunk is a piece of an attempt's output. Token is the attempt's lease token (the
+// Lease's): the server stores a chunk only while that lease is the attempt's.
 type LogChunk struct {
 	RunID   string `json:"run_id"`
 	Attempt int    `json:"attempt"`
+	Token   string `json:"token"`
 	Seq     int64  `json:"seq"`
 	Stream  string `json:"stream"`
 	Data    string `json:"data"`

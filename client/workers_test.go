@@ -85,10 +85,10 @@ func TestWorkerCalls(t *testing.T) {
 		{
 			name: "append logs",
 			call: func(ctx context.Context, c *client.Client) (any, error) {
-				return nil, c.AppendLogs(ctx, &apitype.LogChunksRequest{Chunks: []apitype.LogChunk{{RunID: "r1", Attempt: 1, Seq: 0, Stream: "stdout", Data: "hi\n"}}})
+				return nil, c.AppendLogs(ctx, &apitype.LogChunksRequest{Chunks: []apitype.LogChunk{{RunID: "r1", Attempt: 1, Token: "t1", Seq: 1, Stream: "stdout", Data: "hi\n"}}})
 			},
 			method: http.MethodPost, path: "/v1/attempts/logs",
-			body:   `{"chunks":[{"run_id":"r1","attempt":1,"seq":0,"stream":"stdout","data":"hi\n"}]}`,
+			body:   `{"chunks":[{"run_id":"r1","attempt":1,"token":"t1","seq":1,"stream":"stdout","data":"hi\n"}]}`,
 			answer: answer{Status: http.StatusNoContent},
 		},
 		{

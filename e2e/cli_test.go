@@ -20,7 +20,7 @@ import (
 func cli(t *testing.T, srv *proc, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(stintBin, args...)
-	cmd.Env = append(os.Environ(), "STINT_SERVER="+srv.url())
+	cmd.Env = stintEnv("STINT_SERVER="+srv.url(), "STINT_TOKEN="+srv.token)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -63,13 +62,16 @@ func startRestartableCluster(t *testing.T, n int) []*clusterServer {
 // startClusterWorker runs `stint worker --server LIST --id id`.
 func startClusterWorker(t *testing.T, servers string, id string) *fleetWorker {
 	t.Helper()
+	return startClusterWorkerWith(t, servers, id, workerToken(t, servers, id))
+}
+
+// startClusterWorkerWith is startClusterWorker with a worker token made beforehand, for a
+// worker restarted while no server may be up to make one.
+func startClusterWorkerWith(t *testing.T, servers, id, token string) *fleetWorker {
+	t.Helper()
 	cmd := exec.Command(stintBin, "worker", "--server", servers, "--id", id, "--slots", "4", "--log-level", "info")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "STINT_") {
-			cmd.Env = append(cmd.Env, e)
-		}
-	}
+	cmd.Env = stintEnv("STINT_TOKEN=" + token)
 	w := &fleetWorker{id: id, cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	require.NoError(t, cmd.Start())
@@ -132,7 +134,7 @@ func TestWorkersSurviveServerDeath(t *testing.T) {
 		list[i] = s.url()
 	}
 	servers := strings.Join(list, ",")
-	c, err := client.New(servers)
+	c, err := client.New(servers, client.WithToken(adminToken))
 	require.NoError(t, err)
 	// Every worker tries the first server first: it is the one they are attached to.
 	for _, id := range []string{"w1", "w2"} {
@@ -162,7 +164,7 @@ func TestWorkersSurviveServerDeath(t *testing.T) {
 func TestRestartedWorkerLosesItsAttempts(t *testing.T) {
 	srvs := startRestartableCluster(t, 1)
 	servers := srvs[0].url()
-	c, err := client.New(servers)
+	c, err := client.New(servers, client.WithToken(adminToken))
 	require.NoError(t, err)
 	w := startClusterWorker(t, servers, "w1")
 	ids := submitSleeps(t, c, 2, "3")

@@ -49,6 +49,7 @@ func depsPost(t *testing.T, srv *proc, path string, body any) (int, []byte) {
 	req, err := http.NewRequest(http.MethodPost, srv.url()+path, bytes.NewReader(b))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+srv.token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err, "POST %s", path)
 	defer resp.Body.Close()
@@ -76,7 +77,12 @@ func submitDAG(t *testing.T, srv *proc, runs map[string]apitype.JobSpec) map[str
 
 // getDepsRun reads GET /v1/runs/{id} with its depends_on.
 func getDepsRun(srv *proc, id string) (*depsRun, error) {
-	resp, err := http.Get(srv.url() + "/v1/runs/" + id)
+	req, err := http.NewRequest(http.MethodGet, srv.url()+"/v1/runs/"+id, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"slices"
 	"sort"
@@ -44,8 +43,8 @@ func startFleetWorker(t *testing.T, srv *proc, id string, labels map[string]stri
 		"--slots", fmt.Sprint(c.Slots), "--log-level", "info"}
 	cmd := exec.Command(stintBin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "CUDA_VISIBLE_DEVICES=") && !strings.HasPrefix(e, "STINT_") {
+	for _, e := range stintEnv("STINT_TOKEN=" + workerToken(t, srv.url(), id)) {
+		if !strings.HasPrefix(e, "CUDA_VISIBLE_DEVICES=") {
 			cmd.Env = append(cmd.Env, e)
 		}
 	}

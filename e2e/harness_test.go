@@ -48,8 +48,25 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd    *exec.Cmd
 	addr   string
+	token  string // the admin token its clients send ("" for an open stint dev)
 	stderr *lockedBuffer
 	done   chan struct{}
+}
+
+// adminToken is the admin token every `stint server` of the tests starts with
+// (STINT_BOOTSTRAP_TOKEN): authentication is always on outside stint dev.
+const adminToken = "e2e-admin-0123456789abcdef0123456789"
+
+// stintEnv is the tests' environment without STINT_* variables, plus extra: what a stint
+// process of a test sees.
+func stintEnv(extra ...string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "STINT_") {
+			env = append(env, e)
+		}
+	}
+	return append(env, extra...)
 }
 
 type lockedBuffer struct {
@@ -71,17 +88,30 @@ func (l *lockedBuffer) String() string {
 
 var listenRe = regexp.MustCompile(`stint server listening.*addr=(\S+)`)
 
-// startServer runs `stint <mode> --addr 127.0.0.1:0 args...` and waits until it listens.
+// startServer runs `stint <mode> --addr 127.0.0.1:0 args...` and waits until it listens. A
+// `stint server` gets adminToken as its bootstrap token, and its clients send it; `stint
+// dev` stays open.
 func startServer(t testing.TB, mode string, args ...string) *proc {
+	t.Helper()
+	if mode == "server" {
+		return startServerEnv(t, mode, adminToken, []string{"STINT_BOOTSTRAP_TOKEN=" + adminToken}, args...)
+	}
+	return startServerEnv(t, mode, "", nil, args...)
+}
+
+// startServerEnv is startServer with the environment's STINT_* variables replaced by env,
+// and token the one its clients send.
+func startServerEnv(t testing.TB, mode, token string, env []string, args ...string) *proc {
 	t.Helper()
 	full := append([]string{mode, "--addr", "127.0.0.1:0", "--log-level", "info"}, args...)
 	cmd := exec.Command(stintBin, full...)
+	cmd.Env = stintEnv(env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	cmd.Stdout = io.Discard
 	require.NoError(t, cmd.Start(), "start stint %s", mode)
-	p := &proc{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, token: token, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	addrCh := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -129,9 +159,21 @@ func (p *proc) url() string { return "http://" + p.addr }
 
 func (p *proc) client(t testing.TB) *client.Client {
 	t.Helper()
-	c, err := client.New(p.url())
+	c, err := client.New(p.url(), client.WithToken(p.token))
 	require.NoError(t, err)
 	return c
+}
+
+// workerToken creates, through the servers (a comma-separated list) with adminToken, a
+// worker token bound to worker id and returns its secret: what a worker of the tests runs
+// with (in STINT_TOKEN, never on its command line).
+func workerToken(t testing.TB, servers, id string) string {
+	t.Helper()
+	c, err := client.New(servers, client.WithToken(adminToken))
+	require.NoError(t, err)
+	ct, err := c.CreateToken(context.Background(), &apitype.CreateTokenRequest{Name: id, Role: "worker", WorkerID: id})
+	require.NoError(t, err, "create a worker token for %s", id)
+	return ct.Secret
 }
 
 // storeCase is one store engine the e2e tests run on.

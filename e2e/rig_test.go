@@ -43,6 +43,7 @@ func (e rigEvent) String() string {
 type rigWorker struct {
 	name    string
 	servers string // its --server list
+	token   string // its worker token, bound to its id
 	w       *fleetWorker
 }
 
@@ -84,12 +85,12 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 		s.args = []string{"--store", db, "--data", t.TempDir(), "--lease-ttl", cfg.leaseTTL, "--id", serverName(i)}
 		r.servers = append(r.servers, s)
 		urls[i] = s.url()
-		c, err := client.New(s.url())
+		c, err := client.New(s.url(), client.WithToken(adminToken))
 		require.NoError(t, err)
 		r.clients = append(r.clients, c)
 	}
 	var err error
-	r.all, err = client.New(strings.Join(urls, ","))
+	r.all, err = client.New(strings.Join(urls, ","), client.WithToken(adminToken))
 	require.NoError(t, err)
 	for i := range r.servers {
 		r.start(serverName(i))
@@ -146,7 +147,10 @@ func (r *rig) start(name string) {
 		s.start(r.t)
 	} else {
 		w := r.worker(name)
-		w.w = startClusterWorker(r.t, w.servers, w.name)
+		if w.token == "" { // made once, while the servers are up; a restart reuses it
+			w.token = workerToken(r.t, w.servers, w.name)
+		}
+		w.w = startClusterWorkerWith(r.t, w.servers, w.name, w.token)
 	}
 	r.mu.Lock()
 	r.up[name] = true

@@ -583,6 +583,18 @@ func (a *Agent) registerLocked(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if isIDInUse(err) {
+			// Another session of this id is live: this process is its restart (a killed
+			// worker's session lasts a lease TTL) or a second process with the same id.
+			// The server hands the id over once that session stops heartbeating.
+			d := b.next()
+			a.log.Warn("worker id in use by a live session; waiting for it to end (a token bound to this id takes it over at once)",
+				"id", req.ID, "err", err, "in", d)
+			if !sleep(ctx, d, nil) {
+				return ctx.Err()
+			}
+			continue
+		}
 		if isPermanent(err) {
 			return fmt.Errorf("register worker: %w", err)
 		}

@@ -100,6 +100,24 @@ func TestRegisterErrors(t *testing.T) {
 		s.add(handlerLease("r", "noop"))
 		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
 	})
+	t.Run("an id in use by a live session is waited for", func(t *testing.T) {
+		t.Parallel()
+		s := newFake()
+		refusals := 2
+		s.onRegister = func() error {
+			if refusals > 0 {
+				refusals--
+				return &apitype.Problem{Status: 409, Title: "Conflict", Detail: `worker id "w" is in use by a live session`}
+			}
+			return nil
+		}
+		startAgent(t, s, nil)
+		s.add(handlerLease("r", "noop"))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.Zero(t, refusals, "registered once the other session let go")
+	})
 	t.Run("permanent error is fatal", func(t *testing.T) {
 		t.Parallel()
 		s := newFake()

@@ -132,6 +132,7 @@ func TestCommandLogChunksAndCap(t *testing.T) {
 		require.Equal(t, int64(i+1), c.Seq, "chunks are shipped in Seq order from 1")
 		require.LessOrEqual(t, len(c.Data), 300)
 		require.Equal(t, 1, c.Attempt)
+		require.Equal(t, "tok-r", c.Token, "each chunk carries its attempt's lease token")
 	}
 }
 

@@ -32,6 +32,13 @@ func isUnknownWorker(err error) bool {
 	return errors.As(err, &p) && p.Status == 404
 }
 
+// isIDInUse reports whether err from Register says that another live session holds the
+// worker's id (409): the registration succeeds once that session ends.
+func isIDInUse(err error) bool {
+	var p *apitype.Problem
+	return errors.As(err, &p) && p.Status == 409
+}
+
 // isPermanent reports whether sending the same request again cannot succeed: a 4xx problem
 // other than 408 (timeout) and 429 (too many requests).
 func isPermanent(err error) bool {

@@ -116,6 +116,7 @@ func (at *attempt) emitLocked(stream int, data []byte) {
 	at.agent.ship.addChunk(apitype.LogChunk{
 		RunID:   at.lease.RunID,
 		Attempt: at.lease.Attempt,
+		Token:   at.lease.Token,
 		Seq:     l.seq,
 		Stream:  streamNames[stream],
 		Data:    string(data),

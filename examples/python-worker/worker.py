@@ -83,7 +83,8 @@ class Attempt:
         if text and not self.lost:
             with self.mu:
                 self.seq += 1
-                self.w.ship({"run_id": self.run_id, "attempt": self.lease["attempt"],
+                # the lease token proves the chunk is this attempt's (the server refuses others)
+                self.w.ship({"run_id": self.run_id, "attempt": self.lease["attempt"], "token": self.token,
                              "seq": self.seq, "stream": stream, "data": text})
 
     def stdout(self, text): self.emit("stdout", text)
@@ -438,7 +439,8 @@ class Worker:
 def main():
     p = argparse.ArgumentParser(description="A stint worker in Python.")
     p.add_argument("--server", default=os.environ.get("STINT_SERVER", "http://127.0.0.1:8080"))
-    p.add_argument("--token", default=os.environ.get("STINT_WORKER_TOKEN", ""), help="worker token")
+    p.add_argument("--token", default=os.environ.get("STINT_TOKEN") or os.environ.get("STINT_WORKER_TOKEN", ""),
+                   help="worker token (env STINT_TOKEN or STINT_WORKER_TOKEN)")
     p.add_argument("--id", default=f"{socket.gethostname()}-py-{secrets.token_hex(4)}")
     p.add_argument("--slots", type=int, default=os.cpu_count() or 1, help="attempts run at once")
     p.add_argument("--cpu", type=float, default=float(os.cpu_count() or 1), help="CPUs offered")

@@ -2,9 +2,11 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/stint-dev/stint/internal/auth"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/store"
@@ -14,11 +16,15 @@ import (
 type Config struct {
 	Engine *engine.Engine
 	Logger *slog.Logger // default slog.Default()
-	// UserToken, when set, is the bearer token every user route requires.
-	UserToken string
-	// WorkerToken, when set, is a bearer token the worker protocol routes accept; they also
-	// accept UserToken. With neither set the worker routes are open.
+	// Every route but the open ones (health, readiness, metrics, the OpenAPI document, the
+	// signed webhooks) needs a bearer token: one of the store's API tokens, or one of these
+	// static ones. UserToken, when set, acts as an admin token; WorkerToken as a worker
+	// token for any worker id.
+	UserToken   string
 	WorkerToken string
+	// Open turns authentication off: every request acts as an admin. Only `stint dev` on a
+	// loopback address does this.
+	Open bool
 	// MaxBodyBytes caps request bodies (default 1 MiB); POST /v1/jobs/batch and POST /v1/dags allow 64 MiB
 	// and POST /v1/attempts/logs 8 MiB, or MaxBodyBytes when that is larger.
 	MaxBodyBytes int64
@@ -35,6 +41,7 @@ type API struct {
 	log     *slog.Logger
 	cfg     Config
 	handler http.Handler
+	tokens  *tokenCache
 }
 
 // New builds the API and its routes.
@@ -49,19 +56,32 @@ func New(cfg Config) (*API, error) {
 		cfg.MaxBodyBytes = defaultMaxBody
 	}
 	a := &API{
-		eng:   cfg.Engine,
-		proto: NewProtocol(cfg.Engine),
-		store: cfg.Engine.Store(),
-		clock: cfg.Engine.Clock(),
-		log:   cfg.Logger,
-		cfg:   cfg,
+		eng:    cfg.Engine,
+		proto:  NewProtocol(cfg.Engine),
+		store:  cfg.Engine.Store(),
+		clock:  cfg.Engine.Clock(),
+		log:    cfg.Logger,
+		cfg:    cfg,
+		tokens: newTokenCache(),
 	}
-	mux := http.NewServeMux()
-	for _, rt := range routeTable() {
-		mux.Handle(rt.Method+" "+rt.Path, a.endpoint(rt))
+	mux, err := a.mux(routeTable())
+	if err != nil {
+		return nil, fmt.Errorf("new api: %w", err)
 	}
 	a.handler = a.middleware(mux)
 	return a, nil
+}
+
+// mux registers routes, refusing one that declares no permission.
+func (a *API) mux(routes []route) (*http.ServeMux, error) {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		if rt.Perm == auth.PermUnset {
+			return nil, fmt.Errorf("route %s %s declares no permission", rt.Method, rt.Path)
+		}
+		mux.Handle(rt.Method+" "+rt.Path, a.endpoint(rt))
+	}
+	return mux, nil
 }
 
 // Handler returns the API's HTTP handler.

@@ -39,6 +39,9 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 	} else if spec.Namespace != ns {
 		return invalidField("namespace", fmt.Sprintf("must be the ?namespace= of the call (%q) or left out", ns))
 	}
+	if err := actIn(r.Context(), "namespace", ns); err != nil {
+		return err
+	}
 	dryRun := false
 	if s := r.URL.Query().Get("dry_run"); s != "" {
 		if dryRun, err = strconv.ParseBool(s); err != nil {

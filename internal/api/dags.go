@@ -41,6 +41,9 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 	} else if !namePattern.MatchString(ns) {
 		return invalidField("namespace", nameRule)
 	}
+	if err := actIn(r.Context(), "namespace", ns); err != nil {
+		return err
+	}
 
 	// Entries in name order, so that answers (which cycle, which error first) do not
 	// depend on the order of a map.

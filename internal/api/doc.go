@@ -3,8 +3,16 @@
 //
 // Handlers decode and validate, call the engine (for every write, so that the engine alone
 // decides which of its loops a change wakes) or the store (for plain reads), and encode.
-// Every route is declared once, in routeTable; a test checks that openapi.json describes
-// exactly those routes.
+// Every route is declared once, in routeTable, with the permission it needs; a test checks
+// that openapi.json describes exactly those routes, and another walks each with every role.
+//
+// Authentication (auth.go): every route but the open ones needs a bearer token, a stored
+// API token (looked up by its SHA-256, cached for a few seconds) or a static one of the
+// config; the route's permission must be one the token's role holds (internal/auth.Allows),
+// else 401 or 403 before the body is read. The principal then rides in the request's
+// context: a token scoped to namespaces sees only those (lookups answer 404 as if absent,
+// lists are filtered, submissions elsewhere are 403), and a worker token bound to an id
+// speaks the worker protocol as that id only (tokens.go serves /v1/tokens).
 //
 // The worker protocol's routes go through Protocol, which has worker.Server's method set and
 // translates between the wire types of apitype and the engine's; the local worker of

@@ -39,6 +39,9 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) error {
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}
+	if err := actIn(r.Context(), "namespace", vj.Job.Namespace); err != nil {
+		return err
+	}
 	if errs, err := a.missingUpstream(r.Context(), upstreamOf(vj.Run, "")); err != nil {
 		return err
 	} else if len(errs) > 0 {
@@ -137,6 +140,11 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(errs) > 0 {
 		return batchErrors(http.StatusBadRequest, errs)
+	}
+	for i, nj := range jobs {
+		if err := actIn(r.Context(), batchEntry(i)+"namespace", nj.Job.Namespace); err != nil {
+			return err
+		}
 	}
 	var ups []upstreamRef
 	for i, nj := range jobs {
@@ -288,10 +296,10 @@ func (a *API) missingUpstream(ctx context.Context, refs []upstreamRef) ([]apityp
 	for _, u := range refs {
 		ok, known := found[u.runID]
 		if !known {
-			_, err := a.store.GetRun(ctx, &store.GetRunParams{ID: u.runID})
+			run, err := a.store.GetRun(ctx, &store.GetRunParams{ID: u.runID})
 			switch {
 			case err == nil:
-				ok = true
+				ok = sees(ctx, run.Namespace) // another namespace's run is absent to a scoped token
 			case !errors.Is(err, model.ErrNotFound):
 				return nil, fmt.Errorf("check upstream run %s: %w", u.runID, err)
 			}
@@ -326,8 +334,13 @@ func (a *API) findJob(r *http.Request) (*model.Job, error) {
 	return a.lookupJob(r.Context(), ns, r.PathValue("id"))
 }
 
+// lookupJob finds a job by id or by name in ns. A job in a namespace the caller's token does
+// not see is not found, as if absent.
 func (a *API) lookupJob(ctx context.Context, ns, idOrName string) (*model.Job, error) {
 	j, err := a.store.GetJob(ctx, &store.GetJobParams{Namespace: ns, IDOrName: idOrName})
+	if err == nil && !sees(ctx, j.Namespace) {
+		err = model.ErrNotFound
+	}
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found in namespace %q", idOrName, ns)}
 	}
@@ -401,6 +414,7 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 		return invalidFields(errs)
 	}
 	p.Limit = limit
+	p.Namespaces = scopeOf(r.Context())
 	page, err := a.store.ListJobs(r.Context(), p)
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)

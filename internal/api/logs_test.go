@@ -33,8 +33,8 @@ func TestRunLogs(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
 	}
 	appendLogs(
-		apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 1, Stream: "stdout", Data: "hello\n"},
-		apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 2, Stream: "stderr", Data: "oops\n"},
+		apitype.LogChunk{RunID: runID, Attempt: 1, Token: l.Token, Seq: 1, Stream: "stdout", Data: "hello\n"},
+		apitype.LogChunk{RunID: runID, Attempt: 1, Token: l.Token, Seq: 2, Stream: "stderr", Data: "oops\n"},
 	)
 
 	tests := []struct {
@@ -77,9 +77,9 @@ func TestRunLogs(t *testing.T) {
 	}
 	require.Equal(t, "hello\n", readLine())
 	require.Equal(t, "oops\n", readLine())
-	appendLogs(apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 3, Stream: "stdout", Data: "more\n"})
+	appendLogs(apitype.LogChunk{RunID: runID, Attempt: 1, Token: l.Token, Seq: 3, Stream: "stdout", Data: "more\n"})
 	require.Equal(t, "more\n", readLine())
-	appendLogs(apitype.LogChunk{RunID: runID, Attempt: 1, Seq: 4, Stream: "stdout", Data: "last\n"})
+	appendLogs(apitype.LogChunk{RunID: runID, Attempt: 1, Token: l.Token, Seq: 4, Stream: "stdout", Data: "last\n"})
 	res := b.complete(t, apitype.Completion{RunID: runID, Token: l.Token, Status: "succeeded"})
 	require.True(t, res.Accepted)
 	rest, err := io.ReadAll(rd)

@@ -49,6 +49,9 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := actIn(r.Context(), "namespace", ns); err != nil {
+		return err
+	}
 	dryRun := false
 	if s := q.Get("dry_run"); s != "" {
 		if dryRun, err = strconv.ParseBool(s); err != nil {
@@ -266,6 +269,9 @@ func (a *API) findPipeline(r *http.Request) (*model.Pipeline, error) {
 	}
 	name := r.PathValue("name")
 	pl, err := a.store.GetPipeline(r.Context(), &store.GetPipelineParams{Namespace: ns, IDOrName: name})
+	if err == nil && !sees(r.Context(), pl.Namespace) {
+		err = model.ErrNotFound // another namespace's pipeline is absent to a scoped token
+	}
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("pipeline %q not found in namespace %q", name, ns)}
 	}
@@ -314,9 +320,11 @@ func (a *API) listPipelines(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list pipelines: %w", err)
 	}
-	out := apitype.PipelineList{Items: make([]*apitype.Pipeline, len(pls))}
-	for i, pl := range pls {
-		out.Items[i] = pipelineToAPI(pl)
+	out := apitype.PipelineList{Items: make([]*apitype.Pipeline, 0, len(pls))}
+	for _, pl := range pls {
+		if sees(r.Context(), pl.Namespace) {
+			out.Items = append(out.Items, pipelineToAPI(pl))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

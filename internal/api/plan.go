@@ -20,6 +20,9 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) error {
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}
+	if err := actIn(r.Context(), "namespace", vj.Job.Namespace); err != nil {
+		return err
+	}
 	p, err := a.eng.Plan(r.Context(), vj.Job, vj.Run, nextFireCount)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/engine"
@@ -22,6 +23,12 @@ import (
 // which the server logs), so the agent tells permanent from transient errors and an
 // unknown worker (404) the same way in both cases; the end of the caller's context is
 // returned as it is.
+//
+// Identity: a call from an HTTP route carries the caller's principal in its context (the
+// route's middleware put it there), and may act only as the worker ids it may (a worker
+// token bound to w1 registers, leases, heartbeats, writes logs and completes as w1 only; 403
+// otherwise). A call without a principal comes from inside the server (the local worker of
+// `stint dev`) and is trusted.
 type Protocol struct {
 	eng *engine.Engine
 }
@@ -61,6 +68,14 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 	if len(fe.errs) > 0 {
 		return nil, wireError(invalidFields(fe.errs))
 	}
+	if err := actAs(ctx, req.ID); err != nil {
+		return nil, wireError(err)
+	}
+	// Only a caller that proves it is the worker replaces a live session of its id.
+	takeover := true
+	if pr := principalOf(ctx); pr != nil {
+		takeover = pr.Proves(req.ID)
+	}
 	reg, err := p.eng.Register(ctx, &engine.RegisterParams{
 		ID:       req.ID,
 		Labels:   req.Labels,
@@ -69,7 +84,14 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 		Commands: req.Commands,
 		Resume:   req.Session,
 		Held:     held,
+		Takeover: takeover,
 	})
+	if errors.Is(err, model.ErrConflict) {
+		return nil, wireError(&httpError{status: http.StatusConflict, detail: fmt.Sprintf(
+			"worker id %q is in use by a live session, which heartbeated within the lease TTL: a second process with this id is refused. "+
+				"Stop the other process and wait for its session to end (one lease TTL without heartbeats), or register with a token bound to this worker id", req.ID),
+			fields: []apitype.FieldError{{Field: "id", Message: "in use by a live session"}}})
+	}
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -99,6 +121,9 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 	if len(fe.errs) > 0 {
 		return nil, wireError(invalidFields(fe.errs))
 	}
+	if err := actAs(ctx, workerID); err != nil {
+		return nil, wireError(err)
+	}
 	params := &engine.LeaseParams{Session: req.Session, Max: req.Max, Wait: engine.LongestLeaseWait}
 	if req.Wait != nil {
 		params.Wait = req.Wait.Std()
@@ -122,6 +147,9 @@ func (p *Protocol) Heartbeat(ctx context.Context, workerID string, req *apitype.
 	if len(fe.errs) > 0 {
 		return nil, wireError(invalidFields(fe.errs))
 	}
+	if err := actAs(ctx, workerID); err != nil {
+		return nil, wireError(err)
+	}
 	res, err := p.eng.Heartbeat(ctx, workerID, &engine.HeartbeatParams{Session: req.Session, Held: held})
 	if err != nil {
 		return nil, wireError(workerNotFound(workerID, err))
@@ -144,9 +172,17 @@ func leaseRefs(fe *fieldErrors, field string, refs []apitype.LeaseRef) []store.L
 	return held
 }
 
-// AppendLogs stores chunks of attempts' output (POST /v1/attempts/logs).
+// AppendLogs stores chunks of attempts' output (POST /v1/attempts/logs). Each chunk carries
+// its attempt's lease token: only the worker that holds the lease writes the attempt's log.
+// Chunks that do not hold theirs (the attempt ended or was taken back, the token is wrong)
+// are refused with a 409 naming each, and the others are stored: a worker drops the refused
+// ones, which it could never deliver.
 func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error {
 	fe := &fieldErrors{}
+	bound := ""
+	if pr := principalOf(ctx); pr != nil && pr.Role == model.RoleWorker {
+		bound = pr.WorkerID
+	}
 	chunks := make([]model.LogChunk, len(req.Chunks))
 	for i, c := range req.Chunks {
 		if c.RunID == "" {
@@ -158,11 +194,15 @@ func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest
 		if c.Seq < 1 {
 			fe.add(fmt.Sprintf("chunks[%d].seq", i), "must be at least 1")
 		}
+		if c.Token == "" {
+			fe.add(fmt.Sprintf("chunks[%d].token", i), "is required: the attempt's lease token")
+		}
 		stream := model.LogStream(c.Stream)
 		if stream != model.Stdout && stream != model.Stderr {
 			fe.add(fmt.Sprintf("chunks[%d].stream", i), "must be stdout or stderr")
 		}
-		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data)}
+		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data),
+			Token: c.Token, WorkerID: bound}
 	}
 	if len(fe.errs) > 0 {
 		return wireError(invalidFields(fe.errs))
@@ -170,12 +210,31 @@ func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest
 	if len(chunks) == 0 {
 		return nil
 	}
-	return wireError(p.eng.AppendLogs(ctx, chunks))
+	refused, err := p.eng.AppendLogs(ctx, chunks)
+	if err != nil {
+		return wireError(err)
+	}
+	var bad []apitype.FieldError
+	for i, e := range refused {
+		switch {
+		case e == nil:
+		case errors.Is(e, model.ErrNotFound):
+			bad = append(bad, apitype.FieldError{Field: fmt.Sprintf("chunks[%d].run_id", i), Message: "no run with this id"})
+		default:
+			bad = append(bad, apitype.FieldError{Field: fmt.Sprintf("chunks[%d].token", i),
+				Message: fmt.Sprintf("does not hold the lease of run %s attempt %d (it ended, was taken back, or the token is wrong)", chunks[i].RunID, chunks[i].Attempt)})
+		}
+	}
+	if len(bad) > 0 {
+		return wireError(&httpError{status: http.StatusConflict, fields: bad,
+			detail: fmt.Sprintf("%d of %d chunk(s) refused: a chunk is stored only with its attempt's lease; the others were stored", len(bad), len(chunks))})
+	}
+	return nil
 }
 
 // Complete records the ends of attempts (POST /v1/attempts/complete). A completion with a
 // stale lease token is refused in its result (accepted false) and changes nothing; the
-// others are recorded.
+// others are recorded. A worker bound to an id completes only the runs leased to it.
 func (p *Protocol) Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
 	fe := &fieldErrors{}
 	cs := make([]store.Completion, len(req.Completions))
@@ -199,17 +258,74 @@ func (p *Protocol) Complete(ctx context.Context, req *apitype.CompleteRequest) (
 	if len(cs) == 0 {
 		return out, nil
 	}
-	res, err := p.eng.Complete(ctx, cs)
+	// A bound worker's completions of runs not leased to it are refused here; the rest go on.
+	send := make([]int, 0, len(cs))
+	if pr := principalOf(ctx); pr != nil && pr.Role == model.RoleWorker && pr.WorkerID != "" {
+		mine, err := p.runningOn(ctx, pr.WorkerID)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		for i, c := range cs {
+			if mine[c.RunID] {
+				send = append(send, i)
+			} else {
+				out.Results[i] = apitype.CompletionResult{RunID: c.RunID,
+					Error: fmt.Sprintf("run %s is not leased to worker %q", c.RunID, pr.WorkerID)}
+			}
+		}
+	} else {
+		for i := range cs {
+			send = append(send, i)
+		}
+	}
+	if len(send) == 0 {
+		return out, nil
+	}
+	batch := make([]store.Completion, len(send))
+	for k, i := range send {
+		batch[k] = cs[i]
+	}
+	res, err := p.eng.Complete(ctx, batch)
 	if err != nil {
 		return nil, wireError(err)
 	}
-	for i, r := range res {
+	for k, r := range res {
+		i := send[k]
 		out.Results[i] = apitype.CompletionResult{RunID: cs[i].RunID, Accepted: r.Err == nil}
 		if r.Err != nil {
 			out.Results[i].Error = r.Err.Error()
 		}
 	}
 	return out, nil
+}
+
+// runningOn returns the ids of the runs leased to worker id now.
+func (p *Protocol) runningOn(ctx context.Context, workerID string) (map[string]bool, error) {
+	mine := map[string]bool{}
+	params := &store.ListRunsParams{WorkerID: workerID, Status: model.RunRunning, Limit: maxLeaseBatch}
+	for {
+		page, err := p.eng.Store().ListRuns(ctx, params)
+		if err != nil {
+			return nil, fmt.Errorf("runs of worker %s: %w", workerID, err)
+		}
+		for _, r := range page.Runs {
+			mine[r.ID] = true
+		}
+		if page.NextCursor == "" {
+			return mine, nil
+		}
+		params.Cursor = page.NextCursor
+	}
+}
+
+// actAs refuses (403) a caller that may not speak the worker protocol as worker id.
+func actAs(ctx context.Context, id string) error {
+	pr := principalOf(ctx)
+	if pr == nil || pr.ActsAs(id) {
+		return nil
+	}
+	return &httpError{status: http.StatusForbidden,
+		detail: fmt.Sprintf("the token %q may act only as worker %q, not %q", pr.Name, pr.WorkerID, id)}
 }
 
 // problemError is an error as a protocol client sees it: the problem document of the HTTP

@@ -28,6 +28,7 @@ func TestProtocolErrorsMatchHTTP(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	stale := apitype.Duration(0)
+	created := b.createJob(t, `{"command": ["true"]}`)
 
 	tests := []struct {
 		name   string
@@ -52,8 +53,14 @@ func TestProtocolErrorsMatchHTTP(t *testing.T) {
 			return err
 		}, 400, []string{"max"}},
 		{"log chunk of no stream", func(srv worker.Server) error {
-			return srv.AppendLogs(ctx, &apitype.LogChunksRequest{Chunks: []apitype.LogChunk{{RunID: "r", Attempt: 1, Seq: 1, Stream: "stdin"}}})
+			return srv.AppendLogs(ctx, &apitype.LogChunksRequest{Chunks: []apitype.LogChunk{{RunID: "r", Attempt: 1, Token: "t", Seq: 1, Stream: "stdin"}}})
 		}, 400, []string{"chunks[0].stream"}},
+		{"log chunk without its lease token", func(srv worker.Server) error {
+			return srv.AppendLogs(ctx, &apitype.LogChunksRequest{Chunks: []apitype.LogChunk{{RunID: "r", Attempt: 1, Seq: 1, Stream: "stdout"}}})
+		}, 400, []string{"chunks[0].token"}},
+		{"log chunk of an attempt not leased", func(srv worker.Server) error {
+			return srv.AppendLogs(ctx, &apitype.LogChunksRequest{Chunks: []apitype.LogChunk{{RunID: created.Run.ID, Attempt: 1, Token: "t", Seq: 1, Stream: "stdout"}}})
+		}, 409, []string{"chunks[0].token"}},
 		{"completion of no status", func(srv worker.Server) error {
 			_, err := srv.Complete(ctx, &apitype.CompleteRequest{Completions: []apitype.Completion{{RunID: "r", Token: "t", Status: "done"}}})
 			return err

@@ -51,6 +51,9 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &patch, false); err != nil {
 		return err
 	}
+	if err := unscoped(r.Context(), "a queue"); err != nil {
+		return err
+	}
 	name := r.PathValue("name")
 	fe := &fieldErrors{}
 	if !namePattern.MatchString(name) {

@@ -1,18 +1,9 @@
 package api
 
 import (
-	"crypto/subtle"
 	"net/http"
-	"strings"
-)
 
-// authClass says which bearer token a route needs.
-type authClass int
-
-const (
-	authOpen   authClass = iota // health, readiness, metrics, the OpenAPI document
-	authUser                    // the REST API: UserToken when set
-	authWorker                  // the worker protocol: WorkerToken or UserToken when either is set
+	"github.com/stint-dev/stint/internal/auth"
 )
 
 // bodySize selects a route's body cap.
@@ -27,81 +18,87 @@ const (
 // route is one entry of the route table.
 type route struct {
 	Method string
-	Path   string // a ServeMux pattern path; also the OpenAPI path
-	Auth   authClass
+	Path   string    // a ServeMux pattern path; also the OpenAPI path
+	Perm   auth.Perm // what the caller needs (auth.Allows); every route declares one
 	Body   bodySize
 	Handle func(a *API, w http.ResponseWriter, r *http.Request) error
 }
 
-// routeTable lists every route the API serves. It is the one place routes are declared: New
-// registers them and a test checks that the OpenAPI document describes exactly these.
+// routeTable lists every route the API serves. It is the one place routes are declared, with
+// the permission each needs: New registers them (and refuses a route without a permission),
+// a test checks that the OpenAPI document describes exactly these, and another walks every
+// one with every role.
 func routeTable() []route {
 	return []route{
-		{Method: "GET", Path: "/healthz", Auth: authOpen, Handle: (*API).healthz},
-		{Method: "GET", Path: "/readyz", Auth: authOpen, Handle: (*API).readyz},
-		{Method: "GET", Path: "/metrics", Auth: authOpen, Handle: (*API).metrics},
-		{Method: "GET", Path: "/v1/openapi.json", Auth: authOpen, Handle: (*API).openAPI},
+		{Method: "GET", Path: "/healthz", Perm: auth.Open, Handle: (*API).healthz},
+		{Method: "GET", Path: "/readyz", Perm: auth.Open, Handle: (*API).readyz},
+		{Method: "GET", Path: "/metrics", Perm: auth.Open, Handle: (*API).metrics},
+		{Method: "GET", Path: "/v1/openapi.json", Perm: auth.Open, Handle: (*API).openAPI},
 
-		{Method: "POST", Path: "/v1/jobs", Auth: authUser, Handle: (*API).createJob},
-		{Method: "POST", Path: "/v1/jobs/batch", Auth: authUser, Body: bodyBatch, Handle: (*API).createJobs},
-		{Method: "GET", Path: "/v1/jobs", Auth: authUser, Handle: (*API).listJobs},
-		{Method: "GET", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).getJob},
-		{Method: "PATCH", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).patchJob},
-		{Method: "DELETE", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).deleteJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Auth: authUser, Handle: (*API).triggerJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Auth: authUser, Handle: (*API).cancelJob},
-		{Method: "PUT", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).applyJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Auth: authUser, Handle: (*API).backfill},
-		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Auth: authUser, Handle: (*API).rotateWebhookSecret},
-		{Method: "POST", Path: "/v1/hooks/{id}", Auth: authOpen, Handle: (*API).hook},
-		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Auth: authOpen, Handle: (*API).pipelineHook},
-		{Method: "POST", Path: "/v1/jobs/{id}/pause", Auth: authUser, Handle: (*API).pauseJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/resume", Auth: authUser, Handle: (*API).resumeJob},
-		{Method: "POST", Path: "/v1/plan", Auth: authUser, Handle: (*API).plan},
-		{Method: "POST", Path: "/v1/dags", Auth: authUser, Body: bodyBatch, Handle: (*API).createDAG},
+		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Handle: (*API).createJob},
+		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Handle: (*API).createJobs},
+		{Method: "GET", Path: "/v1/jobs", Perm: auth.Read, Handle: (*API).listJobs},
+		{Method: "GET", Path: "/v1/jobs/{id}", Perm: auth.Read, Handle: (*API).getJob},
+		{Method: "PATCH", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).patchJob},
+		{Method: "DELETE", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).deleteJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Perm: auth.Operate, Handle: (*API).triggerJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelJob},
+		{Method: "PUT", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).applyJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Perm: auth.Operate, Handle: (*API).backfill},
+		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Perm: auth.Operate, Handle: (*API).rotateWebhookSecret},
+		{Method: "POST", Path: "/v1/hooks/{id}", Perm: auth.Open, Handle: (*API).hook},
+		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Perm: auth.Open, Handle: (*API).pipelineHook},
+		{Method: "POST", Path: "/v1/jobs/{id}/pause", Perm: auth.Operate, Handle: (*API).pauseJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/resume", Perm: auth.Operate, Handle: (*API).resumeJob},
+		{Method: "POST", Path: "/v1/plan", Perm: auth.Read, Handle: (*API).plan},
+		{Method: "POST", Path: "/v1/dags", Perm: auth.Operate, Body: bodyBatch, Handle: (*API).createDAG},
 
-		{Method: "GET", Path: "/v1/pipelines", Auth: authUser, Handle: (*API).listPipelines},
-		{Method: "PUT", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).putPipeline},
-		{Method: "GET", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).getPipeline},
-		{Method: "DELETE", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).deletePipeline},
-		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Auth: authUser, Handle: (*API).triggerPipeline},
-		{Method: "POST", Path: "/v1/pipelines/{name}/webhook", Auth: authUser, Handle: (*API).rotatePipelineWebhookSecret},
-		{Method: "GET", Path: "/v1/pipelines/{name}/runs", Auth: authUser, Handle: (*API).listPipelineRuns},
-		{Method: "GET", Path: "/v1/pipelines/{name}/runs/{id}", Auth: authUser, Handle: (*API).getPipelineRun},
-		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelPipelineRun},
-		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Auth: authUser, Handle: (*API).retryPipelineRun},
+		{Method: "GET", Path: "/v1/pipelines", Perm: auth.Read, Handle: (*API).listPipelines},
+		{Method: "PUT", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Handle: (*API).putPipeline},
+		{Method: "GET", Path: "/v1/pipelines/{name}", Perm: auth.Read, Handle: (*API).getPipeline},
+		{Method: "DELETE", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Handle: (*API).deletePipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Perm: auth.Operate, Handle: (*API).triggerPipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/webhook", Perm: auth.Operate, Handle: (*API).rotatePipelineWebhookSecret},
+		{Method: "GET", Path: "/v1/pipelines/{name}/runs", Perm: auth.Read, Handle: (*API).listPipelineRuns},
+		{Method: "GET", Path: "/v1/pipelines/{name}/runs/{id}", Perm: auth.Read, Handle: (*API).getPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Perm: auth.Operate, Handle: (*API).retryPipelineRun},
 
-		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
-		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},
-		{Method: "POST", Path: "/v1/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelRun},
-		{Method: "POST", Path: "/v1/runs/{id}/retry", Auth: authUser, Handle: (*API).retryRun},
-		{Method: "GET", Path: "/v1/runs/{id}/logs", Auth: authUser, Handle: (*API).runLogs},
+		{Method: "GET", Path: "/v1/runs", Perm: auth.Read, Handle: (*API).listRuns},
+		{Method: "GET", Path: "/v1/runs/{id}", Perm: auth.Read, Handle: (*API).getRun},
+		{Method: "POST", Path: "/v1/runs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelRun},
+		{Method: "POST", Path: "/v1/runs/{id}/retry", Perm: auth.Operate, Handle: (*API).retryRun},
+		{Method: "GET", Path: "/v1/runs/{id}/logs", Perm: auth.Read, Handle: (*API).runLogs},
 
-		{Method: "GET", Path: "/v1/cluster", Auth: authUser, Handle: (*API).getCluster},
-		{Method: "GET", Path: "/v1/workers", Auth: authUser, Handle: (*API).listWorkers},
-		{Method: "GET", Path: "/v1/workers/{id}", Auth: authUser, Handle: (*API).getWorker},
-		{Method: "POST", Path: "/v1/workers/{id}/drain", Auth: authUser, Handle: (*API).drainWorker},
+		{Method: "GET", Path: "/v1/cluster", Perm: auth.Read, Handle: (*API).getCluster},
+		{Method: "GET", Path: "/v1/workers", Perm: auth.Read, Handle: (*API).listWorkers},
+		{Method: "GET", Path: "/v1/workers/{id}", Perm: auth.Read, Handle: (*API).getWorker},
+		{Method: "POST", Path: "/v1/workers/{id}/drain", Perm: auth.Operate, Handle: (*API).drainWorker},
 
-		{Method: "GET", Path: "/v1/queues", Auth: authUser, Handle: (*API).listQueues},
-		{Method: "GET", Path: "/v1/queues/{name}", Auth: authUser, Handle: (*API).getQueue},
-		{Method: "PATCH", Path: "/v1/queues/{name}", Auth: authUser, Handle: (*API).patchQueue},
+		{Method: "GET", Path: "/v1/queues", Perm: auth.Read, Handle: (*API).listQueues},
+		{Method: "GET", Path: "/v1/queues/{name}", Perm: auth.Read, Handle: (*API).getQueue},
+		{Method: "PATCH", Path: "/v1/queues/{name}", Perm: auth.Operate, Handle: (*API).patchQueue},
 
-		{Method: "POST", Path: "/v1/workers/register", Auth: authWorker, Handle: (*API).registerWorker},
-		{Method: "POST", Path: "/v1/workers/{id}/lease", Auth: authWorker, Handle: (*API).lease},
-		{Method: "POST", Path: "/v1/workers/{id}/heartbeat", Auth: authWorker, Handle: (*API).heartbeat},
-		{Method: "POST", Path: "/v1/attempts/logs", Auth: authWorker, Body: bodyLogs, Handle: (*API).appendLogs},
-		{Method: "POST", Path: "/v1/attempts/complete", Auth: authWorker, Handle: (*API).complete},
+		{Method: "GET", Path: "/v1/tokens", Perm: auth.Admin, Handle: (*API).listTokens},
+		{Method: "POST", Path: "/v1/tokens", Perm: auth.Admin, Handle: (*API).createToken},
+		{Method: "POST", Path: "/v1/tokens/{id}/revoke", Perm: auth.Admin, Handle: (*API).revokeToken},
+
+		{Method: "POST", Path: "/v1/workers/register", Perm: auth.Worker, Handle: (*API).registerWorker},
+		{Method: "POST", Path: "/v1/workers/{id}/lease", Perm: auth.Worker, Handle: (*API).lease},
+		{Method: "POST", Path: "/v1/workers/{id}/heartbeat", Perm: auth.Worker, Handle: (*API).heartbeat},
+		{Method: "POST", Path: "/v1/attempts/logs", Perm: auth.Worker, Body: bodyLogs, Handle: (*API).appendLogs},
+		{Method: "POST", Path: "/v1/attempts/complete", Perm: auth.Worker, Handle: (*API).complete},
 	}
 }
 
-// endpoint wraps a route's handler: it checks the bearer token, caps the body, and answers
-// the handler's error with a problem document.
+// endpoint wraps a route's handler: it authenticates the caller and checks the route's
+// permission (auth.go), caps the body, and answers the handler's error with a problem
+// document.
 func (a *API) endpoint(rt route) http.Handler {
 	limit := a.bodyLimit(rt.Body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.authorized(rt.Auth, r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
-			writeProblem(w, newProblem(http.StatusUnauthorized, "a valid bearer token is required", nil))
+		r, ok := a.authorize(w, r, rt.Perm)
+		if !ok {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
@@ -109,35 +106,4 @@ func (a *API) endpoint(rt route) http.Handler {
 			a.writeError(w, r, err)
 		}
 	})
-}
-
-// authorized checks the request's bearer token against the tokens the route accepts.
-func (a *API) authorized(class authClass, r *http.Request) bool {
-	var accept []string
-	switch class {
-	case authOpen:
-		return true
-	case authUser:
-		if a.cfg.UserToken == "" {
-			return true
-		}
-		accept = []string{a.cfg.UserToken}
-	case authWorker:
-		if a.cfg.UserToken == "" && a.cfg.WorkerToken == "" {
-			return true
-		}
-		accept = []string{a.cfg.UserToken, a.cfg.WorkerToken}
-	}
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	token = strings.TrimSpace(token)
-	good := false
-	for _, t := range accept {
-		if t != "" && subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
-			good = true
-		}
-	}
-	return good
 }

@@ -11,9 +11,13 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// findRun returns the run named by the path's {id}, with its attempts.
+// findRun returns the run named by the path's {id}, with its attempts. A run in a namespace
+// the caller's token does not see is not found, as if absent.
 func (a *API) findRun(ctx context.Context, runID string) (*model.Run, error) {
 	run, err := a.store.GetRun(ctx, &store.GetRunParams{ID: runID})
+	if err == nil && !sees(ctx, run.Namespace) {
+		err = model.ErrNotFound
+	}
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("run %q not found", runID)}
 	}
@@ -63,6 +67,7 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 		return invalidFields(errs)
 	}
 	p.Limit = limit
+	p.Namespaces = scopeOf(r.Context())
 	if job := q.Get("job"); job != "" {
 		j, err := a.lookupJob(r.Context(), ns, job)
 		if err != nil {
@@ -87,6 +92,9 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 // a 409.
 func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	runID := r.PathValue("id")
+	if err := a.runInScope(r.Context(), runID); err != nil {
+		return err
+	}
 	runs, err := a.eng.CancelRuns(r.Context(), &store.CancelRunsParams{RunIDs: []string{runID}})
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return err
@@ -113,6 +121,9 @@ func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) error {
 // new attempt.
 func (a *API) retryRun(w http.ResponseWriter, r *http.Request) error {
 	runID := r.PathValue("id")
+	if err := a.runInScope(r.Context(), runID); err != nil {
+		return err
+	}
 	run, err := a.eng.RetryRun(r.Context(), runID)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
@@ -128,4 +139,14 @@ func (a *API) retryRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, apitype.RunResponse{Run: runToAPI(run)})
 	return nil
+}
+
+// runInScope answers 404 for a run a scoped token does not see, before an action on it: as
+// if it were absent. An unscoped caller is not asked to wait for a read.
+func (a *API) runInScope(ctx context.Context, runID string) error {
+	if len(scopeOf(ctx)) == 0 {
+		return nil
+	}
+	_, err := a.findRun(ctx, runID)
+	return err
 }

@@ -59,6 +59,9 @@ func (a *API) getWorker(w http.ResponseWriter, r *http.Request) error {
 // drainWorker serves POST /v1/workers/{id}/drain: the worker stops taking work and exits once
 // its running attempts end. The answer is the worker, now draining.
 func (a *API) drainWorker(w http.ResponseWriter, r *http.Request) error {
+	if err := unscoped(r.Context(), "a worker"); err != nil {
+		return err
+	}
 	workerID := r.PathValue("id")
 	if err := a.eng.DrainWorker(r.Context(), workerID); err != nil {
 		return workerNotFound(workerID, err)
@@ -88,6 +91,9 @@ func (a *API) registerWorker(w http.ResponseWriter, r *http.Request) error {
 // lease serves POST /v1/workers/{id}/lease, a long poll: it answers when runs are leased,
 // something is pushed to the worker, the wait ends, or the client goes away.
 func (a *API) lease(w http.ResponseWriter, r *http.Request) error {
+	if err := actAs(r.Context(), r.PathValue("id")); err != nil {
+		return err // before the body is read, as the route's permission is
+	}
 	var req apitype.LeaseRequest
 	if err := decodeBody(r, &req, true); err != nil {
 		return err
@@ -102,6 +108,9 @@ func (a *API) lease(w http.ResponseWriter, r *http.Request) error {
 
 // heartbeat serves POST /v1/workers/{id}/heartbeat.
 func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
+	if err := actAs(r.Context(), r.PathValue("id")); err != nil {
+		return err // before the body is read, as the route's permission is
+	}
 	var req apitype.HeartbeatRequest
 	if err := decodeBody(r, &req, true); err != nil {
 		return err

@@ -117,8 +117,9 @@ func TestWorkerProtocol(t *testing.T) {
 		{"complete bad status", "POST", "/v1/attempts/complete", `{"completions": [{"run_id": "r", "token": "t", "status": "done"}]}`, 400, []string{"completions[0].status"}},
 		{"complete missing token", "POST", "/v1/attempts/complete", `{"completions": [{"run_id": "r", "status": "failed"}]}`, 400, []string{"completions[0].token"}},
 		{"heartbeat lease without token", "POST", "/v1/workers/w1/heartbeat", `{"held": [{"run_id": "r"}, {"token": "t"}]}`, 400, []string{"held[0].token", "held[1].run_id"}},
-		{"logs bad stream", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 1, "seq": 1, "stream": "stdin", "data": "x"}]}`, 400, []string{"chunks[0].stream"}},
-		{"logs bad seq", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 0, "seq": 0, "stream": "stdout", "data": "x"}]}`, 400, []string{"chunks[0].attempt", "chunks[0].seq"}},
+		{"logs bad stream", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 1, "token": "t", "seq": 1, "stream": "stdin", "data": "x"}]}`, 400, []string{"chunks[0].stream"}},
+		{"logs bad seq", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 0, "seq": 0, "stream": "stdout", "data": "x"}]}`, 400, []string{"chunks[0].attempt", "chunks[0].seq", "chunks[0].token"}},
+		{"logs of an unknown run", "POST", "/v1/attempts/logs", `{"chunks": [{"run_id": "r", "attempt": 1, "token": "t", "seq": 1, "stream": "stdout", "data": "x"}]}`, 409, []string{"chunks[0].run_id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

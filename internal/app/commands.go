@@ -32,8 +32,8 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.advertise, "advertise-addr", os.Getenv("STINT_ADVERTISE_ADDR"), "address clients and workers reach this server at, shown by stint cluster (env STINT_ADVERTISE_ADDR; default the listen address)")
 	fl.DurationVar(&f.leaderTTL, "leader-ttl", 0, "leader lease: a dead leader is replaced within about 1.25 x this; renewed every quarter of it (default 1s with PostgreSQL, 10s with SQLite)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "how long a worker may go without a heartbeat before its attempts are lost")
-	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "bearer token users must present (env STINT_API_TOKEN; empty: no auth)")
-	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "bearer token workers must present (env STINT_WORKER_TOKEN; empty: no auth)")
+	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "a static bearer token that acts as an admin token (env STINT_API_TOKEN); API tokens: stint tokens create")
+	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "a static bearer token that acts as a worker token for any worker id (env STINT_WORKER_TOKEN)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 }
@@ -52,7 +52,8 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
-		UserToken: f.userToken, WorkerToken: f.wkrToken, Logger: log,
+		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"),
+		Logger: log, Stderr: cmd.ErrOrStderr(),
 	}, nil
 }
 
@@ -71,8 +72,16 @@ func devCommand() *cobra.Command {
 			}
 			cfg.LocalWorker, cfg.LocalSlots = true, slots
 			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guardCommand()
+			// Without any token, stint dev stays open, on loopback only (RunServer refuses
+			// another address); any token turns authentication on as for stint server.
+			cfg.OpenAuth = cfg.UserToken == "" && cfg.WorkerToken == "" && cfg.BootstrapToken == ""
 			cfg.Ready = func(addr string) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on http://%s\n  try: stint submit --shell 'echo hello from stint'\n", addr)
+				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on http://%s\n", addr)
+				if cfg.OpenAuth {
+					fmt.Fprintf(cmd.ErrOrStderr(), "  authentication is OFF: any process of this machine that reaches %s can run commands as this user\n"+
+						"  (set STINT_BOOTSTRAP_TOKEN or --api-token to turn it on; stint server always has it on)\n", addr)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "  try: stint submit --shell 'echo hello from stint'\n")
 			}
 			return RunServer(cmd.Context(), cfg)
 		},

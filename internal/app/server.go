@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,8 +35,19 @@ type ServerConfig struct {
 	AdvertiseAddr string
 	LeaderTTL     time.Duration
 
-	UserToken   string
-	WorkerToken string
+	// Authentication is on unless OpenAuth: UserToken acts as an admin token, WorkerToken as
+	// a worker token of any id, and the store's API tokens as their roles say.
+	// BootstrapToken (STINT_BOOTSTRAP_TOKEN) is an admin token's secret the server makes
+	// sure is stored; without it (and without UserToken) a store with no token at all gets
+	// a new admin token, printed once on Stderr.
+	UserToken      string
+	WorkerToken    string
+	BootstrapToken string
+	// OpenAuth turns authentication off (every caller is an admin): `stint dev` with no
+	// token set. The server then listens on a loopback address only.
+	OpenAuth bool
+	// Stderr receives the first admin token (default os.Stderr).
+	Stderr io.Writer
 
 	// LocalWorker runs a worker inside the server process (stint dev), LocalSlots attempts
 	// at once; its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
@@ -95,6 +107,12 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.OpenAuth && !loopbackAddr(cfg.Addr) {
+		return errOpenOffLoopback(cfg.Addr)
+	}
 	st, eng, err := OpenStore(ctx, cfg.StoreURL, cfg.DataDir, log)
 	if err != nil {
 		return err
@@ -106,6 +124,9 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close() // on an early return; Serve closes it otherwise
+	if cfg.OpenAuth && !listensOnLoopback(ln) {
+		return errOpenOffLoopback(ln.Addr().String())
+	}
 	advertise := cfg.AdvertiseAddr
 	if advertise == "" {
 		advertise = ln.Addr().String()
@@ -135,12 +156,18 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		return fmt.Errorf("start engine: %w", err)
 	}
 	defer e.Stop()
+	if cfg.OpenAuth {
+		log.Warn("authentication is off: every caller that reaches the (loopback) address is an admin")
+	} else if err := bootstrapToken(ctx, e, cfg.BootstrapToken, cfg.UserToken, cfg.Stderr, log); err != nil {
+		return err
+	}
 
 	a, err := api.New(api.Config{
 		Engine:      e,
 		Logger:      log,
 		UserToken:   cfg.UserToken,
 		WorkerToken: cfg.WorkerToken,
+		Open:        cfg.OpenAuth,
 		Metrics:     metrics.Handler(e, log),
 	})
 	if err != nil {
@@ -157,7 +184,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 			serveErr <- err
 		}
 	}()
-	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker)
+	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker,
+		"auth", !cfg.OpenAuth)
 
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorker()

@@ -77,7 +77,7 @@ var importRules = []struct {
 	{
 		name: "leaves import only model",
 		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/cron",
-			"internal/placement", "internal/capacity", "internal/testsignal"},
+			"internal/placement", "internal/capacity", "internal/testsignal", "internal/auth"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
 		reason: "the bottom of the graph: everything may import them, so they import nothing of ours but model",
 	},
@@ -113,7 +113,7 @@ var clockRules = []struct {
 	reason string
 }{
 	{
-		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/store"},
+		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/store", "internal/auth"},
 		calls:  []string{"Now", "Since", "Until"},
 		reason: "pure code is handed the time; the engine reads it from its injected clock",
 	},

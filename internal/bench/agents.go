@@ -53,6 +53,7 @@ func runAgents(ctx context.Context, cfg Config) (*Result, error) {
 		urls     []string
 		pids     []int
 		storeURL string
+		token    = cfg.Token
 	)
 	if cfg.Server != "" {
 		urls, pids = strings.Split(cfg.Server, ","), cfg.PIDs
@@ -68,23 +69,23 @@ func runAgents(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("bench agents: %w", err)
 		}
 		defer cl.stop()
-		urls, pids, storeURL, res.Store = cl.urls, cl.pids, cl.storeURL, cl.storeName
+		urls, pids, storeURL, res.Store, token = cl.urls, cl.pids, cl.storeURL, cl.storeName, cl.token
 	}
 	res.Params["servers"] = strconv.Itoa(len(urls))
-	if err := simulateAgents(ctx, cfg, n, urls, pids, storeURL, res); err != nil {
+	if err := simulateAgents(ctx, cfg, n, urls, pids, storeURL, token, res); err != nil {
 		return nil, fmt.Errorf("bench agents: %w", err)
 	}
 	return res, nil
 }
 
 // simulateAgents runs the agents and takes the figures into res.
-func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids []int, storeURL string, res *Result) error {
+func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids []int, storeURL, token string, res *Result) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sim := &agentSim{
-		hc: &http.Client{Transport: &http.Transport{
+		hc: &http.Client{Transport: bearer(token, &http.Transport{
 			MaxIdleConnsPerHost: 2*n + 16, DisableCompression: true, IdleConnTimeout: 2 * time.Minute,
-		}},
+		})},
 		urls:    urls,
 		prefix:  fmt.Sprintf("agent-%d-", os.Getpid()),
 		handler: "bench.agents." + id.Token()[:8],
@@ -134,7 +135,7 @@ func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids 
 	interval := time.Duration(sim.interval.Load())
 	if cfg.Hold > 0 {
 		res.Params["leases held per agent"] = strconv.Itoa(cfg.Hold)
-		if err := submitHeld(ctx, urls[0], sim.handler, n*cfg.Hold); err != nil {
+		if err := submitHeld(ctx, urls[0], token, sim.handler, n*cfg.Hold); err != nil {
 			return err
 		}
 		select {
@@ -257,8 +258,8 @@ window:
 
 // submitHeld creates n jobs of handler kind handler (the agents' own), through the server
 // at url, in batches.
-func submitHeld(ctx context.Context, url, handler string, n int) error {
-	c, err := client.New(url)
+func submitHeld(ctx context.Context, url, token, handler string, n int) error {
+	c, err := client.New(url, client.WithToken(token))
 	if err != nil {
 		return err
 	}

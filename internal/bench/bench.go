@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +28,7 @@ import (
 // Config is one bench invocation.
 type Config struct {
 	Server    string        // a running server; empty: start one on Store
+	Token     string        // bearer token for Server (the global --token / STINT_TOKEN)
 	Store     string        // "sqlite" (a temp dir), sqlite:///path, or a postgres:// URL
 	N         int           // jobs for drain, scheduled and exec
 	Duration  time.Duration // steady
@@ -172,6 +175,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		storeURL string
 		urls     = []string{srvURL}
 		pids     []int
+		token    = cfg.Token // the in-process server runs open on loopback
 	)
 	switch {
 	case srvURL != "":
@@ -181,7 +185,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		defer cl.stop()
-		srvURL, urls, pids, storeName, storeURL = cl.urls[0], cl.urls, cl.pids, cl.storeName, cl.storeURL
+		srvURL, urls, pids, storeName, storeURL, token = cl.urls[0], cl.urls, cl.pids, cl.storeName, cl.storeURL, cl.token
 	default:
 		srv, err := startServer(ctx, cfg)
 		if err != nil {
@@ -197,7 +201,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		}
 		storeName += fmt.Sprintf(", seeded with %d finished runs", seeded.runs)
 	}
-	c, err := client.New(srvURL)
+	c, err := client.New(srvURL, client.WithToken(token))
 	if err != nil {
 		return nil, fmt.Errorf("server url: %w", err)
 	}
@@ -208,7 +212,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		url:      strings.TrimRight(srvURL, "/"),
 		urls:     urls,
 		pids:     pids,
-		hc:       &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}},
+		hc:       &http.Client{Transport: bearer(token, &http.Transport{MaxIdleConnsPerHost: 64})},
 		queue:    "bench-" + workload + "-" + id.New(time.Now())[:10],
 		res:      &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
 	}
@@ -502,4 +506,34 @@ func percentile(sorted []time.Duration, p float64) float64 {
 	}
 	i := int(float64(len(sorted)-1) * p / 100)
 	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// bearer wraps base so that every request carries token as a bearer token (none when
+// token is empty): the bench's own HTTP requests, beside the SDK's client.WithToken.
+func bearer(token string, base http.RoundTripper) http.RoundTripper {
+	if token == "" {
+		return base
+	}
+	return bearerTransport{token: token, base: base}
+}
+
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (t bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(req)
+}
+
+// newToken returns a random admin token for the servers a bench starts: they run with
+// authentication on, as they do outside stint dev.
+func newToken() (string, error) {
+	var secret [32]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return "", fmt.Errorf("token: %w", err)
+	}
+	return hex.EncodeToString(secret[:]), nil
 }

@@ -19,6 +19,7 @@ type benchCluster struct {
 	pids      []int    // each server's process id
 	storeURL  string   // the scratch PostgreSQL database; empty on SQLite
 	storeName string
+	token     string // the servers' admin token
 	stop      func()
 }
 
@@ -41,7 +42,11 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
-	cl := &benchCluster{}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	cl := &benchCluster{token: token}
 	cleanups := []func(){func() { os.RemoveAll(dataDir) }}
 	cl.stop = func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -64,7 +69,7 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 		return nil, errors.New("--servers: needs --store sqlite (one server) or a postgres:// URL")
 	}
 	for i := 1; i <= n; i++ {
-		p, err := startServerProc(ctx, bin, "s"+strconv.Itoa(i), cl.storeURL, dataDir)
+		p, err := startServerProc(ctx, bin, "s"+strconv.Itoa(i), cl.storeURL, dataDir, token)
 		if err != nil {
 			cl.stop()
 			return nil, err
@@ -80,7 +85,7 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 		stopWorkers, err := startWorkers(ctx, wcfg, func(i int) string {
 			rot := append(append([]string{}, cl.urls[i%n:]...), cl.urls[:i%n]...)
 			return strings.Join(rot, ",")
-		})
+		}, token)
 		if err != nil {
 			cl.stop()
 			return nil, err

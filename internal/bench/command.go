@@ -36,6 +36,7 @@ memory from /proc.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Store == "" {
 				cfg.Server, _ = cmd.Flags().GetString("server")
+				cfg.Token, _ = cmd.Flags().GetString("token")
 			}
 			if cfg.N < 0 {
 				return fmt.Errorf("--n: must not be negative, got %d", cfg.N)

@@ -43,10 +43,12 @@ func (p *serverProc) kill() {
 
 var listenRe = regexp.MustCompile(`stint server listening.*addr=(\S+)`)
 
-// startServerProc runs `stint server` with id on storeURL and waits until it listens.
-func startServerProc(ctx context.Context, bin, id, storeURL, dataDir string) (*serverProc, error) {
+// startServerProc runs `stint server` with id on storeURL, with token as its admin token
+// (STINT_BOOTSTRAP_TOKEN), and waits until it listens.
+func startServerProc(ctx context.Context, bin, id, storeURL, dataDir, token string) (*serverProc, error) {
 	cmd := exec.Command(bin, "server", "--addr", "127.0.0.1:0", "--store", storeURL, "--data", dataDir,
 		"--id", id, "--log-level", "info")
+	cmd.Env = append(os.Environ(), "STINT_BOOTSTRAP_TOKEN="+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", id, err)
@@ -113,6 +115,12 @@ func runFailover(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer os.RemoveAll(dataDir)
 
+	// The servers run with authentication on, as they do outside stint dev: one admin token
+	// for the bench's clients and workers.
+	token, err := newToken()
+	if err != nil {
+		return nil, fmt.Errorf("bench failover: %w", err)
+	}
 	servers := map[string]*serverProc{}
 	defer func() {
 		for _, p := range servers {
@@ -121,7 +129,7 @@ func runFailover(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 	var urls []string
 	for i := 1; i <= failoverServers; i++ {
-		p, err := startServerProc(ctx, bin, "s"+strconv.Itoa(i), storeURL, dataDir)
+		p, err := startServerProc(ctx, bin, "s"+strconv.Itoa(i), storeURL, dataDir, token)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +143,7 @@ func runFailover(ctx context.Context, cfg Config) (*Result, error) {
 	wcfg := cfg
 	wcfg.Workers, wcfg.WorkerBinary = workers, bin
 	all := strings.Join(urls, ",")
-	stopWorkers, err := startWorkers(ctx, wcfg, func(int) string { return all })
+	stopWorkers, err := startWorkers(ctx, wcfg, func(int) string { return all }, token)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +151,7 @@ func runFailover(ctx context.Context, cfg Config) (*Result, error) {
 
 	clients := map[string]*client.Client{}
 	for sid, p := range servers {
-		if clients[sid], err = client.New(p.url); err != nil {
+		if clients[sid], err = client.New(p.url, client.WithToken(token)); err != nil {
 			return nil, err
 		}
 	}

@@ -56,6 +56,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 	go func() {
 		done <- app.RunServer(srvCtx, app.ServerConfig{
 			Addr:        "127.0.0.1:0",
+			OpenAuth:    true, // a benchmark's own server on loopback
 			DataDir:     dataDir,
 			StoreURL:    storeURL,
 			LocalWorker: cfg.Workers == 0,
@@ -72,7 +73,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 		}
 		cleanups = append(cleanups, func() { cancel(); <-done })
 		if cfg.Workers > 0 {
-			stopWorkers, err := startWorkers(ctx, cfg, func(int) string { return srv.url })
+			stopWorkers, err := startWorkers(ctx, cfg, func(int) string { return srv.url }, "")
 			if err != nil {
 				cleanup()
 				return nil, err

@@ -16,9 +16,10 @@ import (
 
 // startWorkers starts cfg.Workers `stint worker` processes, worker i given servers(i) (a
 // server's URL, or a comma-separated list of a cluster's), the slots split among them, and
-// waits until all have registered. The returned function stops them (SIGTERM: they drain;
-// they have no work left by then).
-func startWorkers(ctx context.Context, cfg Config, servers func(i int) string) (func(), error) {
+// waits until all have registered. token (empty: none, for a server without
+// authentication) goes to them in STINT_TOKEN, never on their command line. The returned
+// function stops them (SIGTERM: they drain; they have no work left by then).
+func startWorkers(ctx context.Context, cfg Config, servers func(i int) string, token string) (func(), error) {
 	bin := cfg.WorkerBinary
 	if bin == "" {
 		exe, err := os.Executable()
@@ -42,13 +43,16 @@ func startWorkers(ctx context.Context, cfg Config, servers func(i int) string) (
 		cmd := exec.Command(bin, "worker", "--server", servers(i), "--slots", strconv.Itoa(slots),
 			"--id", prefix+strconv.Itoa(i), "--log-level", "warn")
 		cmd.Stderr = os.Stderr
+		if token != "" {
+			cmd.Env = append(os.Environ(), "STINT_TOKEN="+token)
+		}
 		if err := cmd.Start(); err != nil {
 			stop()
 			return nil, fmt.Errorf("start worker %d: %w", i, err)
 		}
 		procs = append(procs, cmd)
 	}
-	c, err := client.New(servers(0))
+	c, err := client.New(servers(0), client.WithToken(token))
 	if err != nil {
 		stop()
 		return nil, err

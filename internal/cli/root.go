@@ -75,6 +75,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newPlanCmd(cfg),
 		newDAGsCmd(cfg),
 		newPipelinesCmd(cfg),
+		newTokensCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

@@ -88,7 +88,7 @@ type Engine struct {
 
 	submits   *committer[store.NewJob, store.CreateJobResult]
 	completes *committer[store.Completion, store.CompletionResult]
-	logs      *committer[model.LogChunk, struct{}]
+	logs      *committer[model.LogChunk, error]
 
 	// The wake-ups, shared with the other servers through Config.Notifier.
 	work    *topic // a run became queued

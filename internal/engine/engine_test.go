@@ -73,10 +73,12 @@ func submit(t *testing.T, e *Engine, b *testBundle, due time.Time, retry model.R
 	return res[0].Run
 }
 
+// register registers workerID as the worker itself (Takeover): a new session replaces a
+// live one.
 func register(t *testing.T, e *Engine, workerID string) {
 	t.Helper()
 	_, err := e.Register(context.Background(), &RegisterParams{
-		ID: workerID, Capacity: model.Capacity{Slots: 10}, Handlers: []string{"noop"},
+		ID: workerID, Capacity: model.Capacity{Slots: 10}, Handlers: []string{"noop"}, Takeover: true,
 	})
 	require.NoError(t, err)
 }

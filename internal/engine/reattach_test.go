@@ -81,8 +81,15 @@ func TestReattachKeepsAttempts(t *testing.T) {
 	require.Equal(t, 1, r.Attempt)
 	require.Equal(t, model.AttemptLost, getRun(t, b, dropped.ID).Attempts[0].Status)
 
-	// A restarted process (no session) loses what it held at once.
-	got, err = other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
+	// Another process claiming the id while the session is live is refused, and changes
+	// nothing: it cannot prove it is w1.
+	_, err = other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
+	require.ErrorIs(t, err, model.ErrConflict)
+	require.Equal(t, model.RunRunning, getRun(t, b, kept.ID).Status)
+
+	// A restarted process (no session) that proves it is w1 loses what it held at once.
+	got, err = other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"},
+		Takeover: true})
 	require.NoError(t, err)
 	require.False(t, got.Resumed)
 	require.NotEqual(t, reg.Session, got.Session)

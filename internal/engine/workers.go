@@ -46,6 +46,11 @@ type RegisterParams struct {
 	// leases are still its own; otherwise Register starts a new session as for a new process.
 	Resume string
 	Held   []store.LeaseRef
+	// Takeover says the caller proved it is this worker (a token bound to its id, an admin,
+	// or the server's own local worker): a new session then replaces one that is still live.
+	// Without it, an id whose session heartbeated within the lease TTL is refused
+	// (model.ErrConflict, scheduler.SessionHeld): another process may not end its attempts.
+	Takeover bool
 }
 
 // Registration answers Register: the worker's row and the terms of its session.
@@ -65,20 +70,23 @@ type Registration struct {
 
 // Register records a worker and starts a new session for it, or keeps its session when it
 // re-attaches (see RegisterParams.Resume). Attempts held by an earlier session of the same
-// worker id are ended as lost at once: that process is gone.
+// worker id are ended as lost at once: that process is gone. A live earlier session is
+// replaced only with RegisterParams.Takeover.
 func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration, error) {
 	now := e.clock.Now()
 	w, rescued, err := e.store.RegisterWorker(ctx, &store.RegisterWorkerParams{
-		ID:       p.ID,
-		Session:  id.Token(),
-		Labels:   p.Labels,
-		Capacity: p.Capacity,
-		Handlers: p.Handlers,
-		Commands: p.Commands,
-		Resume:   p.Resume,
-		Held:     p.Held,
-		Now:      now,
-		Rand:     e.cfg.Rand,
+		ID:        p.ID,
+		Session:   id.Token(),
+		Labels:    p.Labels,
+		Capacity:  p.Capacity,
+		Handlers:  p.Handlers,
+		Commands:  p.Commands,
+		Resume:    p.Resume,
+		Held:      p.Held,
+		LiveSince: now.Add(-e.cfg.LeaseTTL),
+		Takeover:  p.Takeover,
+		Now:       now,
+		Rand:      e.cfg.Rand,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register worker %s: %w", p.ID, err)
@@ -340,24 +348,29 @@ func (e *Engine) Heartbeat(ctx context.Context, workerID string, p *HeartbeatPar
 	return &HeartbeatResult{HeartbeatResult: *res, Drain: drain}, nil
 }
 
-// AppendLogs stores log chunks, group-committed, stamped with the time they arrived.
-func (e *Engine) AppendLogs(ctx context.Context, chunks []model.LogChunk) error {
+// AppendLogs stores log chunks, group-committed, stamped with the time they arrived. It
+// returns an error per chunk, in order: nil when stored, model.ErrLeaseLost (or
+// model.ErrNotFound) when refused because its writer does not hold the attempt's lease (see
+// store.Store.AppendLogs); the other chunks are stored.
+func (e *Engine) AppendLogs(ctx context.Context, chunks []model.LogChunk) ([]error, error) {
 	now := e.clock.Now()
 	for i := range chunks {
 		chunks[i].CreatedAt = now
 	}
-	if _, err := e.logs.do(ctx, e.stop, chunks); err != nil {
-		return fmt.Errorf("log chunks: %w", err) // the store's error says "append logs"
+	refused, err := e.logs.do(ctx, e.stop, chunks)
+	if err != nil {
+		return nil, fmt.Errorf("log chunks: %w", err) // the store's error says "append logs"
 	}
-	return nil
+	return refused, nil
 }
 
-func (e *Engine) flushLogs(ctx context.Context, chunks []model.LogChunk) ([]struct{}, error) {
-	if err := e.store.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks}); err != nil {
+func (e *Engine) flushLogs(ctx context.Context, chunks []model.LogChunk) ([]error, error) {
+	refused, err := e.store.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks})
+	if err != nil {
 		return nil, err
 	}
 	e.changes.Notify()
-	return make([]struct{}, len(chunks)), nil
+	return refused, nil
 }
 
 // Complete records the ends of attempts, group-committed; the results are in the order of

@@ -121,4 +121,9 @@ type LogChunk struct {
 	Stream    LogStream
 	Data      []byte
 	CreatedAt time.Time
+	// Token and WorkerID are the writer's proof, not stored: a chunk is appended only while
+	// its attempt runs under the lease Token (and, when WorkerID is set, is leased to that
+	// worker). Reads leave them empty.
+	Token    string
+	WorkerID string
 }

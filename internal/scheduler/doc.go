@@ -4,8 +4,8 @@
 // built (NewRun) and admitted under concurrency and rate limits (Admit, Reserve, Release),
 // when a dependency holds, breaks or cascades (PrepareDependencies, ConditionsAt), the order
 // of a graph or a pipeline (OrderGraph, StepOrder), the retry backoff (Backoff), why a queued
-// run waits (QueueHold, WaitForWorker), and the words of every pending reason and
-// server-made error.
+// run waits (QueueHold, WaitForWorker), whether a worker id is held by a live session
+// (SessionHeld), and the words of every pending reason and server-made error.
 //
 // Functions here take the time as an argument, draw no random numbers (a uniform u is
 // passed in), make no ids and do no I/O; they import nothing of stint's but model, cron and

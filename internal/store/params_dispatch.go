@@ -167,7 +167,13 @@ type RegisterWorkerParams struct {
 	// store's other attempts of the worker end as lost. Any other Resume is ignored.
 	Resume string
 	Held   []LeaseRef
-	Now    time.Time
+	// LiveSince and Takeover guard a live session (scheduler.SessionHeld): when the worker
+	// exists with another session that heartbeated at or after LiveSince, and Resume is not
+	// that session, the registration is refused with model.ErrConflict and changes nothing,
+	// unless Takeover says the caller proved it is that worker.
+	LiveSince time.Time
+	Takeover  bool
+	Now       time.Time
 	// Rand: as CompleteAttemptsParams.Rand, for the attempts a new session loses.
 	Rand func() float64
 }

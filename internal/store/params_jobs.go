@@ -43,10 +43,13 @@ type GetJobParams struct {
 // ListJobsParams filter and page ListJobs.
 type ListJobsParams struct {
 	Namespace string // empty: all namespaces
-	Queue     string
-	Enabled   *bool
-	Limit     int
-	Cursor    string // name of the last job of the previous page
+	// Namespaces, when not empty, keeps only jobs of these namespaces (an API token's
+	// scope), on top of Namespace.
+	Namespaces []string
+	Queue      string
+	Enabled    *bool
+	Limit      int
+	Cursor     string // name of the last job of the previous page
 }
 
 // JobPage is one page of jobs.
@@ -94,8 +97,11 @@ type ListRunsParams struct {
 	Status   model.RunStatus
 	Queue    string
 	WorkerID string
-	Limit    int
-	Cursor   string // id of the last run of the previous page
+	// Namespaces, when not empty, keeps only runs of these namespaces (an API token's
+	// scope).
+	Namespaces []string
+	Limit      int
+	Cursor     string // id of the last run of the previous page
 }
 
 // RunPage is one page of runs.

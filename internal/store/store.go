@@ -13,9 +13,10 @@ import (
 // Signatures follow one style: a method that takes arguments besides ctx takes exactly one
 // *XxxParams named after it (GetRun takes *GetRunParams), declared by area in
 // params_jobs.go (jobs and runs), params_cron.go (cron, webhooks, limits),
-// params_pipelines.go (pipelines and graphs) and params_dispatch.go (dispatch, logs,
-// queues, workers); a params field that carries the current time is named Now. Methods that
-// need nothing but ctx (Ping, ListQueues, ListWorkers, NextDue, NextLeaseExpiry,
+// params_pipelines.go (pipelines and graphs), params_dispatch.go (dispatch, logs,
+// queues, workers), params_cluster.go (servers, leadership) and params_tokens.go (API
+// tokens); a params field that carries the current time is named Now. Methods that need
+// nothing but ctx (Ping, ListQueues, ListWorkers, ListTokens, NextDue, NextLeaseExpiry,
 // NextRelease) take ctx alone, and Close takes nothing.
 type Store interface {
 	// Jobs
@@ -236,10 +237,14 @@ type Store interface {
 
 	// Logs
 
-	// AppendLogs stores log chunks (one transaction for the batch). A chunk whose (RunID,
+	// AppendLogs stores log chunks (one transaction for the batch) and returns an error per
+	// chunk, in order. Only the writer of the attempt may append: a chunk is stored only
+	// while its run is running with Attempt under the lease Token (and leased to WorkerID,
+	// when set); another chunk is refused alone with model.ErrLeaseLost (model.ErrNotFound
+	// for a run that does not exist) and the others are stored. A chunk whose (RunID,
 	// Attempt, Seq) is already stored is ignored (a worker may resend), so the first write
-	// stands. A chunk of a run that does not exist fails the batch with model.ErrNotFound.
-	AppendLogs(ctx context.Context, p *AppendLogsParams) error
+	// stands.
+	AppendLogs(ctx context.Context, p *AppendLogsParams) ([]error, error)
 	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit
 	// (Limit <= 0: no limit). An unknown run is model.ErrNotFound.
 	ReadLogs(ctx context.Context, p *ReadLogsParams) ([]model.LogChunk, error)
@@ -268,6 +273,9 @@ type Store interface {
 	// worker's Session is Resume, and a draining worker stays draining) and the worker keeps
 	// the attempts it lists in Held; its other running attempts end as lost (returned).
 	// Otherwise the session becomes Session.
+	//
+	// A live session is kept from a caller that cannot prove it is the worker: see
+	// RegisterWorkerParams.LiveSince (model.ErrConflict, nothing changed).
 	RegisterWorker(ctx context.Context, p *RegisterWorkerParams) (*model.Worker, []*model.Run, error)
 	// GetWorker returns one worker with Running and Used filled: Running counts its running
 	// runs, Used sums their jobs' Requirements (as they were when each run was created) with
@@ -296,6 +304,24 @@ type Store interface {
 	ResignLead(ctx context.Context, p *ResignLeadParams) error
 	// Leader returns the live lease (not expired), or model.ErrNotFound when none is.
 	Leader(ctx context.Context, p *LeaderParams) (*model.Leadership, error)
+
+	// Tokens
+
+	// CreateToken stores an API token (only its hash). A token whose ID or Hash is taken is
+	// model.ErrConflict. With OnlyIfNone, a store that holds any token already creates
+	// nothing and reports false.
+	CreateToken(ctx context.Context, p *CreateTokenParams) (bool, error)
+	// FindToken returns the token with that Hash, revoked or not; model.ErrNotFound when
+	// none has it.
+	FindToken(ctx context.Context, p *FindTokenParams) (*model.Token, error)
+	// ListTokens returns every token, revoked ones included, by id (oldest first).
+	ListTokens(ctx context.Context) ([]*model.Token, error)
+	// RevokeToken sets a token's RevokedAt to Now, unless it was revoked before (the first
+	// revocation stands), and returns it as it is after; model.ErrNotFound for an unknown id.
+	RevokeToken(ctx context.Context, p *RevokeTokenParams) (*model.Token, error)
+	// TouchToken sets LastUsedAt = Now when it is unset or before Stale. An unknown id
+	// changes nothing and is no error.
+	TouchToken(ctx context.Context, p *TouchTokenParams) error
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

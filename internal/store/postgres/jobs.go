@@ -587,6 +587,9 @@ func listJobsSQL(p *store.ListJobsParams, limit int) (string, []any) {
 	if p.Enabled != nil {
 		add("enabled = $?", *p.Enabled)
 	}
+	if len(p.Namespaces) > 0 {
+		add("namespace = ANY($?::text[])", p.Namespaces)
+	}
 	q := `SELECT ` + jobCols + ` FROM jobs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

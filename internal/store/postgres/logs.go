@@ -5,20 +5,41 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// AppendLogs stores log chunks in one statement. A resent chunk is ignored; a chunk of an
-// unknown run fails the batch with model.ErrNotFound and nothing is written.
-func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error {
+// appendLogsSQL inserts the chunks ($1...$8, numbered by ordinality) whose writer holds
+// their attempt's lease (store.HoldsChunk, in SQL) and returns the others: their number and
+// whether their run exists.
+const appendLogsSQL = `WITH c AS (
+		SELECT * FROM unnest($1::text[], $2::int4[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[],
+			$7::text[], $8::text[]) WITH ORDINALITY AS c(run_id, attempt, seq, stream, data, created_at, token, worker_id, i)
+	), ok AS (
+		SELECT c.* FROM c JOIN runs r ON r.id = c.run_id
+		WHERE r.status = 'running' AND c.token <> '' AND r.attempt = c.attempt AND r.lease_token = c.token
+			AND (c.worker_id = '' OR r.worker_id = c.worker_id)
+	), ins AS (
+		INSERT INTO log_chunks (run_id, attempt, seq, stream, data, created_at)
+		SELECT run_id, attempt, seq, stream, data, created_at FROM ok
+		ON CONFLICT DO NOTHING
+	)
+	SELECT c.i, EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id)
+	FROM c WHERE NOT EXISTS (SELECT 1 FROM ok WHERE ok.i = c.i)`
+
+// AppendLogs stores the chunks whose writer holds their attempt's lease, in one statement;
+// resent chunks are ignored.
+func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]error, error) {
 	chunks := p.Chunks
 	if len(chunks) == 0 {
-		return nil
+		return nil, nil
 	}
 	n := len(chunks)
 	var (
 		runID, stream = make([]string, n), make([]string, n)
+		token, worker = make([]string, n), make([]string, n)
 		attempt       = make([]int32, n)
 		seq           = make([]int64, n)
 		data          = make([][]byte, n)
@@ -26,31 +47,35 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error
 	)
 	for i, c := range chunks {
 		runID[i], attempt[i], seq[i], stream[i] = c.RunID, int32(c.Attempt), c.Seq, string(c.Stream)
+		token[i], worker[i] = c.Token, c.WorkerID
 		data[i] = c.Data
 		if data[i] == nil {
 			data[i] = []byte{}
 		}
 		created[i] = utc(c.CreatedAt)
 	}
-	var missing *string
-	err := s.pool.QueryRow(ctx, `WITH c AS (
-			SELECT * FROM unnest($1::text[], $2::int4[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[])
-				AS c(run_id, attempt, seq, stream, data, created_at)
-		), missing AS (
-			SELECT c.run_id FROM c WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id) LIMIT 1
-		), ins AS (
-			INSERT INTO log_chunks (run_id, attempt, seq, stream, data, created_at)
-			SELECT * FROM c WHERE NOT EXISTS (SELECT 1 FROM missing)
-			ON CONFLICT DO NOTHING
-		)
-		SELECT (SELECT run_id FROM missing)`, runID, attempt, seq, stream, data, created).Scan(&missing)
+	rows, err := s.pool.Query(ctx, appendLogsSQL, runID, attempt, seq, stream, data, created, token, worker)
 	if err != nil {
-		return translate(err, "append logs")
+		return nil, translate(err, "append logs")
 	}
-	if missing != nil {
-		return fmt.Errorf("append logs: run %s: %w", *missing, model.ErrNotFound)
+	refused := make([]error, n)
+	var (
+		i      int64
+		exists bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&i, &exists}, func() error {
+		c := chunks[i-1]
+		if !exists {
+			refused[i-1] = fmt.Errorf("run %s: %w", c.RunID, model.ErrNotFound)
+		} else {
+			refused[i-1] = fmt.Errorf("run %s attempt %d: %w", c.RunID, c.Attempt, model.ErrLeaseLost)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err, "append logs")
 	}
-	return nil
+	return refused, nil
 }
 
 // ReadLogs returns chunks of one attempt after AfterSeq, in order.

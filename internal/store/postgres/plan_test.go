@@ -309,6 +309,18 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 		require.NoError(t, err)
 		ls = append(ls, got...)
 	}
+	// Logs are written while the attempts run (by their lease holders).
+	var chunks []model.LogChunk
+	for _, l := range ls[:300] {
+		for seq := range 10 {
+			chunks = append(chunks, model.LogChunk{RunID: l.Run.ID, Attempt: 1, Seq: int64(seq + 1), Stream: model.Stdout, Data: []byte("line\n"), CreatedAt: now, Token: l.Token})
+		}
+	}
+	refused, err := s.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks})
+	require.NoError(t, err)
+	for _, e := range refused {
+		require.NoError(t, e)
+	}
 	var cs []store.Completion
 	for i, l := range ls[:1200] {
 		st := model.AttemptSucceeded
@@ -319,13 +331,6 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 	}
 	_, err = s.CompleteAttempts(ctx, &store.CompleteAttemptsParams{Completions: cs, Now: now})
 	require.NoError(t, err)
-	var chunks []model.LogChunk
-	for _, l := range ls[:300] {
-		for seq := range 10 {
-			chunks = append(chunks, model.LogChunk{RunID: l.Run.ID, Attempt: 1, Seq: int64(seq + 1), Stream: model.Stdout, Data: []byte("line\n"), CreatedAt: now})
-		}
-	}
-	require.NoError(t, s.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks}))
 	for _, table := range []string{"jobs", "runs", "attempts", "workers", "queues", "log_chunks"} {
 		_, err := s.pool.Exec(ctx, "ANALYZE "+table)
 		require.NoError(t, err)

@@ -346,6 +346,9 @@ func listRunsSQL(p *store.ListRunsParams, limit int) (string, []any) {
 	if p.WorkerID != "" {
 		add("r.worker_id = $? AND r.status = 'running'", p.WorkerID)
 	}
+	if len(p.Namespaces) > 0 {
+		add("r.namespace = ANY($?::text[])", p.Namespaces)
+	}
 	if p.Cursor != "" {
 		add("r.id < $?", p.Cursor)
 	}

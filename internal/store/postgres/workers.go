@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -94,8 +95,11 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 	)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		lost = nil
-		var old *string
-		err := tx.QueryRow(ctx, `SELECT session FROM workers WHERE id = $1 FOR UPDATE`, p.ID).Scan(&old)
+		var (
+			old  *string
+			beat time.Time
+		)
+		err := tx.QueryRow(ctx, `SELECT session, last_heartbeat FROM workers WHERE id = $1 FOR UPDATE`, p.ID).Scan(&old, &beat)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read worker")
 		}
@@ -103,6 +107,9 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 		next := p.Session
 		if resume {
 			next = p.Resume
+		}
+		if old != nil && *old != next && scheduler.SessionHeld(beat, p.LiveSince, resume, p.Takeover) {
+			return fmt.Errorf("%s: %w", scheduler.SessionHeldReason(p.ID, beat), model.ErrConflict)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO workers AS w (id, session, labels, cap_cpu, cap_memory_mb,
 				cap_gpu, cap_slots, state, registered_at, last_heartbeat, handlers, commands)

@@ -365,6 +365,12 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 		where = append(where, "namespace = ?")
 		args = append(args, p.Namespace)
 	}
+	if len(p.Namespaces) > 0 {
+		where = append(where, "namespace IN (?"+strings.Repeat(", ?", len(p.Namespaces)-1)+")")
+		for _, ns := range p.Namespaces {
+			args = append(args, ns)
+		}
+	}
 	if p.Queue != "" {
 		where = append(where, "queue = ?")
 		args = append(args, p.Queue)

@@ -2,28 +2,54 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// AppendLogs stores log chunks in one transaction; resent chunks are ignored.
-func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error {
+// AppendLogs stores the chunks whose writer holds their attempt's lease, in one
+// transaction; resent chunks are ignored.
+func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]error, error) {
 	chunks := p.Chunks
 	if len(chunks) == 0 {
-		return nil
+		return nil, nil
 	}
+	var refused []error
 	err := s.write(ctx, func(t *wtx) error {
-		exists, ins := t.stmt(t.ws.runExists), t.stmt(t.ws.insertLogChunk)
-		checked := map[string]bool{}
-		for _, c := range chunks {
-			if !checked[c.RunID] {
-				var one int
-				if err := exists.QueryRowContext(t.ctx, c.RunID).Scan(&one); err != nil {
-					return fmt.Errorf("run %s: %w", c.RunID, mapErr(err))
+		refused = make([]error, len(chunks))
+		lease, ins := t.stmt(t.ws.runLease), t.stmt(t.ws.insertLogChunk)
+		type runLease struct {
+			running         bool
+			attempt         int
+			token, workerID string
+			err             error
+		}
+		leases := map[string]*runLease{}
+		for i, c := range chunks {
+			l := leases[c.RunID]
+			if l == nil {
+				l = &runLease{}
+				var status string
+				err := lease.QueryRowContext(t.ctx, c.RunID).Scan(&status, &l.attempt, &l.token, &l.workerID)
+				switch {
+				case errors.Is(err, sql.ErrNoRows):
+					l.err = fmt.Errorf("run %s: %w", c.RunID, model.ErrNotFound)
+				case err != nil:
+					return fmt.Errorf("run %s: %w", c.RunID, err)
 				}
-				checked[c.RunID] = true
+				l.running = status == string(model.RunRunning)
+				leases[c.RunID] = l
+			}
+			if l.err != nil {
+				refused[i] = l.err
+				continue
+			}
+			if !store.HoldsChunk(c, l.running, l.attempt, l.token, l.workerID) {
+				refused[i] = fmt.Errorf("run %s attempt %d: %w", c.RunID, c.Attempt, model.ErrLeaseLost)
+				continue
 			}
 			data := c.Data
 			if data == nil {
@@ -36,9 +62,9 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("append logs: %w", err)
+		return nil, fmt.Errorf("append logs: %w", err)
 	}
-	return nil
+	return refused, nil
 }
 
 // ReadLogs returns one attempt's chunks after AfterSeq.

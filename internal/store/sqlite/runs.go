@@ -256,6 +256,13 @@ func listRunsSQL(p *store.ListRunsParams, limit int) (q string, args []any, ok b
 	if p.Queue != "" {
 		add("queue = ?", p.Queue)
 	}
+	if len(p.Namespaces) > 0 {
+		ns := make([]any, len(p.Namespaces))
+		for i, n := range p.Namespaces {
+			ns[i] = n
+		}
+		add("namespace IN (?"+strings.Repeat(", ?", len(ns)-1)+")", ns...)
+	}
 	if p.Cursor != "" {
 		add("id < ?", p.Cursor)
 	}

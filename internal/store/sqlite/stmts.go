@@ -25,6 +25,7 @@ type writeStmts struct {
 	runByKey       *sql.Stmt
 	runByCron      *sql.Stmt
 	runExists      *sql.Stmt
+	runLease       *sql.Stmt
 	jobSpec        *sql.Stmt
 	endAttemptRun  *sql.Stmt
 	activeRun      *sql.Stmt
@@ -125,6 +126,7 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.runByKey = p(`SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?`)
 	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
+	s.runLease = p(`SELECT status, attempt, coalesce(lease_token, ''), coalesce(worker_id, '') FROM runs WHERE id = ?`)
 	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
 	// Any other ending, once decided: final (scheduled_for NULL keeps it) or retried.
 	s.endAttemptRun = p(`UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
@@ -265,7 +267,7 @@ const (
 func (s *writeStmts) close() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.insertJob, s.insertRun, s.deleteJob, s.ensureQueue, s.jobByKey, s.firstRun,
-		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.jobSpec, s.endAttemptRun,
+		s.jobForRun, s.runByKey, s.runByCron, s.runExists, s.runLease, s.jobSpec, s.endAttemptRun,
 		s.activeRun, s.cancelPending, s.cancelRunning, s.extendLease, s.insertLogChunk,
 		s.runningCount, s.leaseQueues, s.claim, s.runStatus, s.insertDep, s.markUpstream, s.setDepsPending,
 		s.meetDeps, s.skipDeps, s.setRunnable, s.workerRoom, s.workerBooked, s.savepoint, s.release, s.rollbackTo} {

@@ -30,8 +30,11 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 	)
 	err = s.write(ctx, func(t *wtx) error {
 		lost = nil
-		var session string
-		err := t.tx.QueryRowContext(t.ctx, `SELECT session FROM workers WHERE id = ?`, p.ID).Scan(&session)
+		var (
+			session string
+			beat    int64
+		)
+		err := t.tx.QueryRowContext(t.ctx, `SELECT session, last_heartbeat FROM workers WHERE id = ?`, p.ID).Scan(&session, &beat)
 		existed := err == nil
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -40,6 +43,9 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 		next := p.Session
 		if resume {
 			next = p.Resume
+		}
+		if existed && session != next && scheduler.SessionHeld(fromMicros(beat), p.LiveSince, resume, p.Takeover) {
+			return fmt.Errorf("%s: %w", scheduler.SessionHeldReason(p.ID, fromMicros(beat)), model.ErrConflict)
 		}
 		now := micros(p.Now)
 		w, err = scanWorker(t.tx.QueryRowContext(t.ctx, `INSERT INTO workers (id, session, labels, cap_cpu, cap_memory_mb, cap_gpu,

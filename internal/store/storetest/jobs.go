@@ -280,6 +280,12 @@ func testJobs(t *testing.T, open OpenFunc) {
 		require.Equal(t, []string{def + "a", def + "b", def + "d", def + "e"}, names(&store.ListJobsParams{Namespace: model.DefaultNamespace, Enabled: boolp(true), Limit: 3}))
 		require.Equal(t, []string{"ns2/c"}, names(&store.ListJobsParams{Namespace: "ns2"}))
 		require.Empty(t, names(&store.ListJobsParams{Namespace: "none"}))
+		// A token's scope: only its namespaces, across them or within one.
+		require.Equal(t, []string{"ns2/c"}, names(&store.ListJobsParams{Namespaces: []string{"ns2", "none"}, Limit: 1}))
+		require.Equal(t, []string{def + "a", def + "b", def + "c", "ns2/c", def + "d", def + "e"},
+			names(&store.ListJobsParams{Namespaces: []string{"ns2", model.DefaultNamespace}, Limit: 2}))
+		require.Empty(t, names(&store.ListJobsParams{Namespace: model.DefaultNamespace, Namespaces: []string{"ns2"}}),
+			"a namespace outside the scope lists nothing")
 
 		// All namespaces: by name, then namespace; paging never skips nor repeats a job,
 		// even where two jobs share a name.

@@ -162,10 +162,17 @@ func testRuns(t *testing.T, open OpenFunc) {
 		require.Empty(t, list(store.ListRunsParams{WorkerID: "w2"}))
 		require.Equal(t, []string{ra2.ID}, list(store.ListRunsParams{JobID: ja.ID, Status: model.RunQueued, Queue: model.DefaultQueue}))
 		require.Empty(t, list(store.ListRunsParams{JobID: "missing"}))
+		rn := f.createJob(f.job("a", func(j *model.Job) { j.Namespace = "ns2" }), nil)
+		rns := f.createRuns(f.run(rn.Job))[0]
+		require.Equal(t, []string{rns.ID}, list(store.ListRunsParams{Namespaces: []string{"ns2"}, Limit: 1}), "a token's scope")
+		require.Equal(t, []string{rns.ID, rs.ID, rb2.ID, ra2.ID, rb.ID, ra.ID},
+			list(store.ListRunsParams{Namespaces: []string{"ns2", model.DefaultNamespace}, Limit: 4}))
+		require.Equal(t, []string{rb2.ID, ra2.ID, rb.ID}, list(store.ListRunsParams{Namespaces: []string{model.DefaultNamespace}, Status: model.RunQueued}))
+		require.Empty(t, list(store.ListRunsParams{Namespaces: []string{"none"}, Status: model.RunRunning}))
 
-		page, err := f.s.ListRuns(f.ctx, &store.ListRunsParams{Limit: 5})
+		page, err := f.s.ListRuns(f.ctx, &store.ListRunsParams{Limit: 6})
 		require.NoError(t, err)
-		require.Len(t, page.Runs, 5)
+		require.Len(t, page.Runs, 6)
 		require.Empty(t, page.NextCursor, "NextCursor is empty exactly when nothing follows")
 	})
 

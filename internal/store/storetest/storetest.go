@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Pipelines", testPipelines},
 		{"Wording", testWording},
 		{"Cluster", testCluster},
+		{"Tokens", testTokens},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -201,12 +202,14 @@ func (f *fx) getRun(runID string) *model.Run {
 	return r
 }
 
-// register registers worker w with session and generous capacity.
+// register registers worker w with session and generous capacity, as the worker itself
+// (Takeover): a new session replaces a live one.
 func (f *fx) register(w, session string, now time.Time) (*model.Worker, []*model.Run) {
 	f.t.Helper()
 	wk, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{
 		ID: w, Session: session, Labels: map[string]string{"zone": "a"},
 		Capacity: model.Capacity{CPU: 8, MemoryMB: 16384, GPU: 2, Slots: 16}, Now: now, Rand: drawZero,
+		Takeover: true,
 	})
 	require.NoError(f.t, err)
 	return wk, lost

@@ -159,7 +159,7 @@ func testWording(t *testing.T, open OpenFunc) {
 			f.register("w", "s1", t0)
 			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 3, InitialDelay: 5 * time.Second}))
 			f.leaseOne("w", t0)
-			_, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: at(time.Minute)})
+			_, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: at(time.Minute), Takeover: true})
 			require.NoError(f.t, err)
 			require.Len(f.t, lost, 1)
 			require.Equal(f.t, 1, lost[0].Disruptions)
@@ -169,7 +169,7 @@ func testWording(t *testing.T, open OpenFunc) {
 			f.register("w", "s1", t0)
 			f.submit("a", retrying(model.RetryPolicy{MaxAttempts: 3, InitialDelay: 5 * time.Second, MaxDisruptions: intp(0)}))
 			f.leaseOne("w", t0)
-			_, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: at(time.Minute)})
+			_, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: at(time.Minute), Takeover: true})
 			require.NoError(f.t, err)
 			require.Len(f.t, lost, 1)
 			return lost[0], words{model.RunScheduled, model.PendingRetryBackoff,

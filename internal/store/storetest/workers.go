@@ -103,7 +103,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		// A new session: the old process is gone with its attempts.
 		now := at(time.Minute)
 		draws := &randRecorder{u: 0}
-		w, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: now, Rand: draws.fn})
+		w, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Capacity: model.Capacity{Slots: 4}, Now: now, Rand: draws.fn, Takeover: true})
 		require.NoError(t, err)
 		require.Equal(t, "s2", w.Session)
 		require.Equal(t, now, w.RegisteredAt)
@@ -173,12 +173,65 @@ func testWorkers(t *testing.T, open OpenFunc) {
 
 		// A wrong session starts a new one and loses the rest.
 		w, lost, err = f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s3", Resume: "stale",
-			Held: held[:1], Capacity: model.Capacity{Slots: 4}, Now: now})
+			Held: held[:1], Capacity: model.Capacity{Slots: 4}, Now: now, Takeover: true})
 		require.NoError(t, err)
 		require.Equal(t, "s3", w.Session)
 		require.Equal(t, model.WorkerActive, w.State)
 		require.Len(t, lost, 1)
 		require.Equal(t, ls[0].Run.ID, lost[0].ID)
+	})
+
+	t.Run("LiveSessionHeld", func(t *testing.T) {
+		f := setup(t, open)
+		f.register("w", "s1", t0)
+		f.submit("a")
+		ls := f.lease("w", 1, t0)
+		require.Len(t, ls, 1)
+		ttl := 15 * time.Second
+		register := func(session, resume string, now time.Time, takeover bool) (*model.Worker, []*model.Run, error) {
+			return f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: session, Resume: resume,
+				Capacity: model.Capacity{Slots: 1}, Now: now, LiveSince: now.Add(-ttl), Takeover: takeover})
+		}
+
+		// Another process claims the id while s1 heartbeats: refused, nothing changes.
+		now := at(ttl)
+		_, _, err := register("intruder", "", now, false)
+		require.ErrorIs(t, err, model.ErrConflict)
+		require.Contains(t, err.Error(), `worker id "w" is in use by a live session`)
+		got, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
+		require.NoError(t, err)
+		require.Equal(t, "s1", got.Session)
+		require.Equal(t, t0, got.LastHeartbeat, "a refusal is not a heartbeat")
+		r := f.getRun(ls[0].Run.ID)
+		require.Equal(t, model.RunRunning, r.Status, "the live session keeps its attempt")
+		require.Equal(t, ls[0].Token, r.LeaseToken)
+
+		// The session itself re-attaches at any time.
+		w, lost, err := register("s9", "s1", now, false)
+		require.NoError(t, err)
+		require.Equal(t, "s1", w.Session)
+		require.Len(t, lost, 1, "it did not list its lease")
+
+		// Once the session is silent for longer than the TTL, the id is free.
+		f.submit("b")
+		ls = f.lease("w", 1, now)
+		require.Len(t, ls, 1)
+		later := now.Add(ttl + time.Millisecond)
+		w, lost, err = register("s2", "", later, false)
+		require.NoError(t, err)
+		require.Equal(t, "s2", w.Session)
+		require.Len(t, lost, 1, "the silent session's attempt is lost")
+		require.Equal(t, ls[0].Run.ID, lost[0].ID)
+
+		// A proven caller takes a live session over.
+		w, _, err = register("s3", "", later, true)
+		require.NoError(t, err)
+		require.Equal(t, "s3", w.Session)
+
+		// A new worker id is never held.
+		_, _, err = f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "fresh", Session: "x",
+			Capacity: model.Capacity{Slots: 1}, Now: later, LiveSince: later.Add(-ttl)})
+		require.NoError(t, err)
 	})
 
 	t.Run("HeartbeatSessionEndedAndDraining", func(t *testing.T) {
