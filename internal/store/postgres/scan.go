@@ -100,7 +100,7 @@ const runCols = `r.id, r.job_id, r.job_name, r.namespace, r.status, r.pending_co
 	r.finished_at, r.attempt, r.max_attempts, coalesce(r.idempotency_key, ''), r.cancel_requested,
 	r.error, coalesce(r.worker_id, ''), coalesce(r.lease_token, ''), r.lease_expires_at,
 	r.attempt_started_at, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.has_dependants, r.deps_pending,
-	r.disruptions`
+	r.disruptions, r.instant`
 
 // runDest returns the scan destinations for runCols; call fixRun after the scan.
 func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
@@ -109,7 +109,7 @@ func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
 		&r.FinishedAt, &r.Attempt, &r.MaxAttempts, &r.IdempotencyKey, &r.CancelRequested,
 		&r.Error, &r.WorkerID, &r.LeaseToken, &r.LeaseExpiresAt, &r.attemptStartedAt,
 		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &r.Requirements.Labels, &r.HasDependants, &r.depsPending,
-		&r.Disruptions}
+		&r.Disruptions, &r.Instant}
 }
 
 func fixRun(r *runRow, status, pending, trigger string, args []byte) {
@@ -124,6 +124,7 @@ func fixRun(r *runRow, status, pending, trigger string, args []byte) {
 	r.CreatedAt = r.CreatedAt.UTC()
 	r.StartedAt = utcPtr(r.StartedAt)
 	r.FinishedAt = utcPtr(r.FinishedAt)
+	r.Instant = utcPtr(r.Instant)
 	r.LeaseExpiresAt = utcPtr(r.LeaseExpiresAt)
 	r.attemptStartedAt = utcPtr(r.attemptStartedAt)
 	if r.Status != model.RunRunning {
