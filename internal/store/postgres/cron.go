@@ -147,7 +147,7 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 // empty), or, for a cron run ($2), same job ($3) and instant ($4).
 const existingRunSQL = `SELECT ` + runCols + ` FROM runs r
 	WHERE ($1 <> '' AND r.idempotency_key = $1)
-	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.instant = $4)
+	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND ` + cronInstantR + ` = $4)
 	LIMIT 1`
 
 // createRunTx inserts one run of an existing job inside tx, admitting it under its
@@ -241,8 +241,8 @@ func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams)
 }
 
 // firedInstantsSQL lists the instants of job $1's cron runs in [$2, $3] (index runs_cron_instant).
-const firedInstantsSQL = `SELECT instant FROM runs
-	WHERE job_id = $1 AND instant BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY instant`
+const firedInstantsSQL = `SELECT ` + cronInstant + ` AS instant FROM runs
+	WHERE job_id = $1 AND ` + cronInstant + ` BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY 1`
 
 // FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
 func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {

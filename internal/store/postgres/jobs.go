@@ -649,7 +649,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 
 // dropAheadSQL deletes job $1's cron runs created ahead of their instant (after $2) that
 // never ran (index runs_cron_instant).
-const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND instant > $2
+const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND ` + cronInstant + ` > $2
 	AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`
 
 // DeleteJob deletes a job and cancels its active runs in one transaction.

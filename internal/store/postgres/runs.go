@@ -40,7 +40,7 @@ SELECT id, req_cpu, req_memory_mb, req_gpu, req_labels FROM new_runs`
 const existingRunsSQL = `SELECT ` + runCols + ` FROM runs r WHERE r.idempotency_key = ANY($1)
 	UNION ALL
 	SELECT ` + runCols + ` FROM runs r WHERE r.trigger_kind = 'cron'
-		AND (r.job_id, r.instant) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`
+		AND (r.job_id, ` + cronInstantR + `) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`
 
 // insertRuns runs createRunsSQL for in and returns, by id, the runs it inserted with the
 // requirements they copied from their jobs.

@@ -314,13 +314,16 @@ func TestMigrateCronInstant(t *testing.T) {
 			CREATE UNIQUE INDEX runs_cron_instant ON runs (job_id, scheduled_for) WHERE trigger_kind = 'cron';`, version))
 		require.NoError(t, err)
 		require.Equal(t, want, schemaOf(conn), "the schema without 0010")
-		return openURL(t, u)
+		s = openURL(t, u)
+		return s
+	}, func(t *testing.T, job *model.Job, runID string, at time.Time) bool {
+		// The release before 0010 names no instant column, and lets the unique index
+		// refuse a fired instant.
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, job_id, job_name, namespace, status, queue, priority,
+			trigger_kind, scheduled_for, created_at, max_attempts)
+			VALUES ($1, $2, $3, $4, 'queued', 'default', 0, 'cron', $5, $5, 1) ON CONFLICT DO NOTHING`,
+			runID, job.ID, job.Name, job.Namespace, at)
+		require.NoError(t, err)
+		return tag.RowsAffected() == 1
 	})
-
-	// The database itself refuses a cron run without an instant.
-	conn, err := pgx.Connect(ctx, u)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `UPDATE runs SET instant = NULL WHERE trigger_kind = 'cron'`)
-	require.ErrorContains(t, err, "runs_cron_has_instant")
 }

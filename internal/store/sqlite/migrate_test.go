@@ -184,5 +184,5 @@ func TestMigrateCronInstant(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		return s
-	})
+	}, nil)
 }

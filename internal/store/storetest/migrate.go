@@ -16,7 +16,14 @@ import (
 // run per job and scheduled_for) and opens it again, which applies 0010. The cron runs made
 // before hold their scheduled_for as their instant, the other run none, and the new index
 // keeps one cron run per (job, instant).
-func RunInstantMigration(t *testing.T, s store.Store, before func(t *testing.T) store.Store) {
+//
+// oldFire, when the engine serves a cluster (PostgreSQL), writes a cron run of job for
+// instant at as a server of the release before 0010 does during a rolling upgrade, without
+// an instant, and reports whether the row went in (false: the key was taken). Both
+// releases must keep one run per instant between them. nil: the engine has one server
+// (SQLite), so no two releases share a database.
+func RunInstantMigration(t *testing.T, s store.Store, before func(t *testing.T) store.Store,
+	oldFire func(t *testing.T, job *model.Job, runID string, at time.Time) bool) {
 	t.Helper()
 	f := &fx{t: t, ctx: t.Context(), s: s}
 	j := f.job("migrated", func(j *model.Job) {
@@ -38,4 +45,21 @@ func RunInstantMigration(t *testing.T, s store.Store, before func(t *testing.T) 
 	require.NoError(t, err)
 	require.True(t, res[0].Existing, "an instant fired before the migration stays fired")
 	require.Equal(t, runs[0].ID, res[0].Run.ID)
+	if oldFire == nil {
+		return
+	}
+
+	require.False(t, oldFire(t, j, f.id(), at(0)), "the old release finds the instant fired")
+	old := f.id()
+	require.True(t, oldFire(t, j, old, at(3*time.Minute)))
+	require.False(t, oldFire(t, j, f.id(), at(3*time.Minute)), "nor does it fire an instant twice")
+	got := f.getRun(old)
+	require.Equal(t, at(3*time.Minute), *got.Instant, "its run is read with its instant")
+	res, err = f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: []*model.Run{f.run(j, cronAt(at(3*time.Minute)))}, Now: at(4 * time.Minute)})
+	require.NoError(t, err)
+	require.True(t, res[0].Existing, "the new release finds an instant the old one fired")
+	require.Equal(t, old, res[0].Run.ID)
+	fired, err = f.s.FiredInstants(f.ctx, &store.FiredInstantsParams{JobID: j.ID, From: at(-time.Hour), To: at(time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, []time.Time{at(0), at(time.Minute), at(3 * time.Minute)}, fired)
 }
