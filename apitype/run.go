@@ -18,12 +18,16 @@ type Run struct {
 	Priority      int             `json:"priority"`
 	Trigger       string          `json:"trigger"`
 	Args          json.RawMessage `json:"args,omitempty"`
-	ScheduledFor  time.Time       `json:"scheduled_for"`
-	CreatedAt     time.Time       `json:"created_at"`
-	StartedAt     *time.Time      `json:"started_at,omitempty"`
-	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
-	Attempt       int             `json:"attempt"`
-	MaxAttempts   int             `json:"max_attempts"`
+	// ScheduledFor is when the run is due; a retry after a backoff, or by hand, moves it.
+	ScheduledFor time.Time `json:"scheduled_for"`
+	// Instant is the cron instant a cron run was fired for (by the schedule or a backfill);
+	// it never changes, whatever the retries. Absent for runs of other triggers.
+	Instant     *time.Time `json:"instant,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	Attempt     int        `json:"attempt"`
+	MaxAttempts int        `json:"max_attempts"`
 	// Disruptions counts the attempts lost to infrastructure that were retried without
 	// counting against MaxAttempts: the run may make MaxAttempts + Disruptions attempts.
 	Disruptions     int    `json:"disruptions"`

@@ -57,9 +57,9 @@ func waitLeader(t testing.TB, c *client.Client, not string) (string, int64) {
 func checkSeries(t *testing.T, runs []*apitype.Run) {
 	t.Helper()
 	seen := map[time.Time]string{}
-	first, last := runs[0].ScheduledFor.UTC(), runs[0].ScheduledFor.UTC()
+	first, last := instantOf(t, runs[0]), instantOf(t, runs[0])
 	for _, r := range runs {
-		at := r.ScheduledFor.UTC()
+		at := instantOf(t, r)
 		require.Empty(t, seen[at], "instant %s fired twice: runs %s and %s", at, seen[at], r.ID)
 		seen[at] = r.ID
 		if at.Before(first) {

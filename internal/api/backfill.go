@@ -81,9 +81,7 @@ func (a *API) backfill(w http.ResponseWriter, r *http.Request) error {
 		if had[at.UTC()] || req.DryRun {
 			continue
 		}
-		run := scheduler.NewRun(id.New(now), j, model.TriggerCron, nil, now, now)
-		run.ScheduledFor = at
-		runs = append(runs, run)
+		runs = append(runs, scheduler.NewCronRun(id.New(now), j, at, now))
 		idx = append(idx, i)
 	}
 	if len(runs) > 0 {

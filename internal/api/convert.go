@@ -94,6 +94,7 @@ func runToAPI(r *model.Run) *apitype.Run {
 		Trigger:         string(r.Trigger),
 		Args:            r.Args,
 		ScheduledFor:    r.ScheduledFor.UTC(),
+		Instant:         utcPtr(r.Instant),
 		CreatedAt:       r.CreatedAt.UTC(),
 		StartedAt:       utcPtr(r.StartedAt),
 		FinishedAt:      utcPtr(r.FinishedAt),

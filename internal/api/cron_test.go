@@ -259,9 +259,68 @@ func cronRunsOf(t *testing.T, b *testBundle, jobID string) map[time.Time]*model.
 	require.NoError(t, err)
 	out := make(map[time.Time]*model.Run, len(page.Runs))
 	for _, r := range page.Runs {
-		out[r.ScheduledFor.UTC()] = r
+		if r.Instant != nil {
+			out[r.Instant.UTC()] = r
+		}
 	}
 	return out
+}
+
+// TestBackfillAfterARetry: a cron run retried by hand is due again now, but it keeps the
+// instant it was fired for, which the API shows; a backfill over the instant finds it and
+// makes no second run. Runs of other triggers have no instant.
+func TestBackfillAfterARetry(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 12, 0, 30, 0, time.UTC)
+	clk := clock.NewFake(now)
+	b := setupOn(t, clk, nil)
+	b.createJob(t, `{"name": "minutely", "command": ["true"], "schedule": {"cron": "* * * * *"}}`)
+	instant := time.Date(2030, 1, 1, 11, 59, 0, 0, time.UTC)
+	backfill := func() apitype.BackfillResponse {
+		t.Helper()
+		r := b.do(t, "POST", "/v1/jobs/minutely/backfill", `{"from": "2030-01-01T11:59:00Z", "to": "2030-01-01T11:59:00Z"}`)
+		require.Contains(t, []int{http.StatusOK, http.StatusCreated}, r.status, "body: %s", r.body)
+		var out apitype.BackfillResponse
+		r.decode(t, &out)
+		require.Len(t, out.Instants, 1)
+		return out
+	}
+	run := func(method, path string) *apitype.Run {
+		t.Helper()
+		r := b.do(t, method, path, nil)
+		require.Contains(t, []int{http.StatusOK, http.StatusCreated}, r.status, "body: %s", r.body)
+		var rr apitype.RunResponse
+		r.decode(t, &rr)
+		return rr.Run
+	}
+
+	first := backfill()
+	require.Equal(t, 1, first.Created)
+	id := first.Instants[0].RunID
+	r := b.do(t, "GET", "/v1/runs/"+id, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	got := &apitype.Run{}
+	r.decode(t, got)
+	require.Equal(t, "cron", got.Trigger)
+	require.Equal(t, instant, *got.Instant)
+	require.Equal(t, instant, got.ScheduledFor)
+
+	r = b.do(t, "POST", "/v1/jobs/minutely/trigger", nil)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.NotContains(t, string(r.body), `"instant"`, "a manual run has no instant")
+
+	require.Equal(t, "cancelled", run("POST", "/v1/runs/"+id+"/cancel").Status)
+	later := now.Add(15 * time.Second)
+	clk.Set(later)
+	got = run("POST", "/v1/runs/"+id+"/retry")
+	require.Equal(t, "queued", got.Status)
+	require.Equal(t, later, got.ScheduledFor, "a manual retry is due now")
+	require.Equal(t, instant, *got.Instant, "and keeps its instant")
+
+	again := backfill()
+	require.Zero(t, again.Created, "the instant has its run")
+	require.True(t, again.Instants[0].Existed)
+	require.Len(t, cronRunsOf(t, b, got.JobID), 1)
 }
 
 // TestBackfillEveryKeepsTheJobsGrid: an @every job's instants are on the grid of its own

@@ -312,12 +312,16 @@ func listRuns(ctx context.Context, c *client.Client, name string) ([]*apitype.Ru
 }
 
 // cronSeries counts the instants of a every-second series that have more than one run,
-// and the seconds between its first and last instant that have none.
+// and the seconds between its first and last instant that have none. A run counts for the
+// instant it was fired for, which a retry does not move (its scheduled_for it may).
 func cronSeries(runs []*apitype.Run) (twice, missed int) {
 	var at []time.Time
 	seen := map[time.Time]int{}
 	for _, r := range runs {
-		t := r.ScheduledFor.UTC()
+		if r.Instant == nil {
+			continue // not a cron run
+		}
+		t := r.Instant.UTC()
 		if seen[t]++; seen[t] == 2 {
 			twice++
 		}

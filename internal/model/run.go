@@ -18,10 +18,17 @@ type Run struct {
 	Priority      int
 	Trigger       Trigger
 	Args          json.RawMessage
-	ScheduledFor  time.Time
-	CreatedAt     time.Time
-	StartedAt     *time.Time // first attempt's start
-	FinishedAt    *time.Time
+	// ScheduledFor is when the run is due: a retry after a backoff, and a manual retry,
+	// move it.
+	ScheduledFor time.Time
+	// Instant is the cron instant the run was fired for (trigger cron, by a fire or a
+	// backfill; see scheduler.NewCronRun), nil for every other run. It never changes: the
+	// store keeps one cron run per (job, instant) and reads a job's fired instants from it,
+	// whatever the retries did to ScheduledFor.
+	Instant    *time.Time
+	CreatedAt  time.Time
+	StartedAt  *time.Time // first attempt's start
+	FinishedAt *time.Time
 	// Attempt counts attempts so far (the running one included).
 	Attempt     int
 	MaxAttempts int

@@ -44,9 +44,9 @@ type Outcome struct {
 	Status model.RunStatus
 	// ScheduledFor is when a run retried after a backoff is due (Now plus the backoff);
 	// zero otherwise, which keeps the time the run had: a run that ends, and a run queued
-	// again at once, whose due time has passed already. A cron run's scheduled_for is also
-	// the instant it was fired for, which the store keeps unique per job (invariant 4) and
-	// reads as the job's fired instants: a run retried at once goes on holding its instant.
+	// again at once, whose due time has passed already (it keeps its place in the lease
+	// order). No outcome touches a cron run's Instant, the instant it was fired for, which
+	// the store keeps unique per job (invariant 4): a retry moves its due time only.
 	ScheduledFor  time.Time
 	PendingCode   model.PendingCode
 	PendingReason string

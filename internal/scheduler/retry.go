@@ -9,7 +9,7 @@ import (
 
 // Retry reopens r by a manual retry at now (failed or cancelled -> queued): due now, with
 // one more attempt in its budget, its error, end time, cancel request and pending reason
-// cleared; its earlier attempts stay its history. It refuses, with model.ErrInvalidState, a
+// cleared; its earlier attempts stay its history. A cron run keeps its Instant. It refuses, with model.ErrInvalidState, a
 // run in any other state and a run whose job was deleted (nothing could run it), leaving r
 // as it was. A store then writes r and admits it under its concurrency limit again.
 func Retry(r *model.Run, jobExists bool, now time.Time) error {

@@ -30,8 +30,9 @@ func TestRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			instant := ended.Add(-time.Minute)
 			r := &model.Run{Status: tt.status, Attempt: 3, MaxAttempts: 3, FinishedAt: &ended, Error: "exit 1",
-				CancelRequested: true, ScheduledFor: ended}
+				CancelRequested: true, ScheduledFor: ended, Trigger: model.TriggerCron, Instant: &instant}
 			before := *r
 			err := Retry(r, tt.jobExists, now)
 			if tt.wantErr != "" {
@@ -43,6 +44,7 @@ func TestRetry(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, model.RunQueued, r.Status)
 			require.Equal(t, now, r.ScheduledFor)
+			require.Equal(t, ended.Add(-time.Minute), *r.Instant, "a cron run keeps its instant")
 			require.Equal(t, 4, r.MaxAttempts, "one more attempt in the budget")
 			require.Equal(t, 3, r.Attempt, "attempts made stay counted")
 			require.Nil(t, r.FinishedAt)

@@ -28,8 +28,9 @@ func TestNewRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := NewRun("r1", job, model.TriggerCron, nil, tt.due, now)
+			r := NewRun("r1", job, model.TriggerManual, nil, tt.due, now)
 			require.Equal(t, "r1", r.ID)
+			require.Nil(t, r.Instant, "only a cron run has an instant")
 			require.Equal(t, tt.status, r.Status)
 			require.Equal(t, tt.at, r.ScheduledFor)
 			require.Equal(t, 1, r.MaxAttempts, "at least one attempt")
@@ -38,6 +39,43 @@ func TestNewRun(t *testing.T) {
 			if tt.status == model.RunScheduled {
 				require.Equal(t, model.PendingNotDue, r.PendingCode)
 			}
+		})
+	}
+}
+
+func TestNewCronRun(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	job := &model.Job{ID: "j1", Name: "nightly", Namespace: "ns", Spec: model.JobSpec{Queue: "q",
+		Args: json.RawMessage(`{"a": 1}`), Retry: model.RetryPolicy{MaxAttempts: 3}}}
+	tests := []struct {
+		name   string
+		at     time.Time
+		status model.RunStatus
+		code   model.PendingCode
+	}{
+		{"fired ahead of its instant: scheduled for it", now.Add(2 * time.Second), model.RunScheduled, model.PendingNotDue},
+		{"fired at its instant: queued", now, model.RunQueued, model.PendingNone},
+		{"a late instant (misfire, backfill): queued, still due at the instant", now.Add(-time.Hour), model.RunQueued, model.PendingNone},
+		{"an instant given in a zone is held in UTC", now.Add(-time.Minute).In(berlin), model.RunQueued, model.PendingNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := NewCronRun("r1", job, tt.at, now)
+			require.Equal(t, "r1", r.ID)
+			require.Equal(t, model.TriggerCron, r.Trigger)
+			require.Equal(t, tt.status, r.Status)
+			require.Equal(t, tt.code, r.PendingCode)
+			require.NotNil(t, r.Instant)
+			require.Equal(t, tt.at.UTC(), *r.Instant)
+			require.Equal(t, time.UTC, r.Instant.Location())
+			require.Equal(t, tt.at.UTC(), r.ScheduledFor, "due at its instant")
+			require.Equal(t, now, r.CreatedAt)
+			require.Equal(t, 3, r.MaxAttempts)
+			require.JSONEq(t, `{"a": 1}`, string(r.Args), "the job's args")
 		})
 	}
 }

@@ -254,9 +254,7 @@ func (c *CronFirer) planFire(j *model.Job, now time.Time) store.Fire {
 	var fire []time.Time
 	fire, f.Next = c.planInstants("job", j.ID, j.Name, j.Spec.Schedule, *j.NextFireAt, at)
 	for _, at := range fire {
-		r := scheduler.NewRun(id.New(now), j, model.TriggerCron, nil, at, now) // scheduled when fired ahead
-		r.ScheduledFor = at                                                    // the instant it fires for: one run per (job, instant)
-		f.Runs = append(f.Runs, r)
+		f.Runs = append(f.Runs, scheduler.NewCronRun(id.New(now), j, at, now)) // scheduled when fired ahead
 	}
 	return f
 }

@@ -103,7 +103,8 @@ func TestCronFirer(t *testing.T) {
 			runs := runsOf(t, b, j.ID) // newest first
 			require.Len(t, runs, i+1)
 			require.Equal(t, model.TriggerCron, runs[0].Trigger)
-			require.Equal(t, at, runs[0].ScheduledFor, "the run is for its instant")
+			require.Equal(t, at, runs[0].ScheduledFor, "the run is due at its instant")
+			require.Equal(t, at, *runs[0].Instant, "and holds it")
 			require.Equal(t, model.RunQueued, runs[0].Status)
 			require.Equal(t, at.Add(7*time.Minute), nextFireOf(t, b, j.ID))
 			fired := b.fired.all()

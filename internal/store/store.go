@@ -86,7 +86,7 @@ type Store interface {
 	// attempt budget extended by one, FinishedAt and Error cleared; its earlier attempts stay
 	// in the history. Any other state is model.ErrInvalidState. Precisely: MaxAttempts
 	// grows by one, ScheduledFor = Now, and CancelRequested and PendingCode are cleared;
-	// StartedAt (the first attempt's start) and Trigger stay. A run whose job was deleted is
+	// StartedAt (the first attempt's start), Trigger and a cron run's Instant stay. A run whose job was deleted is
 	// model.ErrInvalidState too: nothing could run it.
 	RetryRun(ctx context.Context, p *RetryRunParams) (*model.Run, error)
 	// ReopenRuns runs final runs (in any final state) again, in one transaction, given
@@ -129,7 +129,8 @@ type Store interface {
 	// than its limit allows at the time of the lease).
 	NextQueueTurn(ctx context.Context, p *NextQueueTurnParams) (t time.Time, ok bool, err error)
 
-	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
+	// FiredInstants returns the Instant of a job's cron runs in [From, To], ascending: the
+	// instants fired, whatever retries did to the runs' ScheduledFor.
 	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)
 	// SetWebhookSecret creates or replaces the webhook secret of a job or a pipeline (JobID
 	// names either; model.ErrNotFound when neither exists). DeleteJob and DeletePipeline

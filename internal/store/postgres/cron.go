@@ -84,6 +84,9 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 	next := make([]*time.Time, len(p.Fires))
 	for i, f := range p.Fires {
 		ids[i], expect[i], next[i] = f.JobID, utc(f.Expect), utcPtr(f.Next)
+		if err := store.CheckInstants(f.Runs...); err != nil {
+			return nil, fmt.Errorf("fire jobs: %w", err)
+		}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		clear(out)
@@ -150,7 +153,7 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 // empty), or, for a cron run ($2), same job ($3) and instant ($4).
 const existingRunSQL = `SELECT ` + runCols + ` FROM runs r
 	WHERE ($1 <> '' AND r.idempotency_key = $1)
-	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.scheduled_for = $4)
+	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND ` + cronInstantR + ` = $4)
 	LIMIT 1`
 
 // createRunTx inserts one run of an existing job inside tx, admitting it under its
@@ -158,7 +161,7 @@ const existingRunSQL = `SELECT ` + runCols + ` FROM runs r
 // answered with the existing one.
 func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (store.CreateRunResult, error) {
 	r = normalizeRun(r)
-	prev, err := scanRun(tx.QueryRow(ctx, existingRunSQL, r.IdempotencyKey, r.Trigger == model.TriggerCron, r.JobID, r.ScheduledFor))
+	prev, err := scanRun(tx.QueryRow(ctx, existingRunSQL, r.IdempotencyKey, r.Trigger == model.TriggerCron, r.JobID, r.Instant))
 	switch {
 	case err == nil:
 		return store.CreateRunResult{Run: &prev.Run, Existing: true}, nil
@@ -243,11 +246,13 @@ func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams)
 	return secret, nil
 }
 
+// firedInstantsSQL lists the instants of job $1's cron runs in [$2, $3] (index runs_cron_instant).
+const firedInstantsSQL = `SELECT ` + cronInstant + ` AS instant FROM runs
+	WHERE job_id = $1 AND ` + cronInstant + ` BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY 1`
+
 // FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
 func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `SELECT scheduled_for FROM runs
-		WHERE job_id = $1 AND scheduled_for BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY scheduled_for`,
-		p.JobID, utc(p.From), utc(p.To))
+	rows, err := s.pool.Query(ctx, firedInstantsSQL, p.JobID, utc(p.From), utc(p.To))
 	if err != nil {
 		return nil, translate(err, "fired instants of job %s", p.JobID)
 	}

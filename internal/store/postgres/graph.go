@@ -20,6 +20,14 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 	if p.PipelineRun != nil && len(p.Steps) != len(p.Runs) {
 		return nil, fmt.Errorf("create graph: %d steps for %d runs", len(p.Steps), len(p.Runs))
 	}
+	if err := store.CheckInstants(p.Runs...); err != nil {
+		return nil, fmt.Errorf("create graph: %w", err)
+	}
+	for _, nj := range p.Jobs {
+		if err := store.CheckInstants(nj.Run); err != nil {
+			return nil, fmt.Errorf("create graph: %w", err)
+		}
+	}
 	now := utc(p.Now)
 	out := &store.Graph{}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {

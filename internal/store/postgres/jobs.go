@@ -24,11 +24,11 @@ const defaultLimit = 100
 // the job's kind and requirements come from %s (i.handler, ... or the jobs row j).
 const runInsertSelect = `i.id, i.job_id, i.job_name, i.namespace, i.status, i.pending_code,
 	i.pending_reason, i.queue, i.priority, i.trigger_kind, %s, i.args, i.scheduled_for, i.created_at,
-	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error`
+	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error, i.instant`
 
 const runInsertCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason,
 	queue, priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, req_labels, args, scheduled_for,
-	created_at, finished_at, attempt, max_attempts, idempotency_key, error`
+	created_at, finished_at, attempt, max_attempts, idempotency_key, error, instant`
 
 // Where a run's job kind and requirements come from: the input arrays, or the jobs row j.
 const (
@@ -77,7 +77,7 @@ var (
 	runColumns = []string{"id", "job_id", "job_name", "namespace", "status", "pending_code",
 		"pending_reason", "queue", "priority", "trigger_kind", "handler", "req_cpu",
 		"req_memory_mb", "req_gpu", "req_labels", "args", "scheduled_for", "created_at", "finished_at",
-		"attempt", "max_attempts", "idempotency_key", "error"}
+		"attempt", "max_attempts", "idempotency_key", "error", "instant"}
 
 	copyJobsSQL = `COPY jobs (` + strings.Join(jobColumns, ", ") + `) FROM STDIN (FORMAT binary)`
 	copyRunsSQL = `COPY runs (` + strings.Join(runColumns, ", ") + `) FROM STDIN (FORMAT binary)`
@@ -100,6 +100,11 @@ type newJob struct {
 // check), the batch is written instead by one INSERT ... ON CONFLICT DO NOTHING statement,
 // which skips the entries that clash and tells which they were.
 func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]store.CreateJobResult, error) {
+	for _, e := range p.Jobs {
+		if err := store.CheckInstants(e.Run); err != nil {
+			return nil, fmt.Errorf("create jobs: %w", err)
+		}
+	}
 	for _, e := range p.Jobs {
 		if !store.Plain(e.Run) {
 			return s.createJobsTx(ctx, p)
@@ -337,6 +342,7 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 			runs.int4(int32(r.MaxAttempts))
 			runs.textOrNull(r.IdempotencyKey)
 			runs.text(r.Error)
+			runs.timeOrNull(r.Instant)
 		}
 		_, err := pg.CopyFrom(ctx, bytes.NewReader(runs.end()), copyRunsSQL)
 		return err
@@ -646,7 +652,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 
 // dropAheadSQL deletes job $1's cron runs created ahead of their instant (after $2) that
 // never ran (index runs_cron_instant).
-const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND scheduled_for > $2
+const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND ` + cronInstant + ` > $2
 	AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`
 
 // DeleteJob deletes a job and cancels its active runs in one transaction.

@@ -147,9 +147,11 @@ func TestPlans(t *testing.T) {
 			[]any{now, "x", "j"}, []string{"runs_job", "runs_pkey"}, nil},
 		{"get job", `SELECT ` + jobCols + ` FROM jobs WHERE id = $1 OR (namespace = $2 AND name = $1) ORDER BY id = $1 DESC LIMIT 1`,
 			[]any{"a", "default"}, []string{"jobs_pkey", "BitmapOr"}, nil},
-		{"cron instants", `SELECT ` + runCols + ` FROM runs r WHERE r.trigger_kind = 'cron'
-			AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[]))`,
-			[]any{ids, []time.Time{now, now}}, []string{"runs_cron_instant"}, nil},
+		{"runs by key or cron instant", existingRunsSQL, []any{ids, ids, []time.Time{now, now}},
+			[]string{"runs_idempotency", "runs_cron_instant"}, nil},
+		{"run by key or cron instant", existingRunSQL, []any{"k", true, "j", now}, []string{"runs_idempotency", "runs_cron_instant"}, nil},
+		{"fired instants", firedInstantsSQL, []any{"j", now, now}, []string{"runs_cron_instant"}, nil},
+		{"drop runs made ahead", dropAheadSQL, []any{"j", now}, []string{"runs_cron_instant"}, nil},
 		{"get run", `SELECT ` + runCols + `, a.n FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE r.id = $1 ORDER BY a.n`,
 			[]any{"r"}, []string{"runs_pkey", "attempts_pkey"}, nil},
 		{"read logs", `SELECT run_id, attempt, seq, stream, data, created_at FROM log_chunks
@@ -283,7 +285,7 @@ func fillRuns(t *testing.T, s *Store, now time.Time, batches int) {
 			case i%10 == 2:
 				r.Status, r.PendingCode = model.RunWaiting, model.PendingDependencies
 			case i%10 == 3:
-				r.Trigger = model.TriggerCron
+				r.Trigger, r.Instant = model.TriggerCron, &now
 			}
 			batch = append(batch, store.NewJob{Job: j, Run: r})
 		}

@@ -20,7 +20,7 @@ type runInput struct {
 	reqLabels                                                                [][]byte
 	args                                                                     [][]byte
 	scheduledFor, createdAt                                                  []time.Time
-	finishedAt                                                               []*time.Time
+	finishedAt, instant                                                      []*time.Time
 	attempt, maxAttempts                                                     []int32
 	idempotencyKey, errMsg                                                   []string
 }
@@ -28,11 +28,11 @@ type runInput struct {
 // runInputCols names the columns of runInput.sql, in order.
 const runInputCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue,
 	priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, req_labels, args, scheduled_for, created_at,
-	finished_at, attempt, max_attempts, idempotency_key, error`
+	finished_at, attempt, max_attempts, idempotency_key, error, instant`
 
 var runInputTypes = []string{"text", "text", "text", "text", "text", "text", "text", "text",
 	"int4", "text", "text", "float8", "int8", "int4", "jsonb", "jsonb", "timestamptz", "timestamptz",
-	"timestamptz", "int4", "int4", "text", "text"}
+	"timestamptz", "int4", "int4", "text", "text", "timestamptz"}
 
 // sql is the unnest expression over parameters $first.. (aliased in, with runInputCols).
 func (runInput) sql(first int) string {
@@ -78,6 +78,7 @@ func (in *runInput) add(r *model.Run, handler string, req model.Requirements) {
 	in.maxAttempts = append(in.maxAttempts, int32(r.MaxAttempts))
 	in.idempotencyKey = append(in.idempotencyKey, r.IdempotencyKey)
 	in.errMsg = append(in.errMsg, r.Error)
+	in.instant = append(in.instant, r.Instant)
 }
 
 func (in *runInput) len() int { return len(in.id) }
@@ -87,7 +88,7 @@ func (in *runInput) params() []any {
 		in.pendingReason, in.queue, in.priority, in.trigger, in.handler, in.reqCPU,
 		in.reqMemoryMB, in.reqGPU, in.reqLabels, in.args,
 		in.scheduledFor, in.createdAt, in.finishedAt, in.attempt, in.maxAttempts,
-		in.idempotencyKey, in.errMsg}
+		in.idempotencyKey, in.errMsg, in.instant}
 }
 
 // labelsDoc is the req_labels value of labels: a JSON object, NULL when there are none.
@@ -105,6 +106,7 @@ func normalizeRun(r *model.Run) *model.Run {
 	c.CreatedAt = utc(c.CreatedAt)
 	c.StartedAt = utcPtr(c.StartedAt)
 	c.FinishedAt = utcPtr(c.FinishedAt)
+	c.Instant = utcPtr(c.Instant)
 	c.LeaseExpiresAt = utcPtr(c.LeaseExpiresAt)
 	c.Args = compactJSON(c.Args)
 	c.Attempts = nil

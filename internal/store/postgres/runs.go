@@ -35,6 +35,13 @@ var createRunsSQL = `WITH new_runs AS (
 )
 SELECT id, req_cpu, req_memory_mb, req_gpu, req_labels FROM new_runs`
 
+// existingRunsSQL finds the runs holding idempotency keys $1 or cron instants ($2 job,
+// $3 instant, pairwise).
+const existingRunsSQL = `SELECT ` + runCols + ` FROM runs r WHERE r.idempotency_key = ANY($1)
+	UNION ALL
+	SELECT ` + runCols + ` FROM runs r WHERE r.trigger_kind = 'cron'
+		AND (r.job_id, ` + cronInstantR + `) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`
+
 // insertRuns runs createRunsSQL for in and returns, by id, the runs it inserted with the
 // requirements they copied from their jobs.
 func insertRuns(ctx context.Context, q querier, in *runInput, now time.Time) (map[string]*model.Requirements, error) {
@@ -62,6 +69,9 @@ func insertRuns(ctx context.Context, q querier, in *runInput, now time.Time) (ma
 // idempotency key or cron instant is taken (in the store or earlier in the batch) answers
 // with that run, Existing.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
+	if err := store.CheckInstants(p.Runs...); err != nil {
+		return nil, fmt.Errorf("create runs: %w", err)
+	}
 	if hasLimit(p.Runs) {
 		return s.createRunsTx(ctx, p)
 	}
@@ -119,9 +129,9 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 			if r.IdempotencyKey != "" {
 				keys = append(keys, r.IdempotencyKey)
 			}
-			if r.Trigger == model.TriggerCron {
+			if r.Trigger == model.TriggerCron && r.Instant != nil {
 				cronJobs = append(cronJobs, r.JobID)
-				cronAt = append(cronAt, r.ScheduledFor)
+				cronAt = append(cronAt, *r.Instant)
 			}
 			jobIDs = append(jobIDs, r.JobID)
 		}
@@ -134,11 +144,7 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 	fired := map[instant]*model.Run{}
 	jobExists := map[string]bool{}
 	if len(jobIDs) > 0 {
-		rows, err := q.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)
-			UNION ALL
-			SELECT `+runCols+` FROM runs r WHERE r.trigger_kind = 'cron'
-				AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`,
-			keys, cronJobs, cronAt)
+		rows, err := q.Query(ctx, existingRunsSQL, keys, cronJobs, cronAt)
 		if err != nil {
 			return nil, translate(err, "create runs: find existing runs")
 		}
@@ -150,8 +156,8 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 			if r.IdempotencyKey != "" {
 				existing[r.IdempotencyKey] = &r.Run
 			}
-			if r.Trigger == model.TriggerCron {
-				fired[instant{r.JobID, r.ScheduledFor}] = &r.Run
+			if r.Trigger == model.TriggerCron && r.Instant != nil {
+				fired[instant{r.JobID, *r.Instant}] = &r.Run
 			}
 		}
 		rows, err = q.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, jobIDs)
@@ -174,8 +180,8 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 			res[i].Run = r
 		case r.IdempotencyKey != "" && existing[r.IdempotencyKey] != nil:
 			res[i] = store.CreateRunResult{Run: existing[r.IdempotencyKey], Existing: true}
-		case r.Trigger == model.TriggerCron && fired[instant{r.JobID, r.ScheduledFor}] != nil:
-			res[i] = store.CreateRunResult{Run: fired[instant{r.JobID, r.ScheduledFor}], Existing: true}
+		case r.Trigger == model.TriggerCron && r.Instant != nil && fired[instant{r.JobID, *r.Instant}] != nil:
+			res[i] = store.CreateRunResult{Run: fired[instant{r.JobID, *r.Instant}], Existing: true}
 		case !jobExists[r.JobID]:
 			res[i].Err = fmt.Errorf("create run %s: job %s: %w", r.ID, r.JobID, model.ErrNotFound)
 		default:

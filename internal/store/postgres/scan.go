@@ -94,13 +94,23 @@ type runRow struct {
 	depsPending      int32 // unmet dependencies, which the words of a dependency wait follow
 }
 
+// cronInstant is a cron run's instant as the store keys it (index runs_cron_instant, see
+// migration 0011): its instant, or, for a run that a server of the release before 0011
+// wrote during a rolling upgrade (it writes no instant), its scheduled_for, which is the
+// instant until a retry moves it. cronInstantR is the same for a runs table aliased r.
+// Statements write it as the index does, so that they can use the index.
+const (
+	cronInstant  = `coalesce(instant, scheduled_for)`
+	cronInstantR = `coalesce(r.instant, r.scheduled_for)`
+)
+
 // runCols are the columns scanRun reads, in order, for a runs table aliased r.
 const runCols = `r.id, r.job_id, r.job_name, r.namespace, r.status, r.pending_code, r.pending_reason,
 	r.queue, r.priority, r.trigger_kind, r.args, r.scheduled_for, r.created_at, r.started_at,
 	r.finished_at, r.attempt, r.max_attempts, coalesce(r.idempotency_key, ''), r.cancel_requested,
 	r.error, coalesce(r.worker_id, ''), coalesce(r.lease_token, ''), r.lease_expires_at,
 	r.attempt_started_at, r.req_cpu, r.req_memory_mb, r.req_gpu, r.req_labels, r.has_dependants, r.deps_pending,
-	r.disruptions`
+	r.disruptions, CASE WHEN r.trigger_kind = 'cron' THEN ` + cronInstantR + ` END`
 
 // runDest returns the scan destinations for runCols; call fixRun after the scan.
 func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
@@ -109,7 +119,7 @@ func runDest(r *runRow, status, pending, trigger *string, args *[]byte) []any {
 		&r.FinishedAt, &r.Attempt, &r.MaxAttempts, &r.IdempotencyKey, &r.CancelRequested,
 		&r.Error, &r.WorkerID, &r.LeaseToken, &r.LeaseExpiresAt, &r.attemptStartedAt,
 		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &r.Requirements.Labels, &r.HasDependants, &r.depsPending,
-		&r.Disruptions}
+		&r.Disruptions, &r.Instant}
 }
 
 func fixRun(r *runRow, status, pending, trigger string, args []byte) {
@@ -124,6 +134,7 @@ func fixRun(r *runRow, status, pending, trigger string, args []byte) {
 	r.CreatedAt = r.CreatedAt.UTC()
 	r.StartedAt = utcPtr(r.StartedAt)
 	r.FinishedAt = utcPtr(r.FinishedAt)
+	r.Instant = utcPtr(r.Instant)
 	r.LeaseExpiresAt = utcPtr(r.LeaseExpiresAt)
 	r.attemptStartedAt = utcPtr(r.attemptStartedAt)
 	if r.Status != model.RunRunning {

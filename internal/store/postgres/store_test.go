@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,4 +260,70 @@ func pgSchemaOf(t *testing.T, conn *pgx.Conn) []string {
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return out
+}
+
+// TestMigrateCronInstant applies migration 0011 (cron_instant) to a schema holding cron
+// runs: they keep their scheduled_for as their instant (storetest.RunInstantMigration). The
+// schema is taken back to its state without 0011, which must match the one every other
+// migration makes.
+func TestMigrateCronInstant(t *testing.T) {
+	testURL(t)
+	t.Parallel()
+	ctx := context.Background()
+	ms, err := loadMigrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return strings.HasSuffix(m.Name, "_cron_instant") })
+	require.GreaterOrEqual(t, i, 0)
+	version := ms[i].Version
+
+	// The schema without 0011, made by the other migrations.
+	prior, err := pgx.Connect(ctx, newSchema(t))
+	require.NoError(t, err)
+	defer prior.Close(ctx)
+	_, err = prior.Exec(ctx, `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`)
+	require.NoError(t, err)
+	for _, m := range slices.Delete(slices.Clone(ms), i, i+1) {
+		_, err = prior.Exec(ctx, m.SQL)
+		require.NoError(t, err, m.Name)
+		_, err = prior.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+		require.NoError(t, err)
+	}
+	// pgSchemaOf, with the schema's own name taken out of index definitions.
+	schemaOf := func(conn *pgx.Conn) []string {
+		var name string
+		require.NoError(t, conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&name))
+		out := pgSchemaOf(t, conn)
+		for i := range out {
+			out[i] = strings.ReplaceAll(out[i], name+".", "")
+		}
+		return out
+	}
+	want := schemaOf(prior)
+
+	u := newSchema(t)
+	s := openURL(t, u)
+	storetest.RunInstantMigration(t, s, func(t *testing.T) store.Store {
+		require.NoError(t, s.Close())
+		conn, err := pgx.Connect(ctx, u)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		// Dropping the column drops the index and the check on it.
+		_, err = conn.Exec(ctx, fmt.Sprintf(`DELETE FROM schema_migrations WHERE version = %d;
+			ALTER TABLE runs DROP COLUMN instant;
+			CREATE UNIQUE INDEX runs_cron_instant ON runs (job_id, scheduled_for) WHERE trigger_kind = 'cron';`, version))
+		require.NoError(t, err)
+		require.Equal(t, want, schemaOf(conn), "the schema without 0011")
+		s = openURL(t, u)
+		return s
+	}, func(t *testing.T, job *model.Job, runID string, at time.Time) bool {
+		// The release before 0011 names no instant column, and lets the unique index
+		// refuse a fired instant.
+		tag, err := s.pool.Exec(ctx, `INSERT INTO runs (id, job_id, job_name, namespace, status, queue, priority,
+			trigger_kind, scheduled_for, created_at, max_attempts)
+			VALUES ($1, $2, $3, $4, 'queued', 'default', 0, 'cron', $5, $5, 1) ON CONFLICT DO NOTHING`,
+			runID, job.ID, job.Name, job.Namespace, at)
+		require.NoError(t, err)
+		return tag.RowsAffected() == 1
+	})
 }

@@ -74,6 +74,11 @@ const advanceJobSQL = `UPDATE jobs SET next_fire_at = ? WHERE id = ? AND enabled
 // FireJobs records cron fires: per fire, a compare-and-set of the job's next fire, then its
 // runs, all in one transaction.
 func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.FireResult, error) {
+	for _, f := range p.Fires {
+		if err := store.CheckInstants(f.Runs...); err != nil {
+			return nil, fmt.Errorf("fire jobs: %w", err)
+		}
+	}
 	out := make([]store.FireResult, len(p.Fires))
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
@@ -207,9 +212,7 @@ func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams)
 
 // FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
 func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT scheduled_for FROM runs INDEXED BY runs_cron_instant
-		WHERE job_id = ? AND scheduled_for BETWEEN ? AND ? AND trigger_kind = 'cron' ORDER BY scheduled_for`,
-		p.JobID, micros(p.From), micros(p.To))
+	rows, err := s.r.QueryContext(ctx, firedInstantsSQL, p.JobID, micros(p.From), micros(p.To))
 	if err != nil {
 		return nil, fmt.Errorf("fired instants of job %s: %w", p.JobID, err)
 	}

@@ -19,6 +19,9 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 		if nj.Job == nil {
 			return nil, fmt.Errorf("create graph: entry %d: no job", i)
 		}
+		if err := store.CheckInstants(nj.Run); err != nil {
+			return nil, fmt.Errorf("create graph: %w", err)
+		}
 		b, err := json.Marshal(nj.Job.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("create graph: job %q: encode spec: %w", nj.Job.Name, err)
@@ -27,6 +30,9 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 	}
 	if p.PipelineRun != nil && len(p.Steps) != len(p.Runs) {
 		return nil, fmt.Errorf("create graph: %d steps for %d runs", len(p.Steps), len(p.Runs))
+	}
+	if err := store.CheckInstants(p.Runs...); err != nil {
+		return nil, fmt.Errorf("create graph: %w", err)
 	}
 	out := &store.Graph{}
 	err := s.write(ctx, func(t *wtx) error {

@@ -29,6 +29,9 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		if nj.Job == nil {
 			return nil, fmt.Errorf("create jobs: entry %d: no job", i)
 		}
+		if err := store.CheckInstants(nj.Run); err != nil {
+			return nil, fmt.Errorf("create jobs: %w", err)
+		}
 		b, err := json.Marshal(nj.Job.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("create jobs: job %q: encode spec: %w", nj.Job.Name, err)
@@ -175,7 +178,7 @@ func runArgs(r *model.Run, ji jobInfo) []any {
 	return []any{r.ID, r.JobID, r.JobName, r.Namespace, string(r.Status), string(r.PendingCode), r.PendingReason,
 		r.Queue, r.Priority, string(r.Trigger), args, ji.handler, ji.req.CPU, ji.req.MemoryMB, ji.req.GPU,
 		store.LabelsColumn(ji.req.Labels), micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
-		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error}
+		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error, nullMicros(r.Instant)}
 }
 
 // storedJob returns j as the store keeps it.
@@ -190,7 +193,7 @@ func storedRun(r *model.Run, req model.Requirements) *model.Run {
 	c := *r
 	c.Requirements = req
 	c.ScheduledFor, c.CreatedAt = norm(r.ScheduledFor), norm(r.CreatedAt)
-	c.StartedAt, c.FinishedAt = normp(r.StartedAt), normp(r.FinishedAt)
+	c.StartedAt, c.FinishedAt, c.Instant = normp(r.StartedAt), normp(r.FinishedAt), normp(r.Instant)
 	c.WorkerID, c.LeaseToken, c.LeaseExpiresAt, c.Attempts = "", "", nil, nil
 	if len(r.Args) == 0 {
 		c.Args = nil
@@ -452,9 +455,7 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 			}
 		}
 		if p.Reschedule {
-			if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM runs INDEXED BY runs_cron_instant
-				WHERE job_id = ? AND trigger_kind = 'cron' AND scheduled_for > ?
-				AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`, p.ID, micros(p.Now)); err != nil {
+			if _, err := t.tx.ExecContext(t.ctx, dropAheadSQL, p.ID, micros(p.Now)); err != nil {
 				return fmt.Errorf("drop runs created ahead: %w", err)
 			}
 		}

@@ -4,11 +4,14 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/store/storetest"
 )
 
 func TestMigrations(t *testing.T) {
@@ -129,4 +132,57 @@ func schemaOf(t *testing.T, db *sql.DB) []string {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+// TestMigrateCronInstant applies migration 0011 (cron_instant) to a database holding cron
+// runs: they keep their scheduled_for as their instant (storetest.RunInstantMigration). The
+// database is taken back to its schema without 0011, which must match the one every other
+// migration makes.
+func TestMigrateCronInstant(t *testing.T) {
+	t.Parallel()
+	ms, err := migrations()
+	require.NoError(t, err)
+	i := slices.IndexFunc(ms, func(m store.Migration) bool { return strings.HasSuffix(m.Name, "_cron_instant") })
+	require.GreaterOrEqual(t, i, 0)
+	version := ms[i].Version
+
+	// The schema without 0011, made by the other migrations.
+	prior := filepath.Join(t.TempDir(), "prior.db")
+	db, err := sql.Open("sqlite", prior)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL)`)
+	require.NoError(t, err)
+	for _, m := range slices.Delete(slices.Clone(ms), i, i+1) {
+		_, err = db.Exec(m.SQL)
+		require.NoError(t, err, m.Name)
+		_, err = db.Exec(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.Version, m.Name)
+		require.NoError(t, err)
+	}
+	// Everything but the text of schema_migrations, which Open creates.
+	withoutMigrationsTable := func(schema []string) []string {
+		return slices.DeleteFunc(schema, func(s string) bool { return strings.HasPrefix(s, "table schema_migrations ") })
+	}
+	want := withoutMigrationsTable(schemaOf(t, db))
+
+	path := filepath.Join(t.TempDir(), "m.db")
+	s, err := Open(t.Context(), Config{Path: path, Synchronous: "OFF"})
+	require.NoError(t, err)
+	storetest.RunInstantMigration(t, s, func(t *testing.T) store.Store {
+		require.NoError(t, s.Close())
+		db, err := sql.Open("sqlite", path)
+		require.NoError(t, err)
+		defer db.Close()
+		_, err = db.Exec(`DELETE FROM schema_migrations WHERE version = ?;
+			DROP INDEX runs_cron_instant;
+			ALTER TABLE runs DROP COLUMN instant;
+			CREATE UNIQUE INDEX runs_cron_instant ON runs (job_id, scheduled_for) WHERE trigger_kind = 'cron';`, version)
+		require.NoError(t, err)
+		require.Equal(t, want, withoutMigrationsTable(schemaOf(t, db)), "the schema without 0011")
+		require.NoError(t, db.Close())
+		s, err = Open(t.Context(), Config{Path: path, Synchronous: "OFF"})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		return s
+	}, nil)
 }

@@ -17,6 +17,9 @@ import (
 // CreateRuns inserts runs of existing jobs; see store.Store. Like CreateJobs, it tries
 // multi-row INSERTs first and goes run by run when a key is taken or a job is missing.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
+	if err := store.CheckInstants(p.Runs...); err != nil {
+		return nil, fmt.Errorf("create runs: %w", err)
+	}
 	out := make([]store.CreateRunResult, len(p.Runs))
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
@@ -93,7 +96,7 @@ func (t *wtx) existingRun(r *model.Run) (*model.Run, error) {
 		}
 	}
 	if r.Trigger == model.TriggerCron {
-		rr, err := scanRun(t.stmt(t.ws.runByCron).QueryRowContext(t.ctx, r.JobID, micros(r.ScheduledFor)))
+		rr, err := scanRun(t.stmt(t.ws.runByCron).QueryRowContext(t.ctx, r.JobID, nullMicros(r.Instant)))
 		if err == nil {
 			return rr.run, nil
 		}

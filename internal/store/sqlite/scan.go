@@ -16,7 +16,7 @@ type scanner interface{ Scan(dest ...any) error }
 const runCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, scheduled_for, created_at, started_at, finished_at, attempt, max_attempts,
 	idempotency_key, cancel_requested, error, worker_id, lease_token, lease_expires_at, attempt_started_at,
-	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants, deps_pending, disruptions`
+	req_cpu, req_memory_mb, req_gpu, req_labels, has_dependants, deps_pending, disruptions, instant`
 
 // runRow is a scanned runs row: the run as the model sees it, plus the raw lease columns
 // that an ended attempt is written from.
@@ -37,6 +37,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 		args                                  []byte
 		sched, created                        int64
 		started, finished, leaseExp, attStart sql.NullInt64
+		instant                               sql.NullInt64
 		idem, worker, token                   sql.NullString
 		cancel                                int
 		labels                                string
@@ -45,7 +46,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 	dest := []any{&r.ID, &r.JobID, &r.JobName, &r.Namespace, &status, &pending, &r.PendingReason, &r.Queue, &r.Priority,
 		&trigger, &args, &sched, &created, &started, &finished, &r.Attempt, &r.MaxAttempts,
 		&idem, &cancel, &r.Error, &worker, &token, &leaseExp, &attStart,
-		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps, &depsPending, &r.Disruptions}
+		&r.Requirements.CPU, &r.Requirements.MemoryMB, &r.Requirements.GPU, &labels, &hasDeps, &depsPending, &r.Disruptions, &instant}
 	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err
@@ -65,6 +66,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 		r.Args = json.RawMessage(args)
 	}
 	r.ScheduledFor = fromMicros(sched)
+	r.Instant = fromNullMicros(instant)
 	r.CreatedAt = fromMicros(created)
 	r.StartedAt = fromNullMicros(started)
 	r.FinishedAt = fromNullMicros(finished)

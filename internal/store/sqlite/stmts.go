@@ -101,8 +101,8 @@ const statusPending = `('waiting', 'scheduled', 'queued')`
 
 const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for, created_at, started_at,
-	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error, instant)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}, queues: map[string]bool{}}
@@ -124,7 +124,7 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.firstRun = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? ORDER BY id LIMIT 1`)
 	s.jobForRun = p(`SELECT ` + jobInfoCols + ` FROM jobs WHERE id = ?`)
 	s.runByKey = p(`SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?`)
-	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`)
+	s.runByCron = p(runByCronSQL)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
 	s.runLease = p(`SELECT status, attempt, coalesce(lease_token, ''), coalesce(worker_id, '') FROM runs WHERE id = ?`)
 	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
@@ -230,6 +230,16 @@ const claimSQL = `UPDATE runs SET status = 'running', attempt = attempt + 1, wor
 
 // SQL shared by methods and the query-plan test.
 const (
+	// The cron run of a job and instant (index runs_cron_instant).
+	runByCronSQL = `SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND instant = ? AND trigger_kind = 'cron'`
+	// The instants of a job's cron runs in a range.
+	firedInstantsSQL = `SELECT instant FROM runs INDEXED BY runs_cron_instant
+		WHERE job_id = ? AND instant BETWEEN ? AND ? AND trigger_kind = 'cron' ORDER BY instant`
+	// A job's cron runs made ahead of their instant (after now) that never ran: a changed
+	// schedule drops them.
+	dropAheadSQL = `DELETE FROM runs INDEXED BY runs_cron_instant
+		WHERE job_id = ? AND trigger_kind = 'cron' AND instant > ?
+		AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`
 	promoteDueSQL = `UPDATE runs SET status = 'queued', pending_code = '', pending_reason = ''
 		WHERE rowid IN (SELECT rowid FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' AND scheduled_for <= ?
 			ORDER BY scheduled_for LIMIT ?)`

@@ -139,7 +139,7 @@ func testCluster(t *testing.T, open OpenFunc) {
 		fire := func(term int64, now time.Time) ([]store.FireResult, error) {
 			return f.s.FireJobs(f.ctx, &store.FireJobsParams{Term: term, Now: now, Fires: []store.Fire{{
 				JobID: j.ID, Expect: at(0), Next: &next,
-				Runs: []*model.Run{f.run(j, func(r *model.Run) { r.Trigger = model.TriggerCron; r.ScheduledFor = at(0) })},
+				Runs: []*model.Run{f.run(j, cronAt(at(0)))},
 			}}})
 		}
 		old := f.lead("a", time.Millisecond, t0)

@@ -266,7 +266,7 @@ func testRaceCronSameInstant(t *testing.T, open OpenFunc) {
 	results := make([]store.CreateRunResult, callers)
 	runs := make([]*model.Run, callers)
 	for i := range runs {
-		runs[i] = f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(time.Minute) })
+		runs[i] = f.run(j, cronAt(at(time.Minute)))
 	}
 	require.NoError(t, race(callers, func(i int) error {
 		res, err := f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: []*model.Run{runs[i]}, Now: t0})
@@ -345,7 +345,7 @@ func testRaceFireSameJob(t *testing.T, open OpenFunc) {
 	stale := make([]bool, callers)
 	runs := make([]*model.Run, callers) // built first: the fixture is not safe for concurrent use
 	for i := range runs {
-		runs[i] = f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(0) })
+		runs[i] = f.run(j, cronAt(at(0)))
 	}
 	after := at(time.Minute)
 	require.NoError(t, race(callers, func(i int) error {

@@ -59,7 +59,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 		f.createJob(j, nil)
 		var runs []*model.Run
 		for i := range 700 {
-			runs = append(runs, f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(time.Duration(i)*time.Minute) }))
+			runs = append(runs, f.run(j, cronAt(at(time.Duration(i)*time.Minute))))
 		}
 		got := f.createRuns(runs...)
 		require.Len(t, got, 700)
@@ -68,7 +68,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 		// The same instants again plus new ones: the repeats answer Existing, the rest go in.
 		var again []*model.Run
 		for i := 600; i < 800; i++ {
-			again = append(again, f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, at(time.Duration(i)*time.Minute) }))
+			again = append(again, f.run(j, cronAt(at(time.Duration(i)*time.Minute))))
 		}
 		res, err := f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: again, Now: t0})
 		require.NoError(t, err)
@@ -92,7 +92,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 		f.createJob(j, nil)
 		instant := at(time.Minute)
 		cron := func() *model.Run {
-			return f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, instant })
+			return f.run(j, cronAt(instant))
 		}
 		first := f.createRuns(cron())[0]
 
@@ -106,7 +106,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 		}
 		// Other triggers at the same instant, and the next instant, are separate runs.
 		manual := f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerManual, instant })
-		next := f.run(j, func(r *model.Run) { r.Trigger, r.ScheduledFor = model.TriggerCron, instant.Add(time.Minute) })
+		next := f.run(j, cronAt(instant.Add(time.Minute)))
 		f.createRuns(manual, next)
 
 		page, err := f.s.ListRuns(f.ctx, &store.ListRunsParams{JobID: j.ID})

@@ -122,6 +122,12 @@ func (f *fx) run(j *model.Job, mods ...func(*model.Run)) *model.Run {
 	return r
 }
 
+// cronAt makes a run the cron run of instant, as scheduler.NewCronRun builds one: due at
+// the instant, and holding it.
+func cronAt(instant time.Time) func(*model.Run) {
+	return func(r *model.Run) { r.Trigger, r.ScheduledFor, r.Instant = model.TriggerCron, instant, &instant }
+}
+
 // createJob stores j with first run r (nil: none) and requires success.
 func (f *fx) createJob(j *model.Job, r *model.Run) store.CreateJobResult {
 	f.t.Helper()
