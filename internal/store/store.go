@@ -265,9 +265,11 @@ type Store interface {
 	// the worker is new or its session changed.
 	//
 	// Re-attach: when Resume is the stored session, the session stays (the returned
-	// worker's Session is Resume, and a draining worker stays draining) and the worker keeps
-	// the attempts it lists in Held; its other running attempts end as lost (returned).
-	// Otherwise the session becomes Session.
+	// worker's Session is Resume, and a draining worker stays draining) and none of its
+	// attempts ends: those it lists in Held are its own (the engine renews them as a
+	// heartbeat does), and the others are left to expire as a heartbeat leaves them, since
+	// a lease answer may still be on its way to the worker: ending them at once would let
+	// their runs start elsewhere while it runs them. Otherwise the session becomes Session.
 	RegisterWorker(ctx context.Context, p *RegisterWorkerParams) (*model.Worker, []*model.Run, error)
 	// GetWorker returns one worker with Running and Used filled: Running counts its running
 	// runs, Used sums their jobs' Requirements (as they were when each run was created) with
