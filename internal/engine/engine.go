@@ -278,6 +278,12 @@ func (e *Engine) Stop() {
 // take it, read, and wait on it when there is nothing new.
 func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
 
+// Work returns a channel closed at the next wake-up of the workers' long polls (runs became
+// queued, capacity was freed, a rate-limited queue got its turn). A caller that polls Lease
+// without waiting (LeaseParams.Wait zero, as internal/sim's workers do on a Stepped engine)
+// parks on it as Lease's long poll would.
+func (e *Engine) Work() <-chan struct{} { return e.work.Wait() }
+
 // SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
 func (e *Engine) SubmitJobs(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {
 	res, err := e.submits.do(ctx, e.stop, jobs)
