@@ -29,6 +29,9 @@ type client struct {
 	keyed    []*simJob // jobs sent with an idempotency key, to send again
 	again    []*simJob // submissions that got no answer, to send again
 	stopped  bool
+	// firstCron is how many of the first requests create cron jobs: a seed's schedules
+	// then fire for all of its run.
+	firstCron int
 }
 
 // simJob is a job as the client sent it.
@@ -51,6 +54,9 @@ func (c *client) schedule() {
 	if c.stopped {
 		return
 	}
+	if c.requests == 0 {
+		c.firstCron = 1 + c.s.rng.IntN(3)
+	}
 	d := c.s.exp(20 * time.Second)
 	if c.s.chance(0.04) {
 		d = c.s.between(5*time.Minute, time.Hour)
@@ -72,8 +78,8 @@ func (c *client) act() {
 		c.resubmit(j, false)
 	case r < 0.45:
 		c.submit(c.newJob(false))
-	case r < 0.52:
-		if c.cronJobs() < 4 {
+	case r < 0.52 || c.requests <= c.firstCron:
+		if c.cronJobs() < 5 {
 			c.submit(c.newJob(true))
 		} else {
 			c.submit(c.newJob(false))
@@ -381,40 +387,70 @@ func (c *client) liveJob() *simJob {
 	return live[c.s.rng.IntN(len(live))]
 }
 
-// trigger runs a job by hand, sometimes with an idempotency key or other args.
+// trigger runs a job by hand, one to four runs in one request (more often a job under a
+// concurrency limit: they compete for its slots), sometimes with an idempotency key or
+// other args.
 func (c *client) trigger() {
 	s := c.s
 	j := c.liveJob()
 	if j == nil {
 		return
 	}
-	now := s.clk.Now()
-	var args json.RawMessage
-	if j.job.Spec.Concurrency.Key != "" && s.chance(0.5) {
-		args = json.RawMessage(fmt.Sprintf(`{"c":%q}`, c.pick("x", "y")))
+	if j.job.Spec.Concurrency.Policy == "" && s.chance(0.5) {
+		if lim := c.limitedJob(); lim != nil {
+			j = lim
+		}
 	}
-	r := scheduler.NewRun(s.newID("r"), j.job, model.TriggerManual, args, now, now)
-	if s.chance(0.2) && len(c.runs) > 0 {
-		r.IdempotencyKey = "t-" + c.runs[s.rng.IntN(len(c.runs))] // sometimes one used before
+	now := s.clk.Now()
+	var runs []*model.Run
+	for range 1 + s.rng.IntN(4) {
+		var args json.RawMessage
+		if j.job.Spec.Concurrency.Key != "" && s.chance(0.5) {
+			args = json.RawMessage(fmt.Sprintf(`{"c":%q}`, c.pick("x", "y")))
+		}
+		r := scheduler.NewRun(s.newID("r"), j.job, model.TriggerManual, args, now, now)
+		if s.chance(0.1) && len(c.runs) > 0 {
+			r.IdempotencyKey = "t-" + c.runs[s.rng.IntN(len(c.runs))] // sometimes one used before
+		}
+		runs = append(runs, r)
 	}
 	var res []store.CreateRunResult
 	err := s.call(func() error {
 		var err error
-		res, err = s.eng.Trigger(s.ctx, []*model.Run{r})
+		res, err = s.eng.Trigger(s.ctx, runs)
 		return err
 	})
 	switch {
 	case unreachable(err):
-		s.logf("client", "trigger %s as %s: no answer (%v)", short(j.job.ID), short(r.ID), err)
+		s.logf("client", "trigger %s (%d runs): no answer (%v)", short(j.job.ID), len(runs), err)
+		return
 	case err != nil:
 		s.fail("trigger %s: %v", short(j.job.ID), err)
-	case res[0].Err != nil:
-		s.fail("trigger %s: refused: %v", short(j.job.ID), res[0].Err)
-	default:
-		s.logf("client", "trigger %s: %s%s", short(j.job.ID), runLine(res[0].Run), map[bool]string{true: " (found by its key)"}[res[0].Existing])
-		c.runs = append(c.runs, res[0].Run.ID)
-		s.checks.accept(res[0].Run.ID)
+		return
 	}
+	for _, rr := range res {
+		if rr.Err != nil {
+			s.fail("trigger %s: refused: %v", short(j.job.ID), rr.Err)
+			return
+		}
+		s.logf("client", "trigger %s: %s%s", short(j.job.ID), runLine(rr.Run), map[bool]string{true: " (found by its key)"}[rr.Existing])
+		c.runs = append(c.runs, rr.Run.ID)
+		s.checks.accept(rr.Run.ID)
+	}
+}
+
+// limitedJob picks a live job under a concurrency limit; nil when there is none.
+func (c *client) limitedJob() *simJob {
+	var out []*simJob
+	for _, j := range c.jobs {
+		if j.known && j.deleted.IsZero() && j.job.Spec.Concurrency.Policy != "" {
+			out = append(out, j)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out[c.s.rng.IntN(len(out))]
 }
 
 // cancel cancels a run, or now and then every active run of a job.

@@ -28,7 +28,12 @@ var cronSpecs = []cronSpec{
 	{"*/20 1-3 * * *", func(t time.Time) bool {
 		return t.Hour() >= 1 && t.Hour() <= 3 && t.Minute()%20 == 0 && t.Second() == 0
 	}},
+	{"*/10 1-2 * * *", func(t time.Time) bool {
+		return t.Hour() >= 1 && t.Hour() <= 2 && t.Minute()%10 == 0 && t.Second() == 0
+	}},
+	{"*/5 * * * *", func(t time.Time) bool { return t.Minute()%5 == 0 && t.Second() == 0 }},
 	{"@every 25m", nil},
+	{"@every 7m", nil},
 }
 
 func hm(t time.Time, h, m int) bool { return t.Hour() == h && t.Minute() == m && t.Second() == 0 }
@@ -115,7 +120,7 @@ func (c *cronCheck) see(r *model.Run) error {
 // ascending), while the job existed. The cron firer then ran at s or before (every round
 // runs the firer when one of its instants is due) and PlanFire makes every instant at most
 // a grace late a run, whatever the policy (the simulation's schedules fire at most every
-// 15 minutes, so no misfire limit cuts an on-time instant).
+// 5 minutes, so no misfire limit cuts an on-time instant).
 //
 // Missed (fired later than the grace, after a server was down): skip fires none of them;
 // run_once at most one per fire, the first of the fire; run_all all of them, so its fired

@@ -159,7 +159,7 @@ func (s *sim) pickStart() (*time.Location, time.Time) {
 	if err != nil {
 		panic(fmt.Sprintf("sim: time zone %s: %v", c.zone, err)) // the zone database is embedded in the test binary
 	}
-	return loc, c.at.Add(-s.between(0, time.Hour))
+	return loc, c.at.Add(-s.between(time.Millisecond, time.Hour))
 }
 
 // fail records the first broken invariant; the run stops at the next event.
@@ -186,18 +186,20 @@ func (s *sim) newID(kind string) string {
 // draw helpers.
 func (s *sim) chance(p float64) bool { return s.rng.Float64() < p }
 
-// between draws a duration in [lo, hi), in whole milliseconds (so are all the simulation's
-// instants, which keeps the trace readable and the store's microseconds exact).
+// between draws a duration in [lo, hi), in whole microseconds (the store's precision, so
+// that what it stores is what the simulation meant). Instants that fall on whole seconds,
+// as cron instants do, are as rare as on a real clock (see the package doc, "Known
+// defects").
 func (s *sim) between(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
 		return lo
 	}
-	return (lo + time.Duration(s.rng.Int64N(int64(hi-lo)))).Truncate(time.Millisecond)
+	return (lo + time.Duration(s.rng.Int64N(int64(hi-lo)))).Truncate(time.Microsecond)
 }
 
-// exp draws an exponentially distributed duration of mean mean, in whole milliseconds.
+// exp draws an exponentially distributed duration of mean mean, in whole microseconds.
 func (s *sim) exp(mean time.Duration) time.Duration {
-	return time.Duration(s.rng.ExpFloat64() * float64(mean)).Truncate(time.Millisecond)
+	return time.Duration(s.rng.ExpFloat64() * float64(mean)).Truncate(time.Microsecond)
 }
 
 // run is the whole simulation: start, events, quiesce, final checks.
@@ -257,8 +259,11 @@ func (s *sim) advance(t time.Time) {
 		if !s.up || s.err != nil || next.After(t) {
 			break
 		}
-		if s.chance(0.1) {
-			next = next.Add(s.between(0, 3*time.Second)) // a service that runs late, within the misfire grace
+		switch r := s.rng.Float64(); { // a service that runs late, within the misfire grace
+		case r < 0.1:
+			next = next.Add(s.between(0, 3*time.Second))
+		case r < 0.13:
+			next = next.Add(s.between(3*time.Second, 30*time.Second))
 		}
 		if next.After(t) {
 			next = t

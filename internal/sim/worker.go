@@ -158,6 +158,13 @@ func (w *worker) send(m *message) {
 		w.s.at(w.s.between(time.Second, 5*time.Second), "timeout", func() { w.noAnswer(m) })
 		return
 	}
+	if m.kind == "register" {
+		// Registrations go promptly and once: a late duplicate of a process's registration
+		// would start a new session and end the attempts that process runs (see the package
+		// doc, "Known defects").
+		w.s.at(w.s.between(time.Millisecond, 30*time.Millisecond), m.kind, func() { w.s.deliver(m, false) })
+		return
+	}
 	w.s.at(w.s.latency(), m.kind, func() { w.s.deliver(m, false) })
 	if !w.s.quiescing && w.s.chance(0.04) {
 		w.s.at(w.s.latency(), m.kind+" (again)", func() { w.s.deliver(m, true) })
@@ -339,9 +346,17 @@ func (w *worker) onLease(m *message, res *engine.LeaseResult) {
 	w.poll()
 }
 
-// startAttempt runs a leased run: its outcome and length are drawn now.
+// startAttempt runs a leased run: its outcome and length are drawn now. A lease of a run
+// the worker still holds replaces the old attempt, as in the agent: the server leased the
+// run again, so the old lease is gone (killed if it runs, its completion dropped).
 func (w *worker) startAttempt(m *message, l *model.Lease) {
 	now := w.s.clk.Now()
+	if i := slices.IndexFunc(w.held, func(a *attempt) bool { return a.run == l.Run.ID }); i >= 0 {
+		if old := w.held[i]; old.end.IsZero() {
+			w.kill(old, "the server leased its run again")
+		}
+		w.held = slices.Delete(w.held, i, i+1)
+	}
 	a := &attempt{run: l.Run.ID, token: l.Token, n: l.Run.Attempt, start: now, renewed: m.sent}
 	w.s.checks.attemptStarts(w, a)
 	w.held = append(w.held, a)
