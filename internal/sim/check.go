@@ -215,7 +215,26 @@ func (c *checker) check() {
 			c.fail("run %s was accepted (a client was told of it) and is gone from the store", id)
 		}
 	}
-	c.checkWorkers()
+	c.checkBooked(runs)
+}
+
+// checkBooked: the capacity the store books on a worker (the requirements of the runs it
+// has running there) never exceeds what the worker declared (invariant 5). It is worked
+// out from the runs just read; checkWorkers asks the store's own sums at the end.
+func (c *checker) checkBooked(runs []*model.Run) {
+	for _, w := range c.s.workers {
+		var used model.Requirements
+		for _, r := range runs {
+			if r.Status == model.RunRunning && r.WorkerID == w.id {
+				used.CPU += r.Requirements.CPU
+				used.MemoryMB += r.Requirements.MemoryMB
+				used.GPU += r.Requirements.GPU
+			}
+		}
+		if d := w.cap; used.CPU > d.CPU+1e-9 || used.MemoryMB > d.MemoryMB || used.GPU > d.GPU {
+			c.fail("worker %s has cpu %g, memory %d MB, gpu %d booked of %+v", w.id, used.CPU, used.MemoryMB, used.GPU, d)
+		}
+	}
 }
 
 // checkWorkers: the capacity the store books on a worker never exceeds what it declared
@@ -400,6 +419,7 @@ func (c *checker) atEnd() {
 		return
 	}
 	c.check()
+	c.checkWorkers()
 	runs := c.listRuns()
 	s.stats.Runs = len(runs)
 	for _, r := range runs {

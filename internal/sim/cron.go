@@ -46,6 +46,19 @@ func afterGap(t time.Time) bool {
 	return at > before
 }
 
+// secondOccurrence reports whether t's wall-clock time was shown before, by an instant up to
+// two hours earlier: t is then the repeat of a time a fall-back repeated, which fires only
+// at its first occurrence (docs/cron.md, rule 2).
+func secondOccurrence(t time.Time) bool {
+	wall := t.Format("2006-01-02 15:04:05")
+	for _, d := range []time.Duration{30 * time.Minute, time.Hour, 2 * time.Hour} {
+		if t.Add(-d).Format("2006-01-02 15:04:05") == wall {
+			return true
+		}
+	}
+	return false
+}
+
 // cronCheck checks what one job's cron runs show, as they appear: no instant twice, every
 // instant on the schedule's grid (package cron's), and, for wall-clock schedules, the
 // oracle's word for each (a named wall time, or the end of a DST gap) and no wall-clock time
@@ -102,6 +115,10 @@ func (c *cronCheck) see(r *model.Run) error {
 	local := at.In(c.job.sched.Location())
 	if !c.job.cron.wall(local) && !afterGap(local) {
 		return fmt.Errorf("job %s (%q in %s) fired at local %s: not a time it names, nor the end of a DST gap",
+			short(c.job.job.ID), c.job.cron.expr, local.Location(), local.Format("2006-01-02 15:04:05 MST"))
+	}
+	if secondOccurrence(local) {
+		return fmt.Errorf("job %s (%q in %s) fired at local %s, the second occurrence of that wall time",
 			short(c.job.job.ID), c.job.cron.expr, local.Location(), local.Format("2006-01-02 15:04:05 MST"))
 	}
 	wall := local.Format("2006-01-02 15:04:05")

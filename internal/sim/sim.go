@@ -186,10 +186,8 @@ func (s *sim) newID(kind string) string {
 // draw helpers.
 func (s *sim) chance(p float64) bool { return s.rng.Float64() < p }
 
-// between draws a duration in [lo, hi), in whole microseconds (the store's precision, so
-// that what it stores is what the simulation meant). Instants that fall on whole seconds,
-// as cron instants do, are as rare as on a real clock (see the package doc, "Known
-// defects").
+// between draws a duration in [lo, hi), in whole microseconds: the store's precision, so
+// that what it stores is what the simulation meant.
 func (s *sim) between(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
 		return lo

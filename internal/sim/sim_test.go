@@ -20,15 +20,17 @@ import (
 
 var (
 	seedFlag  = flag.Uint64("seed", 0, "replay this seed alone, printing its whole trace")
-	seedsFlag = flag.Int("sim.seeds", 0, "how many seeds TestSim runs (default: shortSeeds with -short, else longSeeds; env STINT_SIM_SEEDS)")
+	seedsFlag = flag.Int("sim.seeds", 0, "how many seeds TestSim runs (default: raceSeeds under -race, shortSeeds with -short, else longSeeds; env STINT_SIM_SEEDS)")
 	firstFlag = flag.Uint64("sim.first", 1, "the first seed TestSim runs")
 	reqsFlag  = flag.Int("sim.requests", 0, "client requests per seed (default DefaultRequests)")
 )
 
-// Seeds TestSim runs by default; see the package doc for how long they take.
+// Seeds TestSim runs by default; see the package doc for how long they take. Under the race
+// detector (CI's go test -race ./...) a seed costs about ten times as much.
 const (
-	shortSeeds = 300
-	longSeeds  = 1000
+	shortSeeds = 100
+	longSeeds  = 200
+	raceSeeds  = 12
 )
 
 // template is an empty, migrated database that each seed starts from a copy of: migrating
@@ -121,7 +123,10 @@ func seedCount(t *testing.T) int {
 		}
 		return n
 	}
-	if testing.Short() {
+	switch {
+	case raceDetector:
+		return raceSeeds
+	case testing.Short():
 		return shortSeeds
 	}
 	return longSeeds
