@@ -462,7 +462,7 @@ func (c *checker) atEnd() {
 			}
 			cc = newCronCheck(j)
 		}
-		if err := cc.coverage(c.settles, until); err != nil {
+		if err := cc.coverage(c.settles, until, &s.stats); err != nil {
 			c.fail("%v", err)
 		}
 	}

@@ -55,7 +55,7 @@ func (c *client) schedule() {
 		return
 	}
 	if c.requests == 0 {
-		c.firstCron = 1 + c.s.rng.IntN(3)
+		c.firstCron = 2 + c.s.rng.IntN(3)
 	}
 	d := c.s.exp(20 * time.Second)
 	if c.s.chance(0.04) {

@@ -142,7 +142,7 @@ func (c *cronCheck) see(r *model.Run) error {
 // Missed (fired later than the grace, after a server was down): skip fires none of them;
 // run_once at most one per fire, the first of the fire; run_all all of them, so its fired
 // instants are the whole grid up to the last (no gap).
-func (c *cronCheck) coverage(settles []time.Time, until time.Time) error {
+func (c *cronCheck) coverage(settles []time.Time, until time.Time, stats *Stats) error {
 	j := c.job
 	if j.job.NextFireAt == nil {
 		return nil
@@ -185,6 +185,7 @@ func (c *cronCheck) coverage(settles []time.Time, until time.Time) error {
 				late = append(late, t)
 			}
 		}
+		stats.LateFires += len(late)
 		switch {
 		case policy == model.MisfireSkip && len(late) > 0:
 			return fmt.Errorf("job %s (misfire skip) fired missed instant %s at %s", short(j.job.ID), late[0].Format(time.RFC3339), f.UTC().Format(time.RFC3339))

@@ -193,6 +193,7 @@ func add(total *Stats, s Stats) {
 	total.Refused += s.Refused
 	total.Duplicates += s.Duplicates
 	total.Lost += s.Lost
+	total.LateFires += s.LateFires
 }
 
 // A seed is its whole run: the same seed writes the same trace.
