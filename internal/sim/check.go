@@ -53,9 +53,7 @@ func (c *checker) retrying(id string) {
 	c.reopened[id] = true
 }
 
-// started and crashed mark the server's life; settled marks a completed round of services.
-func (c *checker) started(time.Time) {}
-func (c *checker) crashed(time.Time) {}
+// settled records that the services completed their rounds at the clock's reading at.
 func (c *checker) settled(at time.Time) {
 	if n := len(c.settles); n == 0 || c.settles[n-1].Before(at) {
 		c.settles = append(c.settles, at)
@@ -118,7 +116,7 @@ func (c *checker) readRuns(ids []string) []*model.Run {
 	return out
 }
 
-// policyOf is the retry policy of a run's job, as the client sent it.
+// jobOf is a run's job, as the client sent it.
 func (c *checker) jobOf(r *model.Run) *simJob { return c.s.client.byID[r.JobID] }
 
 // check is run after every step that wrote to the store: it reads every run and worker.

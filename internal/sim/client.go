@@ -271,10 +271,10 @@ func (c *client) answered(sj *simJob, what string, r store.CreateJobResult) {
 	case r.Err != nil:
 		c.s.fail("submit %s: refused: %v", what, r.Err)
 	case r.Conflict:
-		c.s.logf("client", "submit %s: conflict with %s (409)", what, short(r.Job.ID))
+		c.s.logf("client", "submit %s: conflict with %s (409)", what, r.Job.ID)
 	default:
 		if r.Job.ID != sj.job.ID {
-			c.s.logf("client", "submit %s: found %s by its key, run %s", what, short(r.Job.ID), runLine(r.Run))
+			c.s.logf("client", "submit %s: found %s by its key, run %s", what, r.Job.ID, runLine(r.Run))
 		} else {
 			c.s.logf("client", "submit %s: created, run %s", what, runLine(r.Run))
 		}
@@ -296,7 +296,7 @@ func (c *client) resubmit(orig *simJob, changed bool) {
 	now := s.clk.Now()
 	sj := &simJob{sent: now, cron: orig.cron, sched: orig.sched}
 	job := *orig.job
-	job.ID, job.Name, job.CreatedAt, job.UpdatedAt = s.newID("j"), "", now, now
+	job.ID, job.CreatedAt, job.UpdatedAt = s.newID("j"), now, now
 	job.Name = job.ID
 	if changed {
 		job.Spec.Priority++
@@ -306,16 +306,14 @@ func (c *client) resubmit(orig *simJob, changed bool) {
 	}
 	sj.job = &job
 	if orig.run != nil {
-		run := *orig.run
-		run.ID, run.JobID, run.JobName, run.CreatedAt = s.newID("r"), job.ID, job.Name, now
-		sj.run = scheduler.NewRun(run.ID, &job, model.TriggerSubmit, nil, orig.run.ScheduledFor, now)
+		sj.run = scheduler.NewRun(s.newID("r"), &job, model.TriggerSubmit, nil, orig.run.ScheduledFor, now)
 		sj.run.DependsOn = orig.run.DependsOn
 	}
 	sj.job.RequestHash = requestHash(sj)
 	if !changed {
 		sj.job.RequestHash = orig.job.RequestHash
 	}
-	s.logf("client", "sends %s again as %s%s", short(orig.job.ID), short(job.ID), map[bool]string{true: ", changed"}[changed])
+	s.logf("client", "sends %s again as %s%s", orig.job.ID, job.ID, map[bool]string{true: ", changed"}[changed])
 	c.submit(sj)
 }
 
@@ -329,9 +327,9 @@ func (c *client) index(sj *simJob) {
 // describe is a job's summary for the trace.
 func describe(sj *simJob) string {
 	j := sj.job
-	out := short(j.ID)
+	out := j.ID
 	if sj.run != nil {
-		out += "/" + short(sj.run.ID)
+		out += "/" + sj.run.ID
 	}
 	sp := j.Spec
 	out += fmt.Sprintf(" [%s q=%s p=%d att=%d", sp.Handler, sp.Queue, sp.Priority, sp.Retry.MaxAttempts)
@@ -367,7 +365,7 @@ func describe(sj *simJob) string {
 			out += " due=" + sj.run.ScheduledFor.UTC().Format("15:04:05")
 		}
 		for _, d := range sj.run.DependsOn {
-			out += fmt.Sprintf(" after %s:%s", short(d.RunID), d.Condition)
+			out += fmt.Sprintf(" after %s:%s", d.RunID, d.Condition)
 		}
 	}
 	return out + "]"
@@ -422,18 +420,18 @@ func (c *client) trigger() {
 	})
 	switch {
 	case unreachable(err):
-		s.logf("client", "trigger %s (%d runs): no answer (%v)", short(j.job.ID), len(runs), err)
+		s.logf("client", "trigger %s (%d runs): no answer (%v)", j.job.ID, len(runs), err)
 		return
 	case err != nil:
-		s.fail("trigger %s: %v", short(j.job.ID), err)
+		s.fail("trigger %s: %v", j.job.ID, err)
 		return
 	}
 	for _, rr := range res {
 		if rr.Err != nil {
-			s.fail("trigger %s: refused: %v", short(j.job.ID), rr.Err)
+			s.fail("trigger %s: refused: %v", j.job.ID, rr.Err)
 			return
 		}
-		s.logf("client", "trigger %s: %s%s", short(j.job.ID), runLine(rr.Run), map[bool]string{true: " (found by its key)"}[rr.Existing])
+		s.logf("client", "trigger %s: %s%s", j.job.ID, runLine(rr.Run), map[bool]string{true: " (found by its key)"}[rr.Existing])
 		c.runs = append(c.runs, rr.Run.ID)
 		s.checks.accept(rr.Run.ID)
 	}
@@ -502,13 +500,13 @@ func (c *client) retry() {
 	})
 	switch {
 	case unreachable(err):
-		s.logf("client", "retry %s: no answer (%v)", short(id), err)
+		s.logf("client", "retry %s: no answer (%v)", id, err)
 	case errors.Is(err, model.ErrInvalidState):
-		s.logf("client", "retry %s: refused (invalid state)", short(id))
+		s.logf("client", "retry %s: refused (invalid state)", id)
 	case err != nil:
-		s.fail("retry %s: %v", short(id), err)
+		s.fail("retry %s: %v", id, err)
 	default:
-		s.logf("client", "retry %s: %s", short(id), runLine(run))
+		s.logf("client", "retry %s: %s", id, runLine(run))
 	}
 }
 
@@ -558,13 +556,13 @@ func (c *client) deleteJob() {
 	})
 	switch {
 	case unreachable(err):
-		s.logf("client", "delete %s: no answer (%v)", short(j.job.ID), err)
+		s.logf("client", "delete %s: no answer (%v)", j.job.ID, err)
 	case errors.Is(err, model.ErrNotFound):
-		s.logf("client", "delete %s: not found", short(j.job.ID))
+		s.logf("client", "delete %s: not found", j.job.ID)
 	case err != nil:
-		s.fail("delete %s: %v", short(j.job.ID), err)
+		s.fail("delete %s: %v", j.job.ID, err)
 	default:
-		s.logf("client", "delete %s: %d runs changed %s", short(j.job.ID), len(runs), runsWords(runs))
+		s.logf("client", "delete %s: %d runs changed %s", j.job.ID, len(runs), runsWords(runs))
 	}
 }
 

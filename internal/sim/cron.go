@@ -102,11 +102,11 @@ func (c *cronCheck) see(r *model.Run) error {
 	c.checked[r.ID] = true
 	at := r.ScheduledFor.UTC()
 	if other := c.fired[at]; other != nil {
-		return fmt.Errorf("job %s fired instant %s twice: runs %s and %s", short(c.job.job.ID), at.Format(time.RFC3339), short(other.ID), short(r.ID))
+		return fmt.Errorf("job %s fired instant %s twice: runs %s and %s", c.job.job.ID, at.Format(time.RFC3339), other.ID, r.ID)
 	}
 	c.fired[at] = r
 	if !c.gridTo(at) {
-		return fmt.Errorf("job %s (%q in %s) fired %s, which is not on its schedule's grid", short(c.job.job.ID),
+		return fmt.Errorf("job %s (%q in %s) fired %s, which is not on its schedule's grid", c.job.job.ID,
 			c.job.job.Spec.Schedule.Cron, c.job.job.Spec.Schedule.Timezone, at.Format(time.RFC3339))
 	}
 	if c.job.cron.wall == nil {
@@ -115,16 +115,16 @@ func (c *cronCheck) see(r *model.Run) error {
 	local := at.In(c.job.sched.Location())
 	if !c.job.cron.wall(local) && !afterGap(local) {
 		return fmt.Errorf("job %s (%q in %s) fired at local %s: not a time it names, nor the end of a DST gap",
-			short(c.job.job.ID), c.job.cron.expr, local.Location(), local.Format("2006-01-02 15:04:05 MST"))
+			c.job.job.ID, c.job.cron.expr, local.Location(), local.Format("2006-01-02 15:04:05 MST"))
 	}
 	if secondOccurrence(local) {
 		return fmt.Errorf("job %s (%q in %s) fired at local %s, the second occurrence of that wall time",
-			short(c.job.job.ID), c.job.cron.expr, local.Location(), local.Format("2006-01-02 15:04:05 MST"))
+			c.job.job.ID, c.job.cron.expr, local.Location(), local.Format("2006-01-02 15:04:05 MST"))
 	}
 	wall := local.Format("2006-01-02 15:04:05")
 	if prev, ok := c.walls[wall]; ok {
 		return fmt.Errorf("job %s (%q in %s) fired local wall time %s twice: at %s and %s UTC",
-			short(c.job.job.ID), c.job.cron.expr, local.Location(), wall, prev.Format("15:04"), at.Format("15:04"))
+			c.job.job.ID, c.job.cron.expr, local.Location(), wall, prev.Format("15:04"), at.Format("15:04"))
 	}
 	c.walls[wall] = at
 	return nil
@@ -161,7 +161,7 @@ func (c *cronCheck) coverage(settles []time.Time, until time.Time, stats *Stats)
 		}
 		if c.fired[t] == nil {
 			return fmt.Errorf("job %s (%q in %s) did not fire %s (local %s) though the server's services ran at %s",
-				short(j.job.ID), j.job.Spec.Schedule.Cron, j.job.Spec.Schedule.Timezone, t.Format(time.RFC3339),
+				j.job.ID, j.job.Spec.Schedule.Cron, j.job.Spec.Schedule.Timezone, t.Format(time.RFC3339),
 				t.In(j.sched.Location()).Format("15:04 MST"), settles[i].UTC().Format("15:04:05.000"))
 		}
 	}
@@ -188,9 +188,9 @@ func (c *cronCheck) coverage(settles []time.Time, until time.Time, stats *Stats)
 		stats.LateFires += len(late)
 		switch {
 		case policy == model.MisfireSkip && len(late) > 0:
-			return fmt.Errorf("job %s (misfire skip) fired missed instant %s at %s", short(j.job.ID), late[0].Format(time.RFC3339), f.UTC().Format(time.RFC3339))
+			return fmt.Errorf("job %s (misfire skip) fired missed instant %s at %s", j.job.ID, late[0].Format(time.RFC3339), f.UTC().Format(time.RFC3339))
 		case (policy == "" || policy == model.MisfireRunOnce) && (len(late) > 1 || len(late) == 1 && !late[0].Equal(ts[0])):
-			return fmt.Errorf("job %s (misfire run_once) fired missed instants %v at %s", short(j.job.ID), late, f.UTC().Format(time.RFC3339))
+			return fmt.Errorf("job %s (misfire run_once) fired missed instants %v at %s", j.job.ID, late, f.UTC().Format(time.RFC3339))
 		}
 	}
 	if policy == model.MisfireRunAll && len(c.fired) > 0 && len(c.fired) <= scheduler.DefaultMisfireLimit {
@@ -205,7 +205,7 @@ func (c *cronCheck) coverage(settles []time.Time, until time.Time, stats *Stats)
 				break
 			}
 			if c.fired[t] == nil && (j.deleted.IsZero() || t.Before(j.deleted)) {
-				return fmt.Errorf("job %s (misfire run_all) skipped instant %s (it fired %s later)", short(j.job.ID), t.Format(time.RFC3339), last.Format(time.RFC3339))
+				return fmt.Errorf("job %s (misfire run_all) skipped instant %s (it fired %s later)", j.job.ID, t.Format(time.RFC3339), last.Format(time.RFC3339))
 			}
 		}
 	}

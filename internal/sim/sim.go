@@ -377,7 +377,6 @@ func (s *sim) startServer() {
 	} else {
 		s.logf("server", "start #%d (no crash)", s.incarnation)
 	}
-	s.checks.started(s.clk.Now())
 }
 
 // crash ends the server process at its crash point: the engine and all it held are
@@ -387,7 +386,6 @@ func (s *sim) crash() {
 	s.logf("server", "CRASH #%d at write %d (%s, %s it committed)", s.incarnation, s.st.writes, s.st.crashOp, s.st.mode)
 	s.up = false
 	s.checkWrites() // the write that crashed may have committed
-	s.checks.crashed(s.clk.Now())
 	s.eng.Stop()
 	if err := s.st.Close(); err != nil {
 		s.fail("close the crashed store: %v", err)
@@ -507,15 +505,12 @@ func (q *eventQueue) Pop() any {
 	return e
 }
 
-// short names a run or job id for the trace (ids are the simulation's own, already short).
-func short(id string) string { return id }
-
 // runLine describes a run's state for the trace.
 func runLine(r *model.Run) string {
 	if r == nil {
 		return "<nil>"
 	}
-	out := fmt.Sprintf("%s %s", short(r.ID), r.Status)
+	out := fmt.Sprintf("%s %s", r.ID, r.Status)
 	if r.PendingCode != "" {
 		out += "(" + string(r.PendingCode) + ")"
 	}

@@ -379,7 +379,7 @@ func (w *worker) startAttempt(m *message, l *model.Lease) {
 	if l.Spec.Timeout > 0 && (status == "" || dur > l.Spec.Timeout) {
 		status, exit, dur = model.AttemptTimedOut, nil, l.Spec.Timeout
 	}
-	w.s.logf(w.id, "starts %s attempt %d (%s)", short(a.run), a.n, outcomeWords(status, exit, dur))
+	w.s.logf(w.id, "starts %s attempt %d (%s)", a.run, a.n, outcomeWords(status, exit, dur))
 	if status != "" {
 		w.endAt(a, dur, status, exit)
 	}
@@ -414,7 +414,7 @@ func (w *worker) endAt(a *attempt, d time.Duration, status model.AttemptStatus, 
 			c.Error = string(status)
 		}
 		a.done = &c
-		w.s.logf(w.id, "%s attempt %d ends %s", short(a.run), a.n, status)
+		w.s.logf(w.id, "%s attempt %d ends %s", a.run, a.n, status)
 		w.sendCompletions()
 	})
 }
@@ -453,7 +453,7 @@ func (w *worker) onComplete(res []store.CompletionResult, sent []store.Completio
 	for i, r := range res {
 		c := sent[i]
 		if r.Err != nil && !errors.Is(r.Err, model.ErrLeaseLost) {
-			w.s.fail("completion of %s refused with %v, want accepted or lease lost", short(c.RunID), r.Err)
+			w.s.fail("completion of %s refused with %v, want accepted or lease lost", c.RunID, r.Err)
 		}
 		at := slices.IndexFunc(w.held, func(a *attempt) bool { return a.run == c.RunID && a.token == c.Token })
 		if at >= 0 {
@@ -509,7 +509,7 @@ func (w *worker) applyAnswer(m *message, lost, ended, cancel []string) {
 	for _, a := range w.held {
 		switch {
 		case slices.Contains(ended, a.run):
-			w.s.logf(w.id, "forgets %s: its end is recorded", short(a.run))
+			w.s.logf(w.id, "forgets %s: its end is recorded", a.run)
 			continue
 		case slices.Contains(lost, a.run) && a.end.IsZero():
 			w.kill(a, "the server says its lease is lost")
@@ -535,7 +535,7 @@ func (w *worker) kill(a *attempt, why string) {
 		a.end = w.s.clk.Now()
 	}
 	w.s.stats.Lost++
-	w.s.logf(w.id, "kills %s attempt %d: %s", short(a.run), a.n, why)
+	w.s.logf(w.id, "kills %s attempt %d: %s", a.run, a.n, why)
 }
 
 // expire kills the attempts whose lease the worker could not renew for a whole TTL (the
@@ -551,7 +551,7 @@ func (w *worker) expire() {
 		if a.end.IsZero() && !w.s.clk.Now().Before(a.renewed.Add(leaseTTL)) {
 			a.end = a.renewed.Add(leaseTTL)
 			w.s.stats.Lost++
-			w.s.logf(w.id, "kills %s attempt %d: lease not renewed since %s", short(a.run), a.n, a.renewed.UTC().Format("15:04:05.000"))
+			w.s.logf(w.id, "kills %s attempt %d: lease not renewed since %s", a.run, a.n, a.renewed.UTC().Format("15:04:05.000"))
 			continue
 		}
 		keep = append(keep, a)
@@ -692,7 +692,7 @@ func leaseWords(res *engine.LeaseResult) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s attempt %d", short(l.Run.ID), l.Run.Attempt)
+		fmt.Fprintf(&b, "%s attempt %d", l.Run.ID, l.Run.Attempt)
 	}
 	if len(res.Cancel) > 0 {
 		fmt.Fprintf(&b, "; cancel %v", res.Cancel)
@@ -709,7 +709,7 @@ func completionWords(cs []store.Completion, res []store.CompletionResult) string
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s %s -> ", short(cs[i].RunID), cs[i].Status)
+		fmt.Fprintf(&b, "%s %s -> ", cs[i].RunID, cs[i].Status)
 		if r.Err != nil {
 			b.WriteString("refused (stale)")
 			continue
