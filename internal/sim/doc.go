@@ -104,7 +104,7 @@
 //
 // # Running it
 //
-//	go test ./internal/sim                                     # 200 seeds (100 with -short, 12 with -race)
+//	go test ./internal/sim                                     # 200 seeds (100 with -short, 8 with -race)
 //	go test ./internal/sim -run 'TestSim$' -sim.seeds 100000   # or STINT_SIM_SEEDS=100000
 //	go test ./internal/sim -run 'TestSim$' -sim.first 5000     # another range of seeds
 //	go test ./internal/sim -run 'TestSim$' -seed 1157          # replay one, printing its whole trace
@@ -112,9 +112,10 @@
 // A failing seed prints what broke, that replay command and the last 60 lines of its trace.
 // TestSimDeterministic runs seeds twice and compares the SHA-256 of their traces.
 //
-// Cost, measured on this project's 2-core machine while other work loaded it (load 7 to
-// 10): a seed (25 requests, about 50 simulated minutes, 350 store writes, 400 events)
-// takes about 0.23 s of CPU, 2 seeds a second on two cores under that load (about 9 on an
-// idle machine); under the race detector about 2.3 s of CPU. The default counts keep the
-// package near a minute under load in each mode.
+// Cost, measured on this project's 2-core machine while other work loaded it: a seed (25
+// requests, about 50 simulated minutes, 320 store writes, 420 events) takes about 0.23 s of
+// CPU, ten times that under the race detector. At a load average of 7 to 9 the package took
+// 20 s with its 200 seeds, 10 to 17 s with -short (100), 37 s with -race (8, as CI runs
+// it); at a load of 17 it runs at a third of that speed (1.1 seeds a second). 600 seeds
+// took 2m18s at a load of 4 to 8.
 package sim

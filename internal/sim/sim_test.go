@@ -30,7 +30,7 @@ var (
 const (
 	shortSeeds = 100
 	longSeeds  = 200
-	raceSeeds  = 12
+	raceSeeds  = 8
 )
 
 // template is an empty, migrated database that each seed starts from a copy of: migrating
