@@ -29,7 +29,7 @@ type Fire struct {
 	// Next becomes the job's NextFireAt; nil when the schedule has no further instant.
 	Next *time.Time
 	// Runs are the cron runs to create (Trigger cron, ScheduledFor the instant each fires
-	// for). A run for an instant of the job that has its run already is not created again.
+	// for). A run whose (JobID, ScheduledFor) exists already is not created again.
 	Runs []*model.Run
 }
 

@@ -60,10 +60,8 @@ type Store interface {
 	// CreateRuns inserts runs of existing jobs (manual trigger, cron, event) in one
 	// transaction. Runs with Concurrency set are admitted under their limit (see the
 	// package doc's "Concurrency limits"). A run whose IdempotencyKey already exists creates nothing and returns
-	// the existing run with Existing set. So does a cron run (Trigger cron) whose job
-	// has a cron run for its instant already: a cron instant fires at most once (invariant
-	// 4). A cron run's instant is its ScheduledFor when it is created; a retry moves
-	// ScheduledFor, never the instant.
+	// the existing run with Existing set. So does a cron run (Trigger cron) whose
+	// (JobID, ScheduledFor) already exists: a cron instant fires at most once (invariant 4).
 	// A run whose JobID names no job fails alone with model.ErrNotFound in its Err, one whose
 	// ID is taken with model.ErrConflict. Queues named by new runs are created with defaults
 	// if missing.
@@ -130,8 +128,7 @@ type Store interface {
 	// than its limit allows at the time of the lease).
 	NextQueueTurn(ctx context.Context, p *NextQueueTurnParams) (t time.Time, ok bool, err error)
 
-	// FiredInstants returns the instants of a job's cron runs in [From, To], ascending (the
-	// instant a run fired for, whatever its retries made of ScheduledFor since).
+	// FiredInstants returns the ScheduledFor of a job's cron runs in [From, To], ascending.
 	FiredInstants(ctx context.Context, p *FiredInstantsParams) ([]time.Time, error)
 	// SetWebhookSecret creates or replaces the webhook secret of a job or a pipeline (JobID
 	// names either; model.ErrNotFound when neither exists). DeleteJob and DeletePipeline

@@ -144,7 +144,7 @@ func (s *Store) FireJobs(ctx context.Context, p *store.FireJobsParams) ([]store.
 // empty), or, for a cron run ($2), same job ($3) and instant ($4).
 const existingRunSQL = `SELECT ` + runCols + ` FROM runs r
 	WHERE ($1 <> '' AND r.idempotency_key = $1)
-	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.cron_at = $4)
+	   OR ($2 AND r.trigger_kind = 'cron' AND r.job_id = $3 AND r.scheduled_for = $4)
 	LIMIT 1`
 
 // createRunTx inserts one run of an existing job inside tx, admitting it under its
@@ -237,10 +237,10 @@ func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams)
 	return secret, nil
 }
 
-// FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_at).
+// FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
 func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {
-	rows, err := s.pool.Query(ctx, `SELECT cron_at FROM runs
-		WHERE job_id = $1 AND cron_at BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY cron_at`,
+	rows, err := s.pool.Query(ctx, `SELECT scheduled_for FROM runs
+		WHERE job_id = $1 AND scheduled_for BETWEEN $2 AND $3 AND trigger_kind = 'cron' ORDER BY scheduled_for`,
 		p.JobID, utc(p.From), utc(p.To))
 	if err != nil {
 		return nil, translate(err, "fired instants of job %s", p.JobID)

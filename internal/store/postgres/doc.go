@@ -16,10 +16,6 @@
 // upgrade, so a migration must be one the previous release still works with: additive only
 // (new tables, new columns with defaults or nullable, new indexes); a drop or rename waits
 // for a later release, once no server of the old one is left (docs/operations.md).
-// Migration 0010 drops an index nonetheless (runs_cron_instant, whose uniqueness over
-// scheduled_for failed retries of cron runs): its replacement, runs_cron_at, holds the
-// previous release's inserts too, since a trigger sets a new cron run's cron_at (this
-// engine leaves it to the trigger rather than naming the column in its inserts).
 //
 // How the hot paths are built:
 //   - The running attempt lives on the run row; an attempts row is written only when an

@@ -642,8 +642,8 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 }
 
 // dropAheadSQL deletes job $1's cron runs created ahead of their instant (after $2) that
-// never ran (index runs_cron_at: a run that never ran is still due at its instant).
-const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND cron_at > $2
+// never ran (index runs_cron_instant).
+const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cron' AND scheduled_for > $2
 	AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`
 
 // DeleteJob deletes a job and cancels its active runs in one transaction.

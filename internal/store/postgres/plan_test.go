@@ -145,8 +145,8 @@ func TestPlans(t *testing.T) {
 		{"get job", `SELECT ` + jobCols + ` FROM jobs WHERE id = $1 OR (namespace = $2 AND name = $1) ORDER BY id = $1 DESC LIMIT 1`,
 			[]any{"a", "default"}, []string{"jobs_pkey", "BitmapOr"}, nil},
 		{"cron instants", `SELECT ` + runCols + ` FROM runs r WHERE r.trigger_kind = 'cron'
-			AND (r.job_id, r.cron_at) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[]))`,
-			[]any{ids, []time.Time{now, now}}, []string{"runs_cron_at"}, nil},
+			AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($1::text[], $2::timestamptz[]))`,
+			[]any{ids, []time.Time{now, now}}, []string{"runs_cron_instant"}, nil},
 		{"get run", `SELECT ` + runCols + `, a.n FROM runs r LEFT JOIN attempts a ON a.run_id = r.id WHERE r.id = $1 ORDER BY a.n`,
 			[]any{"r"}, []string{"runs_pkey", "attempts_pkey"}, nil},
 		{"read logs", `SELECT run_id, attempt, seq, stream, data, created_at FROM log_chunks

@@ -134,37 +134,25 @@ func createRunsBatch(ctx context.Context, q querier, in []*model.Run, now time.T
 	fired := map[instant]*model.Run{}
 	jobExists := map[string]bool{}
 	if len(jobIDs) > 0 {
-		// A cron run is found by the instant it fired for (cron_at): a retry moved its
-		// scheduled_for.
-		rows, err := q.Query(ctx, `SELECT `+runCols+`, NULL::timestamptz FROM runs r WHERE r.idempotency_key = ANY($1)
+		rows, err := q.Query(ctx, `SELECT `+runCols+` FROM runs r WHERE r.idempotency_key = ANY($1)
 			UNION ALL
-			SELECT `+runCols+`, r.cron_at FROM runs r WHERE r.trigger_kind = 'cron'
-				AND (r.job_id, r.cron_at) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`,
+			SELECT `+runCols+` FROM runs r WHERE r.trigger_kind = 'cron'
+				AND (r.job_id, r.scheduled_for) IN (SELECT * FROM unnest($2::text[], $3::timestamptz[]))`,
 			keys, cronJobs, cronAt)
 		if err != nil {
 			return nil, translate(err, "create runs: find existing runs")
 		}
-		for rows.Next() {
-			var (
-				r                        runRow
-				status, pending, trigger string
-				args                     []byte
-				at                       *time.Time
-			)
-			if err := rows.Scan(append(runDest(&r, &status, &pending, &trigger, &args), &at)...); err != nil {
-				rows.Close()
-				return nil, translate(err, "create runs: find existing runs")
-			}
-			fixRun(&r, status, pending, trigger, args)
+		found, err := collectRuns(rows)
+		if err != nil {
+			return nil, translate(err, "create runs: find existing runs")
+		}
+		for _, r := range found {
 			if r.IdempotencyKey != "" {
 				existing[r.IdempotencyKey] = &r.Run
 			}
-			if at != nil {
-				fired[instant{r.JobID, utc(*at)}] = &r.Run
+			if r.Trigger == model.TriggerCron {
+				fired[instant{r.JobID, r.ScheduledFor}] = &r.Run
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, translate(err, "create runs: find existing runs")
 		}
 		rows, err = q.Query(ctx, `SELECT id FROM jobs WHERE id = ANY($1)`, jobIDs)
 		if err != nil {

@@ -205,10 +205,10 @@ func (s *Store) WebhookSecret(ctx context.Context, p *store.WebhookSecretParams)
 	return secret, nil
 }
 
-// FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_at).
+// FiredInstants returns the instants of a job's cron runs in a range (index runs_cron_instant).
 func (s *Store) FiredInstants(ctx context.Context, p *store.FiredInstantsParams) ([]time.Time, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT cron_at FROM runs INDEXED BY runs_cron_at
-		WHERE job_id = ? AND cron_at BETWEEN ? AND ? AND trigger_kind = 'cron' ORDER BY cron_at`,
+	rows, err := s.r.QueryContext(ctx, `SELECT scheduled_for FROM runs INDEXED BY runs_cron_instant
+		WHERE job_id = ? AND scheduled_for BETWEEN ? AND ? AND trigger_kind = 'cron' ORDER BY scheduled_for`,
 		p.JobID, micros(p.From), micros(p.To))
 	if err != nil {
 		return nil, fmt.Errorf("fired instants of job %s: %w", p.JobID, err)

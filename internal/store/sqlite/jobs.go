@@ -175,17 +175,7 @@ func runArgs(r *model.Run, ji jobInfo) []any {
 	return []any{r.ID, r.JobID, r.JobName, r.Namespace, string(r.Status), string(r.PendingCode), r.PendingReason,
 		r.Queue, r.Priority, string(r.Trigger), args, ji.handler, ji.req.CPU, ji.req.MemoryMB, ji.req.GPU,
 		store.LabelsColumn(ji.req.Labels), micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
-		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error, cronAt(r)}
-}
-
-// cronAt is the cron_at column of a new run: the instant a cron run fires for (its
-// ScheduledFor when it is created; a retry moves scheduled_for, never cron_at), NULL for
-// any other run.
-func cronAt(r *model.Run) any {
-	if r.Trigger != model.TriggerCron {
-		return nil
-	}
-	return micros(r.ScheduledFor)
+		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error}
 }
 
 // storedJob returns j as the store keeps it.
@@ -456,8 +446,8 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 			}
 		}
 		if p.Reschedule {
-			if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM runs INDEXED BY runs_cron_at
-				WHERE job_id = ? AND trigger_kind = 'cron' AND cron_at > ?
+			if _, err := t.tx.ExecContext(t.ctx, `DELETE FROM runs INDEXED BY runs_cron_instant
+				WHERE job_id = ? AND trigger_kind = 'cron' AND scheduled_for > ?
 				AND status = 'scheduled' AND attempt = 0 AND pending_code = 'not_due'`, p.ID, micros(p.Now)); err != nil {
 				return fmt.Errorf("drop runs created ahead: %w", err)
 			}

@@ -100,8 +100,8 @@ const statusPending = `('waiting', 'scheduled', 'queued')`
 
 const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for, created_at, started_at,
-	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error, cron_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}, queues: map[string]bool{}}
@@ -123,7 +123,7 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.firstRun = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? ORDER BY id LIMIT 1`)
 	s.jobForRun = p(`SELECT ` + jobInfoCols + ` FROM jobs WHERE id = ?`)
 	s.runByKey = p(`SELECT ` + runCols + ` FROM runs WHERE idempotency_key = ?`)
-	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND cron_at = ? AND trigger_kind = 'cron'`)
+	s.runByCron = p(`SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND scheduled_for = ? AND trigger_kind = 'cron'`)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
 	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
 	// Any other ending, once decided: final (scheduled_for NULL keeps it) or retried.

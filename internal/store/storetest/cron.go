@@ -155,48 +155,6 @@ func testCron(t *testing.T, open OpenFunc) {
 		require.ErrorIs(t, err, model.ErrNotFound, "deleted with its job")
 	})
 
-	// A cron run's instant is its own, whatever becomes of the run: retries move when it is
-	// due, not which instant it fired for. Found by the simulation (internal/sim): one rescue
-	// pass retried two cron runs of one job at one instant, and failed on the uniqueness of
-	// (job, instant) at every pass after; and a retried run no longer held its instant, so a
-	// second run could be created for it.
-	t.Run("RetriedCronRunsKeepTheirInstants", func(t *testing.T) {
-		f := setup(t, open)
-		j := cronJob(f, "retried", at(time.Hour), func(j *model.Job) { j.Spec.Retry.MaxAttempts = 3 })
-		runs := f.createRuns(cronRun(f, j, at(0)), cronRun(f, j, at(time.Minute)))
-		f.register("w", "s1", t0)
-		require.Len(t, f.lease("w", 2, at(time.Minute)), 2)
-
-		// Both leases expire; one pass retries both at once (disruptions), due at one instant.
-		rescued, err := f.s.RescueExpired(f.ctx, &store.RescueExpiredParams{Now: at(time.Hour), Rand: drawZero})
-		require.NoError(t, err)
-		require.Len(t, rescued, 2)
-		for _, r := range rescued {
-			require.Equal(t, model.RunQueued, r.Status)
-			require.Equal(t, at(time.Hour), r.ScheduledFor, "due now")
-		}
-		got, err := f.s.FiredInstants(f.ctx, &store.FiredInstantsParams{JobID: j.ID, From: at(0), To: at(2 * time.Hour)})
-		require.NoError(t, err)
-		require.Equal(t, []time.Time{at(0), at(time.Minute)}, got, "the instants they fired for")
-		res, err := f.s.CreateRuns(f.ctx, &store.CreateRunsParams{Runs: []*model.Run{cronRun(f, j, at(0))}, Now: at(time.Hour)})
-		require.NoError(t, err)
-		require.True(t, res[0].Existing, "the instant has its run (invariant 4)")
-		require.Equal(t, runs[0].ID, res[0].Run.ID)
-
-		// Leased again, both fail in one batch and are retried at once: the same instant again.
-		ls := f.lease("w", 2, at(time.Hour))
-		require.Len(t, ls, 2)
-		cs := make([]store.Completion, len(ls))
-		for i, l := range ls {
-			cs[i] = store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptFailed, Error: "exit status 1"}
-		}
-		done, err := f.s.CompleteAttempts(f.ctx, &store.CompleteAttemptsParams{Completions: cs, Now: at(2 * time.Hour), Rand: drawZero})
-		require.NoError(t, err)
-		for _, d := range done {
-			require.NoError(t, d.Err)
-		}
-	})
-
 	t.Run("FiredInstants", func(t *testing.T) {
 		f := setup(t, open)
 		j := cronJob(f, "hist", at(time.Hour))
