@@ -99,9 +99,14 @@ var importRules = []struct {
 	},
 	{
 		name: "tests that open a concrete store", pkgs: []string{"..."},
-		except: []string{"internal/app", "internal/store/...", "internal/engine", "internal/service", "internal/api"},
+		except: []string{"internal/app", "internal/store/...", "internal/engine", "internal/service", "internal/api", "internal/sim"},
 		scope:  tests, forbid: []string{"internal/store/sqlite/...", "internal/store/postgres/..."},
-		reason: "engine, service and api tests run on a real SQLite store; other tests go through internal/app or the binary",
+		reason: "engine, service, api and simulation tests run on a real SQLite store; other tests go through internal/app or the binary",
+	},
+	{
+		name: "the simulation drives the engine", pkgs: []string{"internal/sim"}, scope: direct,
+		forbid: []string{"internal/api", "internal/app", "internal/cli", "apitype", "client", "worker"},
+		reason: "it runs the engine and the store as a server process does, with simulated clients and workers of its own",
 	},
 }
 

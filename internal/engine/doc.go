@@ -31,6 +31,9 @@
 //     service cannot start again, so each term builds its own. Every server, leader or
 //     not, serves the API and the worker protocol. Stop resigns the lease, so a follower
 //     takes over at its next try.
+//   - Stepped (Config.Stepped): for the deterministic simulation (internal/sim), the engine
+//     starts no service; the caller runs their rounds with Step, on its own goroutine, as
+//     it moves its fake clock, and Config.NewID makes the ids of what the engine creates.
 //
 // The engine speaks model and store types only: it imports neither apitype nor worker
 // (internal/archtest checks it). Its worker methods (Register, Lease, Heartbeat, AppendLogs,

@@ -72,6 +72,16 @@ type Config struct {
 	// Notifier carries wake-ups to and from the other servers on the same store; nil keeps
 	// them inside this process (one server, or SQLite).
 	Notifier Notifier
+	// Stepped runs no loop besides the group committers: Start starts no service (nor the
+	// elector), and the caller runs the services' rounds with Step, on its own goroutine, at
+	// the instants it moves its clock to. With one caller at a time, every store call then
+	// happens in an order the caller decides: internal/sim drives an engine so, which makes
+	// a simulation depend on its seed alone.
+	Stepped bool
+	// NewID makes the ids of what the engine creates itself: cron runs, pipelines, their
+	// step jobs and runs. Default id.New; a simulation passes one drawn from its seed,
+	// since ids order runs of equal priority and due time.
+	NewID func(time.Time) string
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
@@ -107,8 +117,13 @@ type Engine struct {
 	elector  *service.Elector
 
 	leaderMu       sync.Mutex
-	leaderServices []serviceLoop // running while this server leads
+	leaderServices []serviceLoop // running (or, Stepped, stepped) while this server leads
 	term           int64         // the term it leads with; 0: a follower
+
+	// Stepped (Config.Stepped): the rounds of the elector, promoter and releaser, and of the
+	// leader's services of the current term (leaderSteppers, under leaderMu).
+	steppers       []*service.Stepper
+	leaderSteppers []*service.Stepper
 
 	mu      sync.Mutex
 	workers map[string]*workerConn
@@ -164,6 +179,9 @@ func New(cfg Config) *Engine {
 	if cfg.MisfireGrace <= 0 {
 		cfg.MisfireGrace = DefaultMisfireGrace
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = id.New
+	}
 	if cfg.ServerID == "" {
 		host, _ := os.Hostname()
 		cfg.ServerID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -186,6 +204,9 @@ func New(cfg Config) *Engine {
 	e.completes.spacing, e.completes.clock = cfg.CompleteLinger, cfg.Clock
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
 	e.newServices()
+	if cfg.Stepped {
+		e.steppers = []*service.Stepper{e.elector.Stepper(), e.promoter.Stepper(), e.releaser.Stepper()}
+	}
 	return e
 }
 
@@ -216,6 +237,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		if q.RateLimit != nil {
 			e.rateQueues.Store(true)
 		}
+	}
+	if e.cfg.Stepped {
+		return nil // the caller runs the services' rounds (Step)
 	}
 	for _, s := range []serviceLoop{e.promoter, e.releaser, e.elector} {
 		if err := s.Start(ctx); err != nil {
@@ -253,6 +277,12 @@ func (e *Engine) Stop() {
 // Changes returns a channel closed at the next change of any run's state or logs. Followers
 // take it, read, and wait on it when there is nothing new.
 func (e *Engine) Changes() <-chan struct{} { return e.changes.Wait() }
+
+// Work returns a channel closed at the next wake-up of the workers' long polls (runs became
+// queued, capacity was freed, a rate-limited queue got its turn). A caller that polls Lease
+// without waiting (LeaseParams.Wait zero, as internal/sim's workers do on a Stepped engine)
+// parks on it as Lease's long poll would.
+func (e *Engine) Work() <-chan struct{} { return e.work.Wait() }
 
 // SubmitJobs creates jobs and their first runs, group-committed with concurrent callers.
 func (e *Engine) SubmitJobs(ctx context.Context, jobs []store.NewJob) ([]store.CreateJobResult, error) {

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
@@ -53,7 +52,7 @@ func (e *Engine) PutPipeline(ctx context.Context, def *PipelineDef) (*model.Pipe
 		}
 		steps[i] = model.PipelineStep{Name: sd.Name, JobID: j.ID, DependsOn: sd.DependsOn}
 	}
-	pl := &model.Pipeline{ID: id.New(now), Namespace: def.Namespace, Name: def.Name, Enabled: def.Enabled,
+	pl := &model.Pipeline{ID: e.cfg.NewID(now), Namespace: def.Namespace, Name: def.Name, Enabled: def.Enabled,
 		Spec:       model.PipelineSpec{Schedule: def.Schedule, Args: def.Args, Steps: steps},
 		NextFireAt: scheduleNext(def.Schedule, def.Enabled, now)}
 	out, created, err := e.store.PutPipeline(ctx, &store.PutPipelineParams{Pipeline: pl, Now: now})
@@ -72,7 +71,7 @@ func (e *Engine) putStepJob(ctx context.Context, def *PipelineDef, sd scheduler.
 	j, err := e.store.GetJob(ctx, &store.GetJobParams{Namespace: def.Namespace, IDOrName: name})
 	switch {
 	case errors.Is(err, model.ErrNotFound):
-		j = &model.Job{ID: id.New(now), Namespace: def.Namespace, Name: name, Spec: spec, Enabled: true, CreatedAt: now, UpdatedAt: now}
+		j = &model.Job{ID: e.cfg.NewID(now), Namespace: def.Namespace, Name: name, Spec: spec, Enabled: true, CreatedAt: now, UpdatedAt: now}
 		res, err := e.store.CreateJobs(ctx, &store.CreateJobsParams{Jobs: []store.NewJob{{Job: j}}, Now: now})
 		if err != nil {
 			return nil, fmt.Errorf("step %q: create job %q: %w", sd.Name, name, err)
@@ -110,7 +109,7 @@ func (e *Engine) startPipelineRun(ctx context.Context, pl *model.Pipeline, trigg
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", pl.Name, err)
 	}
-	pr := &model.PipelineRun{ID: id.New(now), PipelineID: pl.ID, PipelineName: pl.Name, Namespace: pl.Namespace,
+	pr := &model.PipelineRun{ID: e.cfg.NewID(now), PipelineID: pl.ID, PipelineName: pl.Name, Namespace: pl.Namespace,
 		Trigger: trigger, ScheduledFor: at, Args: merged, CreatedAt: now}
 	p := &store.CreateGraphParams{PipelineRun: pr, FireNext: fireNext, Term: term, Now: now}
 	byStep := make(map[string]*model.Run, len(pl.Spec.Steps))
@@ -123,7 +122,7 @@ func (e *Engine) startPipelineRun(ctx context.Context, pl *model.Pipeline, trigg
 		if err != nil {
 			return nil, fmt.Errorf("pipeline %s: step %q: %w", pl.Name, st.Name, err)
 		}
-		r := scheduler.NewRun(id.New(now), j, model.TriggerPipeline, stepArgs, at, now)
+		r := scheduler.NewRun(e.cfg.NewID(now), j, model.TriggerPipeline, stepArgs, at, now)
 		for _, d := range st.DependsOn {
 			r.DependsOn = append(r.DependsOn, model.Dependency{RunID: byStep[d.Step].ID, Condition: d.Condition})
 		}

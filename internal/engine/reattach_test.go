@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -65,6 +66,7 @@ func TestReattachKeepsAttempts(t *testing.T) {
 
 	// The server died; the worker re-attaches to another with its session and leases, one
 	// of them with a token that is not the store's.
+	b.clk.Advance(time.Second)
 	other := peer(b)
 	got, err := other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"},
 		Resume: reg.Session, Held: []store.LeaseRef{
@@ -74,12 +76,16 @@ func TestReattachKeepsAttempts(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, got.Resumed)
 	require.Equal(t, reg.Session, got.Session)
-	require.Equal(t, []string{dropped.ID}, got.Lost)
+	require.Equal(t, []string{dropped.ID}, got.Lost, "the worker kills what it holds with a stale token")
 	r := getRun(t, b, kept.ID)
 	require.Equal(t, model.RunRunning, r.Status)
 	require.Equal(t, tokens[kept.ID], r.LeaseToken)
 	require.Equal(t, 1, r.Attempt)
-	require.Equal(t, model.AttemptLost, getRun(t, b, dropped.ID).Attempts[0].Status)
+	require.Equal(t, b.clk.Now().Add(10*time.Second), *r.LeaseExpiresAt, "renewed")
+	r = getRun(t, b, dropped.ID)
+	require.Equal(t, model.RunRunning, r.Status, "the store's lease it did not prove is left to expire")
+	require.Equal(t, tokens[dropped.ID], r.LeaseToken)
+	require.Equal(t, ls[1].ExpiresAt, *r.LeaseExpiresAt, "and not renewed")
 
 	// Another process claiming the id while the session is live is refused, and changes
 	// nothing: it cannot prove it is w1.
@@ -94,4 +100,41 @@ func TestReattachKeepsAttempts(t *testing.T) {
 	require.False(t, got.Resumed)
 	require.NotEqual(t, reg.Session, got.Session)
 	require.Equal(t, model.AttemptLost, getRun(t, b, kept.ID).Attempts[0].Status)
+}
+
+// A re-attach whose held leases were listed before a lease answer reached the worker must
+// not end that lease: the worker runs it, and a run ended as lost is queued again at once,
+// for another worker to start beside it. Found by the simulation (internal/sim): a
+// re-attach racing a lease poll ended the new attempt, and another worker leased the run
+// while the first still ran it.
+func TestReattachLeavesUnlistedLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, b := setup(t)
+	reg, err := e.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
+	require.NoError(t, err)
+	register(t, e, "w2")
+	run := submit(t, e, b, b.clk.Now(), model.RetryPolicy{})
+
+	// w1 lists what it holds (nothing) for a re-attach; before that arrives, its lease poll
+	// is answered with the run.
+	held := []store.LeaseRef{}
+	l := lease(t, e, "w1", 1, 0).Leases
+	require.Len(t, l, 1)
+	got, err := e.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"},
+		Resume: reg.Session, Held: held})
+	require.NoError(t, err)
+	require.True(t, got.Resumed)
+
+	r := getRun(t, b, run.ID)
+	require.Equal(t, model.RunRunning, r.Status, "w1 runs it")
+	require.Equal(t, l[0].Token, r.LeaseToken)
+	require.Empty(t, lease(t, e, "w2", 1, 0).Leases, "no other worker may start it")
+
+	// w1's next heartbeat names the lease and keeps it.
+	b.clk.Advance(time.Second)
+	hb, err := e.Heartbeat(ctx, "w1", &HeartbeatParams{Session: reg.Session, Held: []store.LeaseRef{{RunID: run.ID, Token: l[0].Token}}})
+	require.NoError(t, err)
+	require.Empty(t, hb.Lost)
+	require.Equal(t, b.clk.Now().Add(10*time.Second), *getRun(t, b, run.ID).LeaseExpiresAt)
 }

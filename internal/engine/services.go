@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
@@ -15,6 +16,7 @@ import (
 type serviceLoop interface {
 	Start(ctx context.Context) error
 	Stop()
+	Stepper() *service.Stepper
 }
 
 // newServices builds the services every server runs: the promoter and the releaser. Their
@@ -66,7 +68,7 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 	})
 	cron := service.NewCronFirer(service.CronFirerConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.schedChanged.Wait, IdleWait: idle,
-		Lead: e.cfg.CronLead, MisfireGrace: e.cfg.MisfireGrace, Term: term,
+		Lead: e.cfg.CronLead, MisfireGrace: e.cfg.MisfireGrace, Term: term, NewID: e.cfg.NewID,
 		StartPipelineRun: func(ctx context.Context, pl *model.Pipeline, at, now time.Time, fireNext *time.Time) error {
 			_, err := e.startPipelineRun(ctx, pl, model.TriggerCron, nil, at, now, fireNext, term)
 			return err
@@ -100,6 +102,16 @@ func (e *Engine) becomeLeader(ctx context.Context, term int64) {
 	}
 	e.wakeFor(append(admitted, resolved...))
 	services := e.newLeaderServices(term)
+	if e.cfg.Stepped {
+		steppers := make([]*service.Stepper, len(services))
+		for i, s := range services {
+			steppers[i] = s.Stepper()
+		}
+		e.leaderMu.Lock()
+		e.leaderServices, e.leaderSteppers, e.term = services, steppers, term
+		e.leaderMu.Unlock()
+		return
+	}
 	for i, s := range services {
 		if err := s.Start(ctx); err != nil {
 			for _, started := range services[:i] {
@@ -119,7 +131,7 @@ func (e *Engine) becomeLeader(ctx context.Context, term int64) {
 func (e *Engine) loseLeadership(term int64) {
 	e.leaderMu.Lock()
 	services := e.leaderServices
-	e.leaderServices, e.term = nil, 0
+	e.leaderServices, e.leaderSteppers, e.term = nil, nil, 0
 	e.leaderMu.Unlock()
 	for _, s := range services {
 		s.Stop()
@@ -154,4 +166,44 @@ func (e *Engine) Cluster(ctx context.Context) (*model.Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	return &c, nil
+}
+
+// errNotStepped answers Step on an engine whose services run their own loops.
+var errNotStepped = errors.New("step: the engine is not Stepped")
+
+// Step runs, on the caller's goroutine, one round of each service that is due at the
+// clock's reading (service.Stepper: it never ran, the instant its last round named has
+// come, or it was woken since): the elector's try first (winning it runs the leader's
+// repairs, as at a start), then the promoter, the releaser and, while this server leads, the
+// rescuer and the cron firer. It returns the earliest instant at which one of them is due
+// again, which is not after the clock's reading while one is due at once (its round did
+// work, or another's woke it), and stops at the first failed round with its error. A caller
+// that moves the clock calls Step until the instant is after the clock's reading before it
+// moves it on, as the loops would have run by then. Only for Config.Stepped.
+func (e *Engine) Step(ctx context.Context) (time.Time, error) {
+	if !e.cfg.Stepped {
+		return time.Time{}, errNotStepped
+	}
+	if _, err := e.steppers[0].Step(ctx); err != nil { // the elector: it may win or lose the lead
+		return time.Time{}, fmt.Errorf("step: %w", err)
+	}
+	for _, s := range e.allSteppers()[1:] {
+		if _, err := s.Step(ctx); err != nil {
+			return time.Time{}, fmt.Errorf("step: %w", err)
+		}
+	}
+	var next time.Time
+	for _, s := range e.allSteppers() {
+		if n := s.Next(); next.IsZero() || n.Before(next) {
+			next = n
+		}
+	}
+	return next, nil
+}
+
+// allSteppers lists the rounds Step runs, in order.
+func (e *Engine) allSteppers() []*service.Stepper {
+	e.leaderMu.Lock()
+	defer e.leaderMu.Unlock()
+	return append(slices.Clone(e.steppers), e.leaderSteppers...)
 }

@@ -42,8 +42,10 @@ type RegisterParams struct {
 	Commands bool     // whether it runs commands
 	// Resume is the session the worker had, when it re-attaches without having restarted
 	// (its server died or forgot it), and Held the leases it holds. When Resume is the
-	// store's session for the worker, the worker keeps it and the attempts of Held whose
-	// leases are still its own; otherwise Register starts a new session as for a new process.
+	// store's session for the worker, the worker keeps it: the leases of Held that are
+	// still its own are renewed, and its other attempts are left to expire (a lease answer
+	// may be on its way to it); otherwise Register starts a new session as for a new
+	// process, and the attempts of the old one end lost.
 	Resume string
 	Held   []store.LeaseRef
 	// Takeover says the caller proved it is this worker (a token bound to its id, an admin,
@@ -82,7 +84,6 @@ func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration
 		Handlers:  p.Handlers,
 		Commands:  p.Commands,
 		Resume:    p.Resume,
-		Held:      p.Held,
 		LiveSince: now.Add(-e.cfg.LeaseTTL),
 		Takeover:  p.Takeover,
 		Now:       now,
@@ -109,12 +110,8 @@ func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration
 		reg.Lost, reg.Ended, reg.Cancel = hb.Lost, hb.Ended, hb.Cancel
 	}
 	e.attach(w)
-	if len(rescued) > 0 {
-		if reg.Resumed {
-			e.log.Warn("worker re-attached without some of its attempts: they were lost", "worker", p.ID, "runs", len(rescued))
-		} else {
-			e.log.Warn("worker restarted: its attempts were lost", "worker", p.ID, "runs", len(rescued))
-		}
+	if len(rescued) > 0 { // a new session: a re-attach ends no attempt
+		e.log.Warn("worker restarted: its attempts were lost", "worker", p.ID, "runs", len(rescued))
 		e.wakeFor(rescued)
 	}
 	if reg.Resumed {

@@ -9,9 +9,6 @@ const (
 	// WorkerRestarted is the Error of an attempt ended lost because its worker registered
 	// again with a new session.
 	WorkerRestarted = "worker restarted (new session)"
-	// NotHeldOnReattach is the Error of an attempt ended lost because its worker re-attached
-	// with its session and did not list the attempt's lease among those it holds.
-	NotHeldOnReattach = "worker re-attached without this lease"
 	// JobDeleted is the Error of a run cancelled because its job was deleted.
 	JobDeleted = "job deleted"
 	// CancelledByRequest is the Error of a run cancelled through the API without a reason.

@@ -61,6 +61,8 @@ type CronFirerConfig struct {
 	RetryDelay time.Duration
 	// Batch caps the jobs (and the pipelines) one pass fires. Default 500.
 	Batch int
+	// NewID makes the ids of the runs it fires. Default id.New.
+	NewID func(time.Time) string
 	// Term is the leader's term this firer fires under: the store refuses its fires once
 	// another server leads (model.ErrNotLeader), so a deposed leader that wakes late fires
 	// nothing. StartPipelineRun must fence with the same term. Zero: not fenced.
@@ -101,13 +103,14 @@ type CronFirer struct {
 	onCount          func(model.CronStats)
 	batch            int
 	term             int64
+	newID            func(time.Time) string
 	sched            schedules
 }
 
 // NewCronFirer returns a CronFirer; call Start to run it.
 func NewCronFirer(cfg CronFirerConfig) *CronFirer {
 	c := &CronFirer{store: cfg.Store, lead: cfg.Lead, grace: cfg.MisfireGrace, startPipelineRun: cfg.StartPipelineRun,
-		onFired: cfg.OnFired, onCount: cfg.OnCount, batch: cfg.Batch, term: cfg.Term}
+		onFired: cfg.OnFired, onCount: cfg.OnCount, batch: cfg.Batch, term: cfg.Term, newID: cfg.NewID}
 	c.base = newBase(commonConfig{name: "cron", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
 		idleWait: cfg.IdleWait, retryDelay: cfg.RetryDelay, slept: &c.TestSignals.Slept, failed: &c.TestSignals.Failed})
 	if c.grace <= 0 {
@@ -121,6 +124,9 @@ func NewCronFirer(cfg CronFirerConfig) *CronFirer {
 	}
 	if c.batch <= 0 {
 		c.batch = 500
+	}
+	if c.newID == nil {
+		c.newID = id.New
 	}
 	return c
 }
@@ -136,52 +142,57 @@ func (c *CronFirer) Start(ctx context.Context) error {
 
 var errNoPipelineRuns = errors.New("no StartPipelineRun")
 
-func (c *CronFirer) loop(ctx context.Context) {
-	for ctx.Err() == nil {
-		wake := c.wake()
-		now := c.clock.Now()
-		horizon := now.Add(c.lead)
-		jobs, held, err := c.fireJobs(ctx, now, horizon)
-		if errors.Is(err, model.ErrNotLeader) {
-			c.notLeader(ctx, err)
-			continue
-		}
-		if err != nil {
-			c.retryLater(ctx, "fire cron jobs", err)
-			continue
-		}
-		pipelines, heldPipeline, err := c.firePipelines(ctx, now, horizon)
-		if errors.Is(err, model.ErrNotLeader) {
-			c.notLeader(ctx, err)
-			continue
-		}
-		if err != nil {
-			c.retryLater(ctx, "fire pipelines", err)
-			continue
-		}
-		if jobs > 0 || pipelines > 0 {
-			c.TestSignals.Fired.Signal(CronPass{Now: now, Jobs: jobs, Pipelines: pipelines})
-			continue // more may be due
-		}
-		if !heldPipeline.IsZero() && (held.IsZero() || heldPipeline.Before(held)) {
-			held = heldPipeline
-		}
-		next, ok, err := c.store.NextFire(ctx, &store.NextFireParams{After: horizon})
-		if err != nil {
-			c.retryLater(ctx, "next cron fire", err)
-			continue
-		}
-		until := now.Add(c.idleWait) // no schedule: sleep until one changes
-		if ok {
-			until = next.Add(-c.lead)
-		}
-		if !held.IsZero() && held.Before(until) {
-			until = held // an instant inside the lead that fires at the instant
-		}
-		if !c.sleepUntil(ctx, wake, until) {
-			return
-		}
+func (c *CronFirer) loop(ctx context.Context) { c.run(ctx, c.Pass, c.passFailed) }
+
+// passFailed is the loop's failure handler: a fire refused for the term pauses like any error,
+// but is logged as what it is.
+func (c *CronFirer) passFailed(ctx context.Context, err error) {
+	if errors.Is(err, model.ErrNotLeader) {
+		c.notLeader(ctx, err)
+		return
 	}
+	c.failedPass(ctx, err)
+}
+
+// Stepper drives the cron firer from the caller's goroutine instead of Start (see Stepper).
+func (c *CronFirer) Stepper() *Stepper { return c.stepper(c.Pass) }
+
+// Pass is one round of the cron firer's loop, in the caller's goroutine: it fires the jobs
+// and pipelines due at the clock's reading (jobs without a concurrency limit up to Lead
+// ahead), and returns when the next round is due: the earliest next fire less Lead (or the
+// instant of a limited job inside the lead), IdleWait from now when nothing has a schedule,
+// or the zero time when it fired something (more may be due at once). A fire the store
+// refuses for the term is a model.ErrNotLeader error.
+func (c *CronFirer) Pass(ctx context.Context) (time.Time, error) {
+	now := c.clock.Now()
+	horizon := now.Add(c.lead)
+	jobs, held, err := c.fireJobs(ctx, now, horizon)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("fire cron jobs: %w", err)
+	}
+	pipelines, heldPipeline, err := c.firePipelines(ctx, now, horizon)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("fire pipelines: %w", err)
+	}
+	if jobs > 0 || pipelines > 0 {
+		c.TestSignals.Fired.Signal(CronPass{Now: now, Jobs: jobs, Pipelines: pipelines})
+		return time.Time{}, nil // more may be due
+	}
+	if !heldPipeline.IsZero() && (held.IsZero() || heldPipeline.Before(held)) {
+		held = heldPipeline
+	}
+	next, ok, err := c.store.NextFire(ctx, &store.NextFireParams{After: horizon})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next cron fire: %w", err)
+	}
+	until := now.Add(c.idleWait) // no schedule: sleep until one changes
+	if ok {
+		until = next.Add(-c.lead)
+	}
+	if !held.IsZero() && held.Before(until) {
+		until = held // an instant inside the lead that fires at the instant
+	}
+	return until, nil
 }
 
 // notLeader logs a fire the store refused because this server's term no longer leads, and
@@ -254,7 +265,7 @@ func (c *CronFirer) planFire(j *model.Job, now time.Time) store.Fire {
 	var fire []time.Time
 	fire, f.Next = c.planInstants("job", j.ID, j.Name, j.Spec.Schedule, *j.NextFireAt, at)
 	for _, at := range fire {
-		f.Runs = append(f.Runs, scheduler.NewCronRun(id.New(now), j, at, now)) // scheduled when fired ahead
+		f.Runs = append(f.Runs, scheduler.NewCronRun(c.newID(now), j, at, now)) // scheduled when fired ahead
 	}
 	return f
 }

@@ -25,6 +25,15 @@
 // running service fails with ErrStarted, after Stop with ErrStopped; build a new one to run
 // again.
 //
+// Rounds. A service's loop is a sequence of rounds: each service's Pass is one, run in the
+// caller's goroutine, which acts on what is due at the clock's reading and says when the
+// next is due. Start runs them in the service's goroutine, sleeping between them; a
+// Stepper (the service's Stepper method) runs them instead in the caller's goroutine, when
+// the loop would have (the instant came, or the Wake source fired), so that a caller that
+// owns the clock decides every interleaving. The engine's Stepped mode drives its services
+// so for the deterministic simulation in internal/sim. A service is started or stepped,
+// never both.
+//
 // Tests. Each service has TestSignals, a struct of internal/testsignal signals sent at the
 // points a test cares about (it promoted n runs; it sleeps until t; a store call failed).
 // They are no-ops until a test initialises them; a test then waits on them instead of

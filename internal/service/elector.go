@@ -120,20 +120,33 @@ func (e *Elector) loop(ctx context.Context) {
 	defer e.stop()
 	first := true
 	for ctx.Err() == nil {
-		started := e.clock.Now()
-		e.round(ctx, started)
+		until, _ := e.Pass(ctx) // never fails: a failed try is logged, and the leader steps down in time
 		if first {
 			close(e.firstDone)
 			first = false
-		}
-		until := started.Add(e.every)
-		if e.leading && e.renewed.Add(e.dead).Before(until) {
-			until = e.renewed.Add(e.dead)
 		}
 		if !e.sleepUntil(ctx, nil, until) {
 			return
 		}
 	}
+}
+
+// Stepper drives the elector from the caller's goroutine instead of Start (see Stepper).
+// Stepped, it neither waits for its first try nor resigns the lease: the caller's first Step
+// makes the first try.
+func (e *Elector) Stepper() *Stepper { return e.stepper(e.Pass) }
+
+// Pass is one try of the elector's loop, in the caller's goroutine (see round), and returns
+// when the next is due: RenewEvery after it began, or the leader's renewal deadline when
+// that comes first. Its error is always nil: a failed try is logged and signalled.
+func (e *Elector) Pass(ctx context.Context) (time.Time, error) {
+	started := e.clock.Now()
+	e.round(ctx, started)
+	until := started.Add(e.every)
+	if e.leading && e.renewed.Add(e.dead).Before(until) {
+		until = e.renewed.Add(e.dead)
+	}
+	return until, nil
 }
 
 // round is one try: heartbeat the server's row, then ask for the lease.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -71,33 +72,34 @@ func NewPromoter(cfg PromoterConfig) *Promoter {
 // or stopped before.
 func (p *Promoter) Start(ctx context.Context) error { return p.start(ctx, p.loop) }
 
-func (p *Promoter) loop(ctx context.Context) {
-	for ctx.Err() == nil {
-		wake := p.wake()
-		next, ok, err := p.store.NextDue(ctx)
-		if err != nil {
-			p.retryLater(ctx, "next due", err)
-			continue
-		}
-		now := p.clock.Now()
-		if ok && !next.After(now) {
-			n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: p.batch})
-			if err != nil {
-				p.retryLater(ctx, "promote due runs", err)
-				continue
-			}
-			if n > 0 {
-				p.onPromoted(n)
-			}
-			p.TestSignals.Promoted.Signal(n)
-			continue
-		}
-		until := now.Add(p.idleWait)
-		if ok {
-			until = next
-		}
-		if !p.sleepUntil(ctx, wake, until) {
-			return
-		}
+func (p *Promoter) loop(ctx context.Context) { p.run(ctx, p.Pass, p.failedPass) }
+
+// Stepper drives the promoter from the caller's goroutine instead of Start (see Stepper).
+func (p *Promoter) Stepper() *Stepper { return p.stepper(p.Pass) }
+
+// Pass is one round of the promoter's loop, in the caller's goroutine: it promotes the runs
+// due at the clock's reading, if any, and returns when the next round is due: the earliest
+// due time, IdleWait from now when nothing is scheduled, or the zero time after a
+// promotion (more may be due at once).
+func (p *Promoter) Pass(ctx context.Context) (time.Time, error) {
+	next, ok, err := p.store.NextDue(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next due: %w", err)
 	}
+	now := p.clock.Now()
+	if ok && !next.After(now) {
+		n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: p.batch})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("promote due runs: %w", err)
+		}
+		if n > 0 {
+			p.onPromoted(n)
+		}
+		p.TestSignals.Promoted.Signal(n)
+		return time.Time{}, nil
+	}
+	if !ok {
+		return now.Add(p.idleWait), nil
+	}
+	return next, nil
 }

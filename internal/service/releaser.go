@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -59,6 +60,7 @@ type Releaser struct {
 	rateQueues func() bool
 	onReleased func([]*model.Run)
 	onTurn     func()
+	turn       time.Time // the instant the last round slept until, when it found one
 }
 
 // NewReleaser returns a Releaser; call Start to run it.
@@ -82,45 +84,49 @@ func NewReleaser(cfg ReleaserConfig) *Releaser {
 // or stopped before.
 func (r *Releaser) Start(ctx context.Context) error { return r.start(ctx, r.loop) }
 
-func (r *Releaser) loop(ctx context.Context) {
-	for ctx.Err() == nil {
-		wake := r.wake()
-		now := r.clock.Now()
-		next, ok, err := r.store.NextRelease(ctx)
+func (r *Releaser) loop(ctx context.Context) { r.run(ctx, r.Pass, r.failedPass) }
+
+// Stepper drives the releaser from the caller's goroutine instead of Start (see Stepper).
+func (r *Releaser) Stepper() *Stepper { return r.stepper(r.Pass) }
+
+// Pass is one round of the releaser's loop, in the caller's goroutine. It first tells of a
+// rate-limited queue's turn when the previous round named one and it has come (OnTurn);
+// then it admits the runs whose rate-limit turn has come, if any, and returns when the next
+// round is due: the earliest held run's turn or queue turn, IdleWait from now when there is
+// none, or the zero time after a release (more may be due at once).
+func (r *Releaser) Pass(ctx context.Context) (time.Time, error) {
+	now := r.clock.Now()
+	turn := r.turn
+	r.turn = time.Time{}
+	if !turn.IsZero() && r.rateQueues() && !now.Before(turn) {
+		r.onTurn()
+		r.TestSignals.Turn.Signal(turn)
+	}
+	next, ok, err := r.store.NextRelease(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next rate-limit release: %w", err)
+	}
+	if ok && !next.After(now) {
+		runs, err := r.store.ReleaseDue(ctx, &store.ReleaseDueParams{Now: now})
 		if err != nil {
-			r.retryLater(ctx, "next rate-limit release", err)
-			continue
+			return time.Time{}, fmt.Errorf("release rate-limited runs: %w", err)
 		}
-		if ok && !next.After(now) {
-			runs, err := r.store.ReleaseDue(ctx, &store.ReleaseDueParams{Now: now})
-			if err != nil {
-				r.retryLater(ctx, "release rate-limited runs", err)
-				continue
-			}
-			r.onReleased(runs)
-			r.TestSignals.Released.Signal(runs)
-			continue
+		r.onReleased(runs)
+		r.TestSignals.Released.Signal(runs)
+		return time.Time{}, nil
+	}
+	if r.rateQueues() {
+		qturn, tok, err := r.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("next queue turn: %w", err)
 		}
-		if r.rateQueues() {
-			turn, tok, err := r.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now})
-			if err != nil {
-				r.retryLater(ctx, "next queue turn", err)
-				continue
-			}
-			if tok && (!ok || turn.Before(next)) {
-				next, ok = turn, true
-			}
-		}
-		until := now.Add(r.idleWait)
-		if ok {
-			until = next
-		}
-		if !r.sleepUntil(ctx, wake, until) {
-			return
-		}
-		if ok && r.rateQueues() && !r.clock.Now().Before(next) {
-			r.onTurn()
-			r.TestSignals.Turn.Signal(next)
+		if tok && (!ok || qturn.Before(next)) {
+			next, ok = qturn, true
 		}
 	}
+	if !ok {
+		return now.Add(r.idleWait), nil
+	}
+	r.turn = next // a queue's turn may come then: the next round tells of it
+	return next, nil
 }

@@ -97,39 +97,41 @@ func (r *Rescuer) Start(ctx context.Context) error {
 
 var errNoLeaseTTL = errors.New("no lease TTL")
 
-func (r *Rescuer) loop(ctx context.Context) {
-	for ctx.Err() == nil {
-		wake := r.wake()
-		now := r.clock.Now()
-		runs, err := r.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: r.batch, Rand: r.rand})
-		if err != nil {
-			r.retryLater(ctx, "rescue expired leases", err)
-			continue
-		}
-		if resolved, err := r.store.ResolvePending(ctx, &store.ResolvePendingParams{Now: now}); err != nil {
-			r.log.Error("resolve dependants", "err", err)
-		} else if len(resolved) > 0 {
-			r.onResolved(resolved)
-		}
-		if len(runs) > 0 {
-			r.log.Warn("attempts lost: lease expired", "runs", len(runs))
-			r.onLost(runs)
-		}
-		r.TestSignals.Rescued.Signal(runs)
-		if len(runs) == r.batch {
-			continue // more may have expired
-		}
-		next, ok, err := r.store.NextLeaseExpiry(ctx)
-		if err != nil {
-			r.retryLater(ctx, "next lease expiry", err)
-			continue
-		}
-		until := now.Add(r.leaseTTL)
-		if ok {
-			until = next.Add(time.Millisecond) // expired means before Now
-		}
-		if !r.sleepUntil(ctx, wake, until) {
-			return
-		}
+func (r *Rescuer) loop(ctx context.Context) { r.run(ctx, r.Pass, r.failedPass) }
+
+// Stepper drives the rescuer from the caller's goroutine instead of Start (see Stepper).
+func (r *Rescuer) Stepper() *Stepper { return r.stepper(r.Pass) }
+
+// Pass is one round of the rescuer's loop, in the caller's goroutine: it ends the attempts
+// whose lease expired before the clock's reading and resolves pending dependants, and
+// returns when the next round is due: just after the earliest lease expiry, a lease TTL
+// from now when no lease is held, or the zero time when it rescued a whole batch (more may
+// have expired).
+func (r *Rescuer) Pass(ctx context.Context) (time.Time, error) {
+	now := r.clock.Now()
+	runs, err := r.store.RescueExpired(ctx, &store.RescueExpiredParams{Now: now, Limit: r.batch, Rand: r.rand})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("rescue expired leases: %w", err)
 	}
+	if resolved, err := r.store.ResolvePending(ctx, &store.ResolvePendingParams{Now: now}); err != nil {
+		r.log.Error("resolve dependants", "err", err)
+	} else if len(resolved) > 0 {
+		r.onResolved(resolved)
+	}
+	if len(runs) > 0 {
+		r.log.Warn("attempts lost: lease expired", "runs", len(runs))
+		r.onLost(runs)
+	}
+	r.TestSignals.Rescued.Signal(runs)
+	if len(runs) == r.batch {
+		return time.Time{}, nil // more may have expired
+	}
+	next, ok, err := r.store.NextLeaseExpiry(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next lease expiry: %w", err)
+	}
+	if !ok {
+		return now.Add(r.leaseTTL), nil
+	}
+	return next.Add(time.Millisecond), nil // expired means before Now
 }

@@ -142,6 +142,95 @@ func (b *base) sleepUntil(ctx context.Context, wake <-chan struct{}, until time.
 	return true
 }
 
+// pass is one round of a service's loop, run in the caller's goroutine: it acts on what is
+// due at the clock's reading and returns the instant its next round is due, or the zero
+// time when it did work and more may be due at once. Each service's Pass is one.
+type pass func(ctx context.Context) (time.Time, error)
+
+// run is a service's loop over its pass: after a round that names an instant it sleeps
+// until then (or a wake-up), after one that did work it goes again at once, and after a
+// failure it hands the error to failed (which pauses).
+func (b *base) run(ctx context.Context, p pass, failed func(context.Context, error)) {
+	for ctx.Err() == nil {
+		wake := b.wake()
+		next, err := p(ctx)
+		if err != nil {
+			failed(ctx, err)
+			continue
+		}
+		if next.IsZero() {
+			continue
+		}
+		if !b.sleepUntil(ctx, wake, next) {
+			return
+		}
+	}
+}
+
+// failedPass is run's usual failure handler: log the error and pause RetryDelay.
+func (b *base) failedPass(ctx context.Context, err error) { b.retryLater(ctx, "pass failed", err) }
+
+// Stepper runs a service's rounds in the caller's goroutine instead of the service's own
+// goroutine, at the moments its loop would run them: the first time, once the instant the
+// previous round named has come, at once after a round that did work, and as soon as the
+// service's Wake source fired after the previous round began; after a failed round, once
+// RetryDelay has passed. Nothing happens between two calls of Step, so a caller that also
+// owns the (fake) clock decides every interleaving: internal/sim drives the engine's
+// services so, through the engine's Stepped mode, to make a simulation depend on its seed
+// alone. A service is either started or stepped, never both.
+type Stepper struct {
+	name  string
+	pass  pass
+	base  *base
+	ran   bool
+	next  time.Time       // what the last round returned; zero: due at once
+	woken <-chan struct{} // the wake-up channel taken as the last round began
+}
+
+func (b *base) stepper(p pass) *Stepper { return &Stepper{name: b.runner.name, pass: p, base: b} }
+
+// Name is the service's name ("promoter", "cron", ...).
+func (s *Stepper) Name() string { return s.name }
+
+// Next returns when the service's next round is due: the clock's reading when it is due
+// now.
+func (s *Stepper) Next() time.Time {
+	now := s.base.clock.Now()
+	if !s.ran || s.next.IsZero() || !s.next.After(now) || s.wokenUp() {
+		return now
+	}
+	return s.next
+}
+
+// wokenUp reports whether the wake-up channel taken as the last round began has fired.
+func (s *Stepper) wokenUp() bool {
+	select {
+	case <-s.woken: // a nil channel (after a failure, or no Wake) never fires
+		return true
+	default:
+		return false
+	}
+}
+
+// Step runs one round if one is due (Next is not after the clock's reading) and reports
+// whether it ran one. A failed round's error is returned, wrapped with the service's name;
+// the next is then due RetryDelay later, not woken early, as in the loop.
+func (s *Stepper) Step(ctx context.Context) (bool, error) {
+	if s.Next().After(s.base.clock.Now()) {
+		return false, nil
+	}
+	s.ran = true
+	s.woken = s.base.wake()
+	next, err := s.pass(ctx)
+	if err != nil {
+		s.woken = nil
+		s.next = s.base.clock.Now().Add(s.base.retryDelay)
+		return true, fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.next = next
+	return true, nil
+}
+
 // retryLater logs a store error and pauses RetryDelay, not woken early, so that a store
 // outage neither spins nor kills the loop.
 func (b *base) retryLater(ctx context.Context, what string, err error) {

@@ -2,16 +2,6 @@ package store
 
 import "github.com/stint-dev/stint/internal/model"
 
-// Holds reports whether held names run's current lease: its id and its LeaseToken.
-func Holds(held []LeaseRef, run *model.Run) bool {
-	for _, h := range held {
-		if h.RunID == run.ID && h.Token == run.LeaseToken {
-			return true
-		}
-	}
-	return false
-}
-
 // HoldsChunk reports whether a log chunk's writer holds its attempt's lease, given its run's
 // status (running or not), current attempt, lease token and worker: the run runs the
 // chunk's attempt under the chunk's token, leased to the chunk's WorkerID when that is set.

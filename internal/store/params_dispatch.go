@@ -162,11 +162,9 @@ type RegisterWorkerParams struct {
 	Handlers []string
 	Commands bool
 	// Resume, when it is the worker's stored session, keeps that session: the worker
-	// re-attaches (to this or another server) without having restarted. It keeps the
-	// attempts whose leases it lists in Held (run running, same token, same worker); the
-	// store's other attempts of the worker end as lost. Any other Resume is ignored.
+	// re-attaches (to this or another server) without having restarted, and no attempt of
+	// it ends (see Store.RegisterWorker). Any other Resume is ignored.
 	Resume string
-	Held   []LeaseRef
 	// LiveSince and Takeover guard a live session (scheduler.SessionHeld): when the worker
 	// exists with another session that heartbeated at or after LiveSince, and Resume is not
 	// that session, the registration is refused with model.ErrConflict and changes nothing,

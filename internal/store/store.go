@@ -271,9 +271,11 @@ type Store interface {
 	// the worker is new or its session changed.
 	//
 	// Re-attach: when Resume is the stored session, the session stays (the returned
-	// worker's Session is Resume, and a draining worker stays draining) and the worker keeps
-	// the attempts it lists in Held; its other running attempts end as lost (returned).
-	// Otherwise the session becomes Session.
+	// worker's Session is Resume, and a draining worker stays draining) and none of its
+	// attempts ends: those it lists in Held are its own (the engine renews them as a
+	// heartbeat does), and the others are left to expire as a heartbeat leaves them, since
+	// a lease answer may still be on its way to the worker: ending them at once would let
+	// their runs start elsewhere while it runs them. Otherwise the session becomes Session.
 	//
 	// A live session is kept from a caller that cannot prove it is the worker: see
 	// RegisterWorkerParams.LiveSince (model.ErrConflict, nothing changed).

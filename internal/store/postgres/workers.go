@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -123,17 +122,12 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 			p.Capacity.Slots, now, handlersJSON, p.Commands, resume); err != nil {
 			return translate(err, "write worker")
 		}
-		if old != nil && (resume || *old != next) {
+		if old != nil && *old != next {
 			locked, err := lockForEnd(ctx, tx, policyOf(0), workerRunsWhere, "", p.ID)
 			if err != nil {
 				return translate(err, "lock the previous session's runs")
 			}
-			reason := scheduler.WorkerRestarted
-			if resume {
-				reason = scheduler.NotHeldOnReattach
-				locked = slices.DeleteFunc(locked, func(l lockedRun) bool { return store.Holds(p.Held, &l.run.Run) })
-			}
-			if lost, err = endLost(ctx, tx, locked, reason, now, p.Rand); err != nil {
+			if lost, err = endLost(ctx, tx, locked, scheduler.WorkerRestarted, now, p.Rand); err != nil {
 				return err
 			}
 		}

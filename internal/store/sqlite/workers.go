@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"database/sql"
 
@@ -61,19 +60,14 @@ func (s *Store) RegisterWorker(ctx context.Context, p *store.RegisterWorkerParam
 		if err != nil {
 			return err
 		}
-		if existed && (resume || session != next) {
+		if existed && session != next {
 			running, err := scanRuns(t.tx.QueryContext(t.ctx, workerRunsSQL, p.ID))
 			if err != nil {
 				return fmt.Errorf("runs of the old session: %w", err)
 			}
-			reason := scheduler.WorkerRestarted
-			if resume {
-				reason = scheduler.NotHeldOnReattach
-				running = slices.DeleteFunc(running, func(rr runRow) bool { return store.Holds(p.Held, rr.run) })
-			}
 			e := t.ender(p.Now, p.Rand)
 			for _, rr := range running {
-				r, err := e.end(rr, model.AttemptLost, nil, reason)
+				r, err := e.end(rr, model.AttemptLost, nil, scheduler.WorkerRestarted)
 				if err != nil {
 					return fmt.Errorf("run %s: %w", rr.run.ID, err)
 				}

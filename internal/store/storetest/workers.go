@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -142,7 +143,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.True(t, got.Commands)
 	})
 
-	t.Run("ResumeKeepsHeldAttempts", func(t *testing.T) {
+	t.Run("ResumeKeepsTheSessionAndEndsNothing", func(t *testing.T) {
 		f := setup(t, open)
 		f.register("w", "s1", t0)
 		for _, n := range []string{"a", "b", "c"} {
@@ -152,33 +153,36 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Len(t, ls, 3)
 		require.NoError(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w", State: model.WorkerDraining}))
 
-		// The worker re-attaches with s1, listing two leases, one with a wrong token.
+		// The worker re-attaches with s1. Whatever leases it lists (the engine renews them),
+		// none of its attempts ends: one it does not list may be on its way to it in a lease
+		// answer, and is left to expire as a heartbeat leaves it.
 		now := at(time.Second)
-		held := []store.LeaseRef{{RunID: ls[0].Run.ID, Token: ls[0].Token}, {RunID: ls[1].Run.ID, Token: "forged"}}
 		w, lost, err := f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s2", Resume: "s1",
-			Held: held, Capacity: model.Capacity{Slots: 4}, Now: now})
+			Capacity: model.Capacity{Slots: 4}, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, "s1", w.Session, "the session is kept")
 		require.Equal(t, t0, w.RegisteredAt)
 		require.Equal(t, model.WorkerDraining, w.State, "a drain request survives the re-attach")
-		ids := []string{}
-		for _, r := range lost {
-			ids = append(ids, r.ID)
+		require.Empty(t, lost)
+		for _, l := range ls {
+			r := f.getRun(l.Run.ID)
+			require.Equal(t, model.RunRunning, r.Status)
+			require.Equal(t, l.Token, r.LeaseToken, "same attempt, same fencing token")
+			require.Equal(t, l.ExpiresAt, *r.LeaseExpiresAt, "not renewed either")
 		}
-		require.ElementsMatch(t, []string{ls[1].Run.ID, ls[2].Run.ID}, ids, "attempts not proved by their token end lost")
-		r := f.getRun(ls[0].Run.ID)
-		require.Equal(t, model.RunRunning, r.Status)
-		require.Equal(t, ls[0].Token, r.LeaseToken, "same attempt, same fencing token")
-		require.Equal(t, 1, r.Attempt)
 
-		// A wrong session starts a new one and loses the rest.
+		// A wrong session starts a new one: the old session's attempts end lost.
 		w, lost, err = f.s.RegisterWorker(f.ctx, &store.RegisterWorkerParams{ID: "w", Session: "s3", Resume: "stale",
-			Held: held[:1], Capacity: model.Capacity{Slots: 4}, Now: now, Takeover: true})
+			Capacity: model.Capacity{Slots: 4}, Now: now, Takeover: true})
 		require.NoError(t, err)
 		require.Equal(t, "s3", w.Session)
 		require.Equal(t, model.WorkerActive, w.State)
-		require.Len(t, lost, 1)
-		require.Equal(t, ls[0].Run.ID, lost[0].ID)
+		ids := []string{}
+		for _, r := range lost {
+			ids = append(ids, r.ID)
+			require.Equal(t, scheduler.WorkerRestarted, r.Error)
+		}
+		require.ElementsMatch(t, []string{ls[0].Run.ID, ls[1].Run.ID, ls[2].Run.ID}, ids)
 	})
 
 	t.Run("LiveSessionHeld", func(t *testing.T) {
