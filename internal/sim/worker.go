@@ -659,6 +659,13 @@ func (s *sim) deliver(m *message, dup bool) {
 			}
 			w.register(true)
 		}
+	case m.kind == "register" && errors.Is(err, model.ErrConflict):
+		// Its earlier registration took the id and the answer was lost: the session it does
+		// not know is live, so the id is refused until that session goes silent for a
+		// lease TTL. The agent waits and registers again, as here.
+		s.logf("server", "%s: refused, the id is held by a live session (%v)", tag, err)
+		w.noAnswer(m)
+		return
 	case err != nil:
 		s.fail("%s: the server answered %v", tag, err)
 		return
