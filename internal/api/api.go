@@ -19,9 +19,8 @@ type Config struct {
 	// WorkerToken, when set, is a bearer token the worker protocol routes accept; they also
 	// accept UserToken. With neither set the worker routes are open.
 	WorkerToken string
-	// MaxBodyBytes caps request bodies (default 1 MiB); POST /v1/jobs/batch and POST /v1/dags allow 64 MiB
-	// and POST /v1/attempts/logs 8 MiB, or MaxBodyBytes when that is larger.
-	MaxBodyBytes int64
+	// Limits bound what a request may ask; zero fields take DefaultLimits.
+	Limits Limits
 	// Metrics, when set, serves GET /metrics.
 	Metrics http.Handler
 }
@@ -34,6 +33,7 @@ type API struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	cfg     Config
+	lim     *Limits // cfg.Limits, with the defaults
 	handler http.Handler
 }
 
@@ -45,9 +45,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = defaultMaxBody
-	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	a := &API{
 		eng:   cfg.Engine,
 		proto: NewProtocol(cfg.Engine),
@@ -55,6 +53,7 @@ func New(cfg Config) (*API, error) {
 		clock: cfg.Engine.Clock(),
 		log:   cfg.Logger,
 		cfg:   cfg,
+		lim:   &cfg.Limits,
 	}
 	mux := http.NewServeMux()
 	for _, rt := range routeTable() {
@@ -75,9 +74,9 @@ func (a *API) Protocol() *Protocol { return a.proto }
 func (a *API) bodyLimit(b bodySize) int64 {
 	switch b {
 	case bodyBatch:
-		return max(batchMaxBody, a.cfg.MaxBodyBytes)
+		return a.lim.MaxBatchBodyBytes
 	case bodyLogs:
-		return max(logsMaxBody, a.cfg.MaxBodyBytes)
+		return a.lim.MaxLogBodyBytes
 	}
-	return a.cfg.MaxBodyBytes
+	return a.lim.MaxBodyBytes
 }

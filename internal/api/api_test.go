@@ -150,15 +150,11 @@ func (b *testBundle) createJob(t *testing.T, spec string) apitype.CreateJobRespo
 // counts returns how many jobs and runs exist, to check that a request changed nothing.
 func (b *testBundle) counts(t *testing.T) (jobs, runs int) {
 	t.Helper()
-	var jl apitype.JobList
-	r := b.do(t, "GET", "/v1/jobs?limit=1000", nil)
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	r.decode(t, &jl)
-	var rl apitype.RunList
-	r = b.do(t, "GET", "/v1/runs?limit=1000", nil)
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	r.decode(t, &rl)
-	return len(jl.Items), len(rl.Items)
+	jl, err := b.store.ListJobs(t.Context(), &store.ListJobsParams{Limit: 1000})
+	require.NoError(t, err)
+	rl, err := b.store.ListRuns(t.Context(), &store.ListRunsParams{Limit: 1000})
+	require.NoError(t, err)
+	return len(jl.Jobs), len(rl.Runs)
 }
 
 // getRun fetches a run.
@@ -234,4 +230,10 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 
 func newTestLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// defLim returns the default limits, for tests of the validation functions.
+func defLim() *Limits {
+	l := DefaultLimits()
+	return &l
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// maxDAGRuns caps the entries of POST /v1/dags, as maxBatchJobs caps a batch: one request
-// is one transaction.
-const maxDAGRuns = maxBatchJobs
-
 // dagEntry names entry name of a DAG request in field paths: "runs.load.".
 func dagEntry(name string) string { return "runs." + name + "." }
 
@@ -32,8 +28,8 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case len(req.Runs) == 0:
 		return invalidField("runs", "must hold at least one entry")
-	case len(req.Runs) > maxDAGRuns:
-		return invalidField("runs", fmt.Sprintf("must hold at most %d entries, got %d", maxDAGRuns, len(req.Runs)))
+	case len(req.Runs) > a.lim.MaxDAGRuns: // one request is one transaction
+		return invalidField("runs", fmt.Sprintf("must hold at most %d entries, got %d", a.lim.MaxDAGRuns, len(req.Runs)))
 	}
 	ns := req.Namespace
 	if ns == "" {
@@ -69,7 +65,7 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 				Message: fmt.Sprintf("must be the request's namespace (%q) or left out", ns)})
 			continue
 		}
-		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry)
+		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry, a.lim)
 		if len(fe) > 0 {
 			errs = append(errs, fe...)
 			continue

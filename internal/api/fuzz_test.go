@@ -42,7 +42,7 @@ func FuzzJobSpec(f *testing.F) {
 			requireBadRequest(t, err)
 			return
 		}
-		vj, errs := buildJob(&spec, "", now)
+		vj, errs := buildJob(&spec, "", now, defLim())
 		if len(errs) > 0 {
 			for _, e := range errs {
 				if e.Field == "" || e.Message == "" {

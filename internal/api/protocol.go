@@ -35,27 +35,34 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 	if !workerIDPattern.MatchString(req.ID) {
 		fe.add("id", "must be 1 to 128 letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit")
 	}
-	if req.Capacity.CPU < 0 {
-		fe.add("capacity.cpu", "must not be negative")
+	if c := req.Capacity.CPU; c < 0 || c > maxWorkerCPU {
+		fe.add("capacity.cpu", "must be between 0 and %d", maxWorkerCPU)
 	}
-	if req.Capacity.MemoryMB < 0 {
-		fe.add("capacity.memory_mb", "must not be negative")
+	if m := req.Capacity.MemoryMB; m < 0 || m > maxWorkerMemoryMB {
+		fe.add("capacity.memory_mb", "must be between 0 and %d (MB)", maxWorkerMemoryMB)
 	}
-	if req.Capacity.GPU < 0 {
-		fe.add("capacity.gpu", "must not be negative")
+	if g := req.Capacity.GPU; g < 0 || g > maxWorkerGPU {
+		fe.add("capacity.gpu", "must be between 0 and %d", maxWorkerGPU)
 	}
-	if req.Capacity.Slots < 0 {
-		fe.add("capacity.slots", "must not be negative")
+	if s := req.Capacity.Slots; s < 0 || s > maxWorkerSlots {
+		fe.add("capacity.slots", "must be between 0 and %d", maxWorkerSlots)
 	}
 	for _, k := range sortedKeys(req.Labels) {
 		if k == "" {
 			fe.add("labels", "keys must not be empty")
 		}
 	}
+	checkLabels(req.Labels, "labels", fe)
+	if len(req.Handlers) > maxHandlers {
+		fe.add("handlers", "must list at most %d handler kinds, got %d", maxHandlers, len(req.Handlers))
+	}
 	for i, h := range req.Handlers {
-		if h == "" {
-			fe.add(fmt.Sprintf("handlers[%d]", i), "must not be empty")
+		if h == "" || len(h) > maxHandlerBytes {
+			fe.add(fmt.Sprintf("handlers[%d]", i), "must be 1 to %d bytes", maxHandlerBytes)
 		}
+	}
+	if len(req.Held) > maxHeldLeases {
+		fe.add("held", "must list at most %d leases, got %d", maxHeldLeases, len(req.Held))
 	}
 	held := leaseRefs(fe, "held", req.Held)
 	if len(fe.errs) > 0 {

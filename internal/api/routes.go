@@ -19,9 +19,9 @@ const (
 type bodySize int
 
 const (
-	bodyDefault bodySize = iota // Config.MaxBodyBytes
-	bodyBatch                   // 64 MiB: POST /v1/jobs/batch, POST /v1/dags
-	bodyLogs                    // 8 MiB
+	bodyDefault bodySize = iota // Limits.MaxBodyBytes
+	bodyBatch                   // Limits.MaxBatchBodyBytes: POST /v1/jobs/batch, POST /v1/dags
+	bodyLogs                    // Limits.MaxLogBodyBytes: POST /v1/attempts/logs
 )
 
 // route is one entry of the route table.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"regexp"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -142,12 +143,22 @@ func RenderKey(job *model.Job, args json.RawMessage) (string, error) {
 		case budget.badFormat != "":
 			return "", fmt.Errorf("%w: %s", errKey, budget.badFormat)
 		}
-		return "", fmt.Errorf("%w: %s", errKey, strings.TrimPrefix(err.Error(), "template: key:"))
+		return "", fmt.Errorf("%w: %s", errKey, execError(err))
 	}
 	if out.b.Len() == 0 {
 		return "", fmt.Errorf("%w: renders empty", errKey)
 	}
 	return out.b.String(), nil
+}
+
+// counterAt matches where an execution error names one of the counters ParseKeyTemplate
+// added (its position is in their own little template): the words are the user's template's.
+var counterAt = regexp.MustCompile(`template: counters:\d+:\d+: executing "([^"]*)" at <(` + stepFunc + `|` + rangeFunc + `)>: `)
+
+// execError words a template's execution error without the text/template prefix.
+func execError(err error) string {
+	msg := counterAt.ReplaceAllString(err.Error(), `in template "$1": `)
+	return strings.TrimPrefix(msg, "template: key:")
 }
 
 // keyBudget counts what one rendering of a key template spends; its funcs replace the

@@ -63,6 +63,8 @@ func TestRenderKeyBudgets(t *testing.T) {
 		{name: "a width from an argument", key: `{{printf "%*d" 999999999 1}}`, err: "'*'"},
 		{name: "a template over the source limit", key: strings.Repeat("k", MaxKeyTemplateBytes+1), err: fmt.Sprintf("more than the %d allowed", MaxKeyTemplateBytes)},
 		{name: "a missing field", key: "c-{{.customer}}", args: `{}`, err: "customer"},
+		{name: "ranging over a number from the args", key: "{{range .n}}{{end}}x", args: `{"n": 2}`,
+			err: `concurrency key: in template "key": range can't iterate over 2`},
 		{name: "empty", key: "{{if .x}}y{{end}}", args: `{"x": false}`, err: "renders empty"},
 	}
 	for _, tt := range tests {
