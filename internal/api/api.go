@@ -2,11 +2,14 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -21,8 +24,17 @@ type Config struct {
 	WorkerToken string
 	// Limits bound what a request may ask; zero fields take DefaultLimits.
 	Limits Limits
+	// WriteTimeout is the http.Server's WriteTimeout (0: none). The routes that answer late
+	// (a worker's long poll) or stream (a followed log) give each of their writes this long
+	// from when it starts (see deadlines.go).
+	WriteTimeout time.Duration
 	// Metrics, when set, serves GET /metrics.
 	Metrics http.Handler
+	// SubmitRate, when set, caps each client's submissions (the routes marked Submit): at
+	// most Rate in any window of Per; more is a 429 with Retry-After. See ratelimit.go.
+	SubmitRate *model.RateLimit
+	// ClientKey names the client a request counts against (default DefaultClientKey).
+	ClientKey func(*http.Request) string
 }
 
 // API is stint's HTTP layer; see the package doc.
@@ -33,7 +45,8 @@ type API struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	cfg     Config
-	lim     *Limits // cfg.Limits, with the defaults
+	lim     *Limits        // cfg.Limits, with the defaults
+	submits *submitLimiter // nil: no submission rate
 	handler http.Handler
 }
 
@@ -46,6 +59,12 @@ func New(cfg Config) (*API, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
+	if cfg.ClientKey == nil {
+		cfg.ClientKey = DefaultClientKey
+	}
+	if r := cfg.SubmitRate; r != nil && (r.Rate < 1 || r.Per <= 0) {
+		return nil, fmt.Errorf("new api: submit rate %d per %s: want at least 1 per a positive duration", r.Rate, r.Per)
+	}
 	a := &API{
 		eng:   cfg.Engine,
 		proto: NewProtocol(cfg.Engine),
@@ -54,6 +73,9 @@ func New(cfg Config) (*API, error) {
 		log:   cfg.Logger,
 		cfg:   cfg,
 		lim:   &cfg.Limits,
+	}
+	if cfg.SubmitRate != nil {
+		a.submits = newSubmitLimiter(cfg.SubmitRate)
 	}
 	mux := http.NewServeMux()
 	for _, rt := range routeTable() {

@@ -24,9 +24,10 @@ import (
 
 // testBundle is a server on a real engine and SQLite store.
 type testBundle struct {
-	srv   *httptest.Server
-	eng   *engine.Engine
-	store store.Store
+	srv     *httptest.Server
+	handler http.Handler // what srv serves
+	eng     *engine.Engine
+	store   store.Store
 	// token is sent as the bearer token when set.
 	token string
 }
@@ -67,7 +68,7 @@ func setupOn(t *testing.T, clk clock.Clock, wrap func(http.Handler) http.Handler
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testBundle{srv: srv, eng: eng, store: st}
+	return &testBundle{srv: srv, handler: h, eng: eng, store: st}
 }
 
 // response is an answer read whole.

@@ -30,6 +30,7 @@ type route struct {
 	Path   string // a ServeMux pattern path; also the OpenAPI path
 	Auth   authClass
 	Body   bodySize
+	Submit bool // creates jobs or runs: counts against the client's submission rate
 	Handle func(a *API, w http.ResponseWriter, r *http.Request) error
 }
 
@@ -42,39 +43,39 @@ func routeTable() []route {
 		{Method: "GET", Path: "/metrics", Auth: authOpen, Handle: (*API).metrics},
 		{Method: "GET", Path: "/v1/openapi.json", Auth: authOpen, Handle: (*API).openAPI},
 
-		{Method: "POST", Path: "/v1/jobs", Auth: authUser, Handle: (*API).createJob},
-		{Method: "POST", Path: "/v1/jobs/batch", Auth: authUser, Body: bodyBatch, Handle: (*API).createJobs},
+		{Method: "POST", Path: "/v1/jobs", Auth: authUser, Submit: true, Handle: (*API).createJob},
+		{Method: "POST", Path: "/v1/jobs/batch", Auth: authUser, Body: bodyBatch, Submit: true, Handle: (*API).createJobs},
 		{Method: "GET", Path: "/v1/jobs", Auth: authUser, Handle: (*API).listJobs},
 		{Method: "GET", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).getJob},
 		{Method: "PATCH", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).patchJob},
 		{Method: "DELETE", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).deleteJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Auth: authUser, Handle: (*API).triggerJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Auth: authUser, Submit: true, Handle: (*API).triggerJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Auth: authUser, Handle: (*API).cancelJob},
-		{Method: "PUT", Path: "/v1/jobs/{id}", Auth: authUser, Handle: (*API).applyJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Auth: authUser, Handle: (*API).backfill},
+		{Method: "PUT", Path: "/v1/jobs/{id}", Auth: authUser, Submit: true, Handle: (*API).applyJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Auth: authUser, Submit: true, Handle: (*API).backfill},
 		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Auth: authUser, Handle: (*API).rotateWebhookSecret},
-		{Method: "POST", Path: "/v1/hooks/{id}", Auth: authOpen, Handle: (*API).hook},
-		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Auth: authOpen, Handle: (*API).pipelineHook},
+		{Method: "POST", Path: "/v1/hooks/{id}", Auth: authOpen, Submit: true, Handle: (*API).hook},
+		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Auth: authOpen, Submit: true, Handle: (*API).pipelineHook},
 		{Method: "POST", Path: "/v1/jobs/{id}/pause", Auth: authUser, Handle: (*API).pauseJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/resume", Auth: authUser, Handle: (*API).resumeJob},
 		{Method: "POST", Path: "/v1/plan", Auth: authUser, Handle: (*API).plan},
-		{Method: "POST", Path: "/v1/dags", Auth: authUser, Body: bodyBatch, Handle: (*API).createDAG},
+		{Method: "POST", Path: "/v1/dags", Auth: authUser, Body: bodyBatch, Submit: true, Handle: (*API).createDAG},
 
 		{Method: "GET", Path: "/v1/pipelines", Auth: authUser, Handle: (*API).listPipelines},
-		{Method: "PUT", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).putPipeline},
+		{Method: "PUT", Path: "/v1/pipelines/{name}", Auth: authUser, Submit: true, Handle: (*API).putPipeline},
 		{Method: "GET", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).getPipeline},
 		{Method: "DELETE", Path: "/v1/pipelines/{name}", Auth: authUser, Handle: (*API).deletePipeline},
-		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Auth: authUser, Handle: (*API).triggerPipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Auth: authUser, Submit: true, Handle: (*API).triggerPipeline},
 		{Method: "POST", Path: "/v1/pipelines/{name}/webhook", Auth: authUser, Handle: (*API).rotatePipelineWebhookSecret},
 		{Method: "GET", Path: "/v1/pipelines/{name}/runs", Auth: authUser, Handle: (*API).listPipelineRuns},
 		{Method: "GET", Path: "/v1/pipelines/{name}/runs/{id}", Auth: authUser, Handle: (*API).getPipelineRun},
 		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelPipelineRun},
-		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Auth: authUser, Handle: (*API).retryPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Auth: authUser, Submit: true, Handle: (*API).retryPipelineRun},
 
 		{Method: "GET", Path: "/v1/runs", Auth: authUser, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Auth: authUser, Handle: (*API).getRun},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Auth: authUser, Handle: (*API).cancelRun},
-		{Method: "POST", Path: "/v1/runs/{id}/retry", Auth: authUser, Handle: (*API).retryRun},
+		{Method: "POST", Path: "/v1/runs/{id}/retry", Auth: authUser, Submit: true, Handle: (*API).retryRun},
 		{Method: "GET", Path: "/v1/runs/{id}/logs", Auth: authUser, Handle: (*API).runLogs},
 
 		{Method: "GET", Path: "/v1/cluster", Auth: authUser, Handle: (*API).getCluster},
@@ -94,15 +95,26 @@ func routeTable() []route {
 	}
 }
 
-// endpoint wraps a route's handler: it checks the bearer token, caps the body, and answers
-// the handler's error with a problem document.
+// endpoint wraps a route's handler: it checks the bearer token, takes a turn of the
+// client's submission rate (routes marked Submit), caps the body, and answers the handler's
+// error with a problem document.
 func (a *API) endpoint(rt route) http.Handler {
 	limit := a.bodyLimit(rt.Body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.authorized(rt.Auth, r) {
+		token, ok := a.authorized(rt.Auth, r)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="stint"`)
 			writeProblem(w, newProblem(http.StatusUnauthorized, "a valid bearer token is required", nil))
 			return
+		}
+		if token != "" {
+			r = withPrincipal(r, token)
+		}
+		if rt.Submit && a.submits != nil {
+			if ok, wait := a.submits.take(a.cfg.ClientKey(r), a.clock.Now()); !ok {
+				a.writeError(w, r, tooMany(a.cfg.SubmitRate, wait))
+				return
+			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if err := rt.Handle(a, w, r); err != nil {
@@ -111,26 +123,27 @@ func (a *API) endpoint(rt route) http.Handler {
 	})
 }
 
-// authorized checks the request's bearer token against the tokens the route accepts.
-func (a *API) authorized(class authClass, r *http.Request) bool {
+// authorized checks the request's bearer token against the tokens the route accepts. It
+// returns the token the request was authenticated with ("" when the route checked none).
+func (a *API) authorized(class authClass, r *http.Request) (string, bool) {
 	var accept []string
 	switch class {
 	case authOpen:
-		return true
+		return "", true
 	case authUser:
 		if a.cfg.UserToken == "" {
-			return true
+			return "", true
 		}
 		accept = []string{a.cfg.UserToken}
 	case authWorker:
 		if a.cfg.UserToken == "" && a.cfg.WorkerToken == "" {
-			return true
+			return "", true
 		}
 		accept = []string{a.cfg.UserToken, a.cfg.WorkerToken}
 	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
 	token = strings.TrimSpace(token)
 	good := false
@@ -139,5 +152,8 @@ func (a *API) authorized(class authClass, r *http.Request) bool {
 			good = true
 		}
 	}
-	return good
+	if !good {
+		return "", false
+	}
+	return token, true
 }
