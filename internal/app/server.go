@@ -16,6 +16,7 @@ import (
 	"github.com/stint-dev/stint/internal/api"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/metrics"
+	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -36,6 +37,13 @@ type ServerConfig struct {
 
 	UserToken   string
 	WorkerToken string
+
+	// Limits bound requests (zero fields: api.DefaultLimits); HTTP the server's timeouts and
+	// connection caps (zero fields: DefaultHTTPLimits, negative: off); SubmitRate, when set,
+	// each client's submissions (the flags default to DefaultSubmitRate; nil here: none).
+	Limits     api.Limits
+	HTTP       HTTPLimits
+	SubmitRate *model.RateLimit
 
 	// LocalWorker runs a worker inside the server process (stint dev).
 	LocalWorker bool
@@ -132,17 +140,21 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	}
 	defer e.Stop()
 
+	h := cfg.HTTP.resolved()
 	a, err := api.New(api.Config{
-		Engine:      e,
-		Logger:      log,
-		UserToken:   cfg.UserToken,
-		WorkerToken: cfg.WorkerToken,
-		Metrics:     metrics.Handler(e, log),
+		Engine:       e,
+		Logger:       log,
+		UserToken:    cfg.UserToken,
+		WorkerToken:  cfg.WorkerToken,
+		Metrics:      metrics.Handler(e, log),
+		Limits:       cfg.Limits,
+		WriteTimeout: h.WriteTimeout,
+		SubmitRate:   cfg.SubmitRate,
 	})
 	if err != nil {
 		return fmt.Errorf("build api: %w", err)
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, _ := newHTTPServer(a.Handler(), h, log)
 
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 1)
@@ -186,6 +198,21 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// newHTTPServer is the server of handler with the timeouts and connection caps of h
+// (resolved: zero is off).
+func newHTTPServer(handler http.Handler, h HTTPLimits, log *slog.Logger) (*http.Server, *connGuard) {
+	guard := newConnGuard(h.MaxConns, h.MaxPendingPerIP, log)
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadTimeout:       h.ReadTimeout,
+		WriteTimeout:      h.WriteTimeout,
+		IdleTimeout:       h.IdleTimeout,
+		ConnState:         guard.connState,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // accept errors (out of file descriptors), TLS handshakes
+	}, guard
 }
 
 // newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the
