@@ -47,6 +47,7 @@ type API struct {
 	cfg     Config
 	lim     *Limits        // cfg.Limits, with the defaults
 	submits *submitLimiter // nil: no submission rate
+	ready   readiness
 	handler http.Handler
 }
 

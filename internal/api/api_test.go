@@ -48,11 +48,22 @@ func setupWrapped(t *testing.T, wrap func(http.Handler) http.Handler, mods ...fu
 // setupOn is setupWrapped with the engine (and so the API) reading clk.
 func setupOn(t *testing.T, clk clock.Clock, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
 	t.Helper()
+	return setupStore(t, clk, nil, wrap, mods...)
+}
+
+// setupStore is setupOn with the SQLite store wrapped by wrapStore (when not nil), for tests
+// that make the store fail.
+func setupStore(t *testing.T, clk clock.Clock, wrapStore func(*sqlite.Store) store.Store, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
+	sq, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	t.Cleanup(func() { _ = sq.Close() })
+	var st store.Store = sq
+	if wrapStore != nil {
+		st = wrapStore(sq)
+	}
 	eng := engine.New(engine.Config{Store: st, Logger: log, Clock: clk})
 	require.NoError(t, eng.Start(ctx))
 	t.Cleanup(eng.Stop)

@@ -65,6 +65,7 @@ func problemFor(err error) *apitype.Problem {
 	var pe *problemError
 	var he *httpError
 	var tooBig *http.MaxBytesError
+	var ue *model.UnavailableError
 	switch {
 	case errors.As(err, &pe): // worked out already, by the worker protocol
 		return pe.problem
@@ -72,6 +73,10 @@ func problemFor(err error) *apitype.Problem {
 		return newProblem(he.status, he.detail, he.fields)
 	case errors.As(err, &tooBig):
 		return newProblem(http.StatusRequestEntityTooLarge, "request body is too large", nil)
+	case errors.As(err, &ue):
+		return newProblem(http.StatusServiceUnavailable, "the store is unavailable ("+ue.What+"); nothing was done: try again later", nil)
+	case errors.Is(err, model.ErrUnavailable):
+		return newProblem(http.StatusServiceUnavailable, "the store is unavailable; nothing was done: try again later", nil)
 	case errors.Is(err, model.ErrNotFound):
 		return newProblem(http.StatusNotFound, err.Error(), nil)
 	case errors.Is(err, model.ErrConflict), errors.Is(err, model.ErrInvalidState), errors.Is(err, model.ErrLeaseLost):

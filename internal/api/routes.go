@@ -117,7 +117,11 @@ func (a *API) endpoint(rt route) http.Handler {
 			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		if err := rt.Handle(a, w, r); err != nil {
+		err := rt.Handle(a, w, r)
+		if writes(r) {
+			a.ready.noteWrite(err, a.clock.Now())
+		}
+		if err != nil {
 			a.writeError(w, r, err)
 		}
 	})

@@ -303,6 +303,15 @@ type Store interface {
 	Close() error
 }
 
+// WriteProber is a Store that can tell whether it takes writes now, at the cost of one
+// small write that changes no data; readiness (GET /readyz) calls it at most every few
+// seconds. A store that cannot take writes answers an error that wraps
+// model.ErrUnavailable. Both engines implement it; it is its own interface so that a
+// wrapper of Store need not.
+type WriteProber interface {
+	ProbeWrite(ctx context.Context) error
+}
+
 // GraphJobErr is what one new job of CreateGraph means for the whole graph, given what
 // creating it returned: nil when it was created; otherwise the error that fails the graph,
 // naming the job (an idempotency key already taken is a conflict there, since a graph is
