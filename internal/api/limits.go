@@ -66,8 +66,8 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills the zero fields of l with the defaults.
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	orDefault := func(v *int, def int) {
 		if *v <= 0 {

@@ -125,8 +125,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
+	lim := cfg.Limits.WithDefaults()
 	e := engine.New(engine.Config{Store: st, Logger: log, LeaseTTL: cfg.LeaseTTL, Committers: committers,
-		Notifier: notifier,
+		MaxLogBytes: lim.MaxLogBytes,
+		Notifier:    notifier,
 		// Batch the dispatch transactions under a stream of submissions (see engine.Config):
 		// with SQLite, 16 producers of single jobs reach ~6,000/s instead of ~5,000/s, for
 		// at most 5 ms more submit-to-start latency. See BENCHMARKS.md.
@@ -147,7 +149,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		UserToken:    cfg.UserToken,
 		WorkerToken:  cfg.WorkerToken,
 		Metrics:      metrics.Handler(e, log),
-		Limits:       cfg.Limits,
+		Limits:       lim,
 		WriteTimeout: h.WriteTimeout,
 		SubmitRate:   cfg.SubmitRate,
 	})

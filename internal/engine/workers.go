@@ -353,7 +353,7 @@ func (e *Engine) AppendLogs(ctx context.Context, chunks []model.LogChunk) error 
 }
 
 func (e *Engine) flushLogs(ctx context.Context, chunks []model.LogChunk) ([]struct{}, error) {
-	if err := e.store.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks}); err != nil {
+	if err := e.store.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks, MaxAttemptBytes: e.cfg.MaxLogBytes}); err != nil {
 		return nil, err
 	}
 	e.changes.Notify()

@@ -10,7 +10,9 @@ import (
 )
 
 // AppendLogs stores log chunks in one statement. A resent chunk is ignored; a chunk of an
-// unknown run fails the batch with model.ErrNotFound and nothing is written.
+// unknown run fails the batch with model.ErrNotFound and nothing is written; with
+// MaxAttemptBytes, a chunk that would take its attempt past it is dropped with the ones after
+// it (a running sum over the batch in order, on top of what the attempt has stored).
 func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error {
 	chunks := p.Chunks
 	if len(chunks) == 0 {
@@ -35,15 +37,23 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error
 	var missing *string
 	err := s.pool.QueryRow(ctx, `WITH c AS (
 			SELECT * FROM unnest($1::text[], $2::int4[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[])
-				AS c(run_id, attempt, seq, stream, data, created_at)
+				WITH ORDINALITY AS c(run_id, attempt, seq, stream, data, created_at, ord)
 		), missing AS (
 			SELECT c.run_id FROM c WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id) LIMIT 1
+		), stored AS (
+			SELECT k.run_id, k.attempt, (SELECT coalesce(sum(octet_length(l.data)), 0) FROM log_chunks l
+				WHERE $7 > 0 AND l.run_id = k.run_id AND l.attempt = k.attempt) AS bytes
+			FROM (SELECT DISTINCT run_id, attempt FROM c) k
+		), fit AS (
+			SELECT c.*, s.bytes + sum(octet_length(c.data)) OVER (PARTITION BY c.run_id, c.attempt ORDER BY c.ord) AS upto
+			FROM c JOIN stored s ON s.run_id = c.run_id AND s.attempt = c.attempt
 		), ins AS (
 			INSERT INTO log_chunks (run_id, attempt, seq, stream, data, created_at)
-			SELECT * FROM c WHERE NOT EXISTS (SELECT 1 FROM missing)
+			SELECT run_id, attempt, seq, stream, data, created_at FROM fit
+			WHERE NOT EXISTS (SELECT 1 FROM missing) AND ($7 <= 0 OR upto <= $7)
 			ON CONFLICT DO NOTHING
 		)
-		SELECT (SELECT run_id FROM missing)`, runID, attempt, seq, stream, data, created).Scan(&missing)
+		SELECT (SELECT run_id FROM missing)`, runID, attempt, seq, stream, data, created, p.MaxAttemptBytes).Scan(&missing)
 	if err != nil {
 		return translate(err, "append logs")
 	}

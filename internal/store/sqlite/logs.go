@@ -8,15 +8,22 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// AppendLogs stores log chunks in one transaction; resent chunks are ignored.
+// AppendLogs stores log chunks in one transaction; resent chunks are ignored, and chunks
+// past MaxAttemptBytes dropped.
 func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error {
 	chunks := p.Chunks
 	if len(chunks) == 0 {
 		return nil
 	}
+	type attemptKey struct {
+		run     string
+		attempt int
+	}
 	err := s.write(ctx, func(t *wtx) error {
 		exists, ins := t.stmt(t.ws.runExists), t.stmt(t.ws.insertLogChunk)
 		checked := map[string]bool{}
+		stored := map[attemptKey]int64{} // bytes of each attempt, when capped
+		full := map[attemptKey]bool{}
 		for _, c := range chunks {
 			if !checked[c.RunID] {
 				var one int
@@ -24,6 +31,21 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) error
 					return fmt.Errorf("run %s: %w", c.RunID, mapErr(err))
 				}
 				checked[c.RunID] = true
+			}
+			if p.MaxAttemptBytes > 0 {
+				k := attemptKey{c.RunID, c.Attempt}
+				n, ok := stored[k]
+				if !ok {
+					if err := t.tx.QueryRowContext(t.ctx, `SELECT coalesce(sum(length(data)), 0) FROM log_chunks
+						WHERE run_id = ? AND attempt = ?`, c.RunID, c.Attempt).Scan(&n); err != nil {
+						return fmt.Errorf("log bytes of run %s attempt %d: %w", c.RunID, c.Attempt, err)
+					}
+				}
+				if full[k] || n+int64(len(c.Data)) > p.MaxAttemptBytes {
+					full[k], stored[k] = true, n
+					continue
+				}
+				stored[k] = n + int64(len(c.Data))
 			}
 			data := c.Data
 			if data == nil {

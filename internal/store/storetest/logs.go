@@ -75,6 +75,34 @@ func testLogs(t *testing.T, open OpenFunc) {
 		require.Equal(t, "first", string(cs[0].Data), "the first write of a chunk stands")
 	})
 
+	t.Run("CapPerAttempt", func(t *testing.T) {
+		f := setup(t, open)
+		_, r := f.submit("a")
+		chunk := func(attempt int, seq int64, n int) model.LogChunk {
+			return model.LogChunk{RunID: r.ID, Attempt: attempt, Seq: seq, Stream: model.Stdout, Data: make([]byte, n), CreatedAt: t0}
+		}
+		appendCapped := func(cs ...model.LogChunk) {
+			t.Helper()
+			require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: cs, MaxAttemptBytes: 100}))
+		}
+		stored := func(attempt int) []int64 {
+			t.Helper()
+			cs, err := f.s.ReadLogs(f.ctx, &store.ReadLogsParams{RunID: r.ID, Attempt: attempt})
+			require.NoError(t, err)
+			return seqs(cs)
+		}
+		appendCapped(chunk(1, 1, 60), chunk(1, 2, 30), chunk(1, 3, 30), chunk(1, 4, 5), chunk(2, 1, 100))
+		require.Equal(t, []int64{1, 2}, stored(1), "past the cap a chunk and the ones after it are dropped")
+		require.Equal(t, []int64{1}, stored(2), "each attempt has its own cap")
+		appendCapped(chunk(1, 5, 10))
+		require.Equal(t, []int64{1, 2, 5}, stored(1), "up to the cap exactly")
+		appendCapped(chunk(1, 6, 1), chunk(2, 2, 1))
+		require.Equal(t, []int64{1, 2, 5}, stored(1))
+		require.Equal(t, []int64{1}, stored(2))
+		require.NoError(t, f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: []model.LogChunk{chunk(1, 7, 1000)}}))
+		require.Equal(t, []int64{1, 2, 5, 7}, stored(1), "no cap without MaxAttemptBytes")
+	})
+
 	t.Run("UnknownRun", func(t *testing.T) {
 		f := setup(t, open)
 		_, r := f.submit("a")
