@@ -92,4 +92,3 @@ func durationPtr(d time.Duration) *apitype.Duration {
 	v := apitype.Duration(d)
 	return &v
 }
-
