@@ -31,6 +31,29 @@ func NewProtocol(e *engine.Engine) *Protocol { return &Protocol{eng: e} }
 
 // Register records a worker and starts a new session for it (POST /v1/workers/register).
 func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
+	params, err := registerParams(req)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	reg, err := p.eng.Register(ctx, params)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &apitype.RegisterResponse{
+		Worker:            workerToAPI(reg.Worker),
+		Session:           reg.Session,
+		HeartbeatInterval: apitype.Duration(reg.HeartbeatInterval),
+		LeaseTTL:          apitype.Duration(reg.LeaseTTL),
+		Resumed:           reg.Resumed,
+		Lost:              reg.Lost,
+		Ended:             reg.Ended,
+		Cancel:            reg.Cancel,
+	}, nil
+}
+
+// registerParams checks a registration: a 400 naming every bad field, or the engine's
+// params.
+func registerParams(req *apitype.RegisterRequest) (*engine.RegisterParams, error) {
 	fe := &fieldErrors{}
 	if !workerIDPattern.MatchString(req.ID) {
 		fe.add("id", "must be 1 to 128 letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit")
@@ -66,9 +89,9 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 	}
 	held := leaseRefs(fe, "held", req.Held)
 	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+		return nil, invalidFields(fe.errs)
 	}
-	reg, err := p.eng.Register(ctx, &engine.RegisterParams{
+	return &engine.RegisterParams{
 		ID:       req.ID,
 		Labels:   req.Labels,
 		Capacity: model.Capacity(req.Capacity),
@@ -76,19 +99,6 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 		Commands: req.Commands,
 		Resume:   req.Session,
 		Held:     held,
-	})
-	if err != nil {
-		return nil, wireError(err)
-	}
-	return &apitype.RegisterResponse{
-		Worker:            workerToAPI(reg.Worker),
-		Session:           reg.Session,
-		HeartbeatInterval: apitype.Duration(reg.HeartbeatInterval),
-		LeaseTTL:          apitype.Duration(reg.LeaseTTL),
-		Resumed:           reg.Resumed,
-		Lost:              reg.Lost,
-		Ended:             reg.Ended,
-		Cancel:            reg.Cancel,
 	}, nil
 }
 
@@ -96,19 +106,9 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 // answers when runs are leased, something is pushed to the worker, the wait ends, or ctx
 // ends.
 func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.LeaseRequest) (*apitype.LeaseResponse, error) {
-	fe := &fieldErrors{}
-	if req.Max < 0 || req.Max > maxLeaseBatch {
-		fe.add("max", "must be between 0 and %d", maxLeaseBatch)
-	}
-	if req.Wait != nil && req.Wait.Std() < 0 {
-		fe.add("wait", "must not be negative")
-	}
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
-	}
-	params := &engine.LeaseParams{Session: req.Session, Max: req.Max, Wait: engine.LongestLeaseWait}
-	if req.Wait != nil {
-		params.Wait = req.Wait.Std()
+	params, err := leaseParams(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
 	res, err := p.eng.Lease(ctx, workerID, params)
 	if err != nil {
@@ -121,19 +121,50 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 	return out, nil
 }
 
+// leaseParams checks a lease request.
+func leaseParams(req *apitype.LeaseRequest) (*engine.LeaseParams, error) {
+	fe := &fieldErrors{}
+	if req.Max < 0 || req.Max > maxLeaseBatch {
+		fe.add("max", "must be between 0 and %d", maxLeaseBatch)
+	}
+	if req.Wait != nil && req.Wait.Std() < 0 {
+		fe.add("wait", "must not be negative")
+	}
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	params := &engine.LeaseParams{Session: req.Session, Max: req.Max, Wait: engine.LongestLeaseWait}
+	if req.Wait != nil {
+		params.Wait = req.Wait.Std()
+	}
+	return params, nil
+}
+
 // Heartbeat renews the leases a worker holds and tells it which to stop
 // (POST /v1/workers/{id}/heartbeat).
 func (p *Protocol) Heartbeat(ctx context.Context, workerID string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
-	fe := &fieldErrors{}
-	held := leaseRefs(fe, "held", req.Held)
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+	params, err := heartbeatParams(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
-	res, err := p.eng.Heartbeat(ctx, workerID, &engine.HeartbeatParams{Session: req.Session, Held: held})
+	res, err := p.eng.Heartbeat(ctx, workerID, params)
 	if err != nil {
 		return nil, wireError(workerNotFound(workerID, err))
 	}
 	return &apitype.HeartbeatResponse{Lost: res.Lost, Ended: res.Ended, Cancel: res.Cancel, Drain: res.Drain}, nil
+}
+
+// heartbeatParams checks a heartbeat.
+func heartbeatParams(req *apitype.HeartbeatRequest) (*engine.HeartbeatParams, error) {
+	fe := &fieldErrors{}
+	if len(req.Held) > maxHeldLeases {
+		fe.add("held", "must list at most %d leases, got %d", maxHeldLeases, len(req.Held))
+	}
+	held := leaseRefs(fe, "held", req.Held)
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	return &engine.HeartbeatParams{Session: req.Session, Held: held}, nil
 }
 
 // leaseRefs checks and converts the leases a worker says it holds (field names them).
@@ -153,6 +184,18 @@ func leaseRefs(fe *fieldErrors, field string, refs []apitype.LeaseRef) []store.L
 
 // AppendLogs stores chunks of attempts' output (POST /v1/attempts/logs).
 func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error {
+	chunks, err := logChunks(req)
+	if err != nil {
+		return wireError(err)
+	}
+	if len(chunks) == 0 {
+		return nil
+	}
+	return wireError(p.eng.AppendLogs(ctx, chunks))
+}
+
+// logChunks checks a worker's chunks of output.
+func logChunks(req *apitype.LogChunksRequest) ([]model.LogChunk, error) {
 	fe := &fieldErrors{}
 	chunks := make([]model.LogChunk, len(req.Chunks))
 	for i, c := range req.Chunks {
@@ -172,35 +215,18 @@ func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest
 		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data)}
 	}
 	if len(fe.errs) > 0 {
-		return wireError(invalidFields(fe.errs))
+		return nil, invalidFields(fe.errs)
 	}
-	if len(chunks) == 0 {
-		return nil
-	}
-	return wireError(p.eng.AppendLogs(ctx, chunks))
+	return chunks, nil
 }
 
 // Complete records the ends of attempts (POST /v1/attempts/complete). A completion with a
 // stale lease token is refused in its result (accepted false) and changes nothing; the
 // others are recorded.
 func (p *Protocol) Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
-	fe := &fieldErrors{}
-	cs := make([]store.Completion, len(req.Completions))
-	for i, c := range req.Completions {
-		if c.RunID == "" {
-			fe.add(fmt.Sprintf("completions[%d].run_id", i), "is required")
-		}
-		if c.Token == "" {
-			fe.add(fmt.Sprintf("completions[%d].token", i), "is required")
-		}
-		status := model.AttemptStatus(c.Status)
-		if !status.Valid() {
-			fe.add(fmt.Sprintf("completions[%d].status", i), "must be one of succeeded, failed, timed_out, lost, cancelled")
-		}
-		cs[i] = store.Completion{RunID: c.RunID, Token: c.Token, Status: status, ExitCode: c.ExitCode, Error: c.Error}
-	}
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+	cs, err := completions(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
 	out := &apitype.CompleteResponse{Results: make([]apitype.CompletionResult, len(cs))}
 	if len(cs) == 0 {
@@ -217,6 +243,29 @@ func (p *Protocol) Complete(ctx context.Context, req *apitype.CompleteRequest) (
 		}
 	}
 	return out, nil
+}
+
+// completions checks the ends of attempts a worker reports.
+func completions(req *apitype.CompleteRequest) ([]store.Completion, error) {
+	fe := &fieldErrors{}
+	cs := make([]store.Completion, len(req.Completions))
+	for i, c := range req.Completions {
+		if c.RunID == "" {
+			fe.add(fmt.Sprintf("completions[%d].run_id", i), "is required")
+		}
+		if c.Token == "" {
+			fe.add(fmt.Sprintf("completions[%d].token", i), "is required")
+		}
+		status := model.AttemptStatus(c.Status)
+		if !status.Valid() {
+			fe.add(fmt.Sprintf("completions[%d].status", i), "must be one of succeeded, failed, timed_out, lost, cancelled")
+		}
+		cs[i] = store.Completion{RunID: c.RunID, Token: c.Token, Status: status, ExitCode: c.ExitCode, Error: c.Error}
+	}
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	return cs, nil
 }
 
 // problemError is an error as a protocol client sees it: the problem document of the HTTP
