@@ -72,6 +72,9 @@ type Config struct {
 	// Notifier carries wake-ups to and from the other servers on the same store; nil keeps
 	// them inside this process (one server, or SQLite).
 	Notifier Notifier
+	// MaxLogBytes caps the output stored per attempt (store.AppendLogsParams.MaxAttemptBytes);
+	// 0: no cap.
+	MaxLogBytes int64
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
