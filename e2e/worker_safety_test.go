@@ -53,6 +53,14 @@ func startSafetyWorker(t *testing.T, srv *proc, args ...string) *safetyWorker {
 	return w
 }
 
+// startSafetyServer starts `stint mode` with the static tokens of these tests in its
+// environment (STINT_API_TOKEN, STINT_WORKER_TOKEN), which its jobs must never see.
+func startSafetyServer(t *testing.T, mode string, args ...string) *proc {
+	t.Helper()
+	return startServerEnv(t, mode, safetyAPIToken,
+		[]string{"STINT_API_TOKEN=" + safetyAPIToken, "STINT_WORKER_TOKEN=" + safetyWorkerToken}, args...)
+}
+
 // safetyClient is a client of srv holding the API token.
 func safetyClient(t *testing.T, srv *proc) *client.Client {
 	t.Helper()
@@ -64,10 +72,8 @@ func safetyClient(t *testing.T, srv *proc) *client.Client {
 // TestJobsCannotSeeTokens: a job run by `stint dev`'s local worker, or by a `stint worker`,
 // starts from a clean environment. It sees PATH, HOME, what --pass-env names and its own env,
 // never the server's STINT_API_TOKEN or STINT_WORKER_TOKEN nor the worker's STINT_TOKEN.
-// (Not parallel: the servers inherit the tokens from the test's environment.)
+// (Not parallel: it sets E2E_* variables in the test's environment.)
 func TestJobsCannotSeeTokens(t *testing.T) {
-	t.Setenv("STINT_API_TOKEN", safetyAPIToken)
-	t.Setenv("STINT_WORKER_TOKEN", safetyWorkerToken)
 	t.Setenv("STINT_E2E_PRIVATE", "kept-private")
 	const script = `env; echo "job=$JOB_VAR passed=$E2E_PASSED private=${E2E_PRIVATE:-unset}"`
 	t.Setenv("E2E_PASSED", "passed-through")
@@ -84,11 +90,11 @@ func TestJobsCannotSeeTokens(t *testing.T) {
 		require.NotContains(t, logs, "STINT_E2E_")
 	}
 	t.Run("stint dev", func(t *testing.T) {
-		srv := startServer(t, "dev", "--data", t.TempDir(), "--pass-env", "E2E_PASSED")
+		srv := startSafetyServer(t, "dev", "--data", t.TempDir(), "--pass-env", "E2E_PASSED")
 		check(t, safetyClient(t, srv))
 	})
 	t.Run("stint worker", func(t *testing.T) {
-		srv := startServer(t, "server", "--data", t.TempDir())
+		srv := startSafetyServer(t, "server", "--data", t.TempDir())
 		startSafetyWorker(t, srv, "--pass-env", "E2E_PASSED")
 		check(t, safetyClient(t, srv))
 	})
@@ -98,7 +104,7 @@ func TestJobsCannotSeeTokens(t *testing.T) {
 // server` and one `stint worker`.
 func TestWorkerSafety(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, "server", "--data", t.TempDir(), "--lease-ttl", "2s")
+	srv := startSafetyServer(t, "server", "--data", t.TempDir(), "--lease-ttl", "2s")
 	c := srv.client(t)
 
 	t.Run("each attempt gets a fresh work dir, removed afterwards", func(t *testing.T) {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/stint-dev/stint/internal/auth"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -25,11 +27,19 @@ type Config struct {
 	// Open turns authentication off: every request acts as an admin. Only `stint dev` on a
 	// loopback address does this.
 	Open bool
-	// MaxBodyBytes caps request bodies (default 1 MiB); POST /v1/jobs/batch and POST /v1/dags allow 64 MiB
-	// and POST /v1/attempts/logs 8 MiB, or MaxBodyBytes when that is larger.
-	MaxBodyBytes int64
+	// Limits bound what a request may ask; zero fields take DefaultLimits.
+	Limits Limits
+	// WriteTimeout is the http.Server's WriteTimeout (0: none). The routes that answer late
+	// (a worker's long poll) or stream (a followed log) give each of their writes this long
+	// from when it starts (see deadlines.go).
+	WriteTimeout time.Duration
 	// Metrics, when set, serves GET /metrics.
 	Metrics http.Handler
+	// SubmitRate, when set, caps each client's submissions (the routes marked Submit): at
+	// most Rate in any window of Per; more is a 429 with Retry-After. See ratelimit.go.
+	SubmitRate *model.RateLimit
+	// ClientKey names the client a request counts against (default DefaultClientKey).
+	ClientKey func(*http.Request) string
 }
 
 // API is stint's HTTP layer; see the package doc.
@@ -40,6 +50,9 @@ type API struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	cfg     Config
+	lim     *Limits        // cfg.Limits, with the defaults
+	submits *submitLimiter // nil: no submission rate
+	ready   readiness
 	handler http.Handler
 	tokens  *tokenCache
 }
@@ -52,8 +65,12 @@ func New(cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = defaultMaxBody
+	cfg.Limits = cfg.Limits.WithDefaults()
+	if cfg.ClientKey == nil {
+		cfg.ClientKey = DefaultClientKey
+	}
+	if r := cfg.SubmitRate; r != nil && (r.Rate < 1 || r.Per <= 0) {
+		return nil, fmt.Errorf("new api: submit rate %d per %s: want at least 1 per a positive duration", r.Rate, r.Per)
 	}
 	a := &API{
 		eng:    cfg.Engine,
@@ -62,7 +79,11 @@ func New(cfg Config) (*API, error) {
 		clock:  cfg.Engine.Clock(),
 		log:    cfg.Logger,
 		cfg:    cfg,
+		lim:    &cfg.Limits,
 		tokens: newTokenCache(),
+	}
+	if cfg.SubmitRate != nil {
+		a.submits = newSubmitLimiter(cfg.SubmitRate)
 	}
 	mux, err := a.mux(routeTable())
 	if err != nil {
@@ -95,9 +116,9 @@ func (a *API) Protocol() *Protocol { return a.proto }
 func (a *API) bodyLimit(b bodySize) int64 {
 	switch b {
 	case bodyBatch:
-		return max(batchMaxBody, a.cfg.MaxBodyBytes)
+		return a.lim.MaxBatchBodyBytes
 	case bodyLogs:
-		return max(logsMaxBody, a.cfg.MaxBodyBytes)
+		return a.lim.MaxLogBodyBytes
 	}
-	return a.cfg.MaxBodyBytes
+	return a.lim.MaxBodyBytes
 }

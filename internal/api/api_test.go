@@ -24,9 +24,10 @@ import (
 
 // testBundle is a server on a real engine and SQLite store.
 type testBundle struct {
-	srv   *httptest.Server
-	eng   *engine.Engine
-	store store.Store
+	srv     *httptest.Server
+	handler http.Handler // what srv serves
+	eng     *engine.Engine
+	store   store.Store
 	// token is sent as the bearer token when set.
 	token string
 }
@@ -47,11 +48,22 @@ func setupWrapped(t *testing.T, wrap func(http.Handler) http.Handler, mods ...fu
 // setupOn is setupWrapped with the engine (and so the API) reading clk.
 func setupOn(t *testing.T, clk clock.Clock, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
 	t.Helper()
+	return setupStore(t, clk, nil, wrap, mods...)
+}
+
+// setupStore is setupOn with the SQLite store wrapped by wrapStore (when not nil), for tests
+// that make the store fail.
+func setupStore(t *testing.T, clk clock.Clock, wrapStore func(*sqlite.Store) store.Store, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
+	sq, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	t.Cleanup(func() { _ = sq.Close() })
+	var st store.Store = sq
+	if wrapStore != nil {
+		st = wrapStore(sq)
+	}
 	eng := engine.New(engine.Config{Store: st, Logger: log, Clock: clk})
 	require.NoError(t, eng.Start(ctx))
 	t.Cleanup(eng.Stop)
@@ -69,7 +81,7 @@ func setupOn(t *testing.T, clk clock.Clock, wrap func(http.Handler) http.Handler
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testBundle{srv: srv, eng: eng, store: st}
+	return &testBundle{srv: srv, handler: h, eng: eng, store: st}
 }
 
 // response is an answer read whole.
@@ -152,15 +164,11 @@ func (b *testBundle) createJob(t *testing.T, spec string) apitype.CreateJobRespo
 // counts returns how many jobs and runs exist, to check that a request changed nothing.
 func (b *testBundle) counts(t *testing.T) (jobs, runs int) {
 	t.Helper()
-	var jl apitype.JobList
-	r := b.do(t, "GET", "/v1/jobs?limit=1000", nil)
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	r.decode(t, &jl)
-	var rl apitype.RunList
-	r = b.do(t, "GET", "/v1/runs?limit=1000", nil)
-	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
-	r.decode(t, &rl)
-	return len(jl.Items), len(rl.Items)
+	jl, err := b.store.ListJobs(t.Context(), &store.ListJobsParams{Limit: 1000})
+	require.NoError(t, err)
+	rl, err := b.store.ListRuns(t.Context(), &store.ListRunsParams{Limit: 1000})
+	require.NoError(t, err)
+	return len(jl.Jobs), len(rl.Runs)
 }
 
 // getRun fetches a run.
@@ -236,4 +244,10 @@ func within(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 
 func newTestLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// defLim returns the default limits, for tests of the validation functions.
+func defLim() *Limits {
+	l := DefaultLimits()
+	return &l
 }

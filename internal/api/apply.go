@@ -53,7 +53,7 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 			"submit the run with POST /v1/jobs or POST /v1/dags")
 	}
 	now := a.clock.Now()
-	vj, errs := buildDefinition(&spec, "", now)
+	vj, errs := buildDefinition(&spec, "", now, a.lim)
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}

@@ -27,6 +27,12 @@ const (
 	touchEvery = time.Minute
 )
 
+// The names of the static tokens' principals: the flags that set them.
+const (
+	staticAdminName  = "--api-token"
+	staticWorkerName = "--worker-token"
+)
+
 // openPrincipal is who every request acts as when authentication is off (Config.Open).
 func openPrincipal() *auth.Principal {
 	return &auth.Principal{Name: "no authentication (stint dev)", Role: model.RoleAdmin}
@@ -83,10 +89,10 @@ func (a *API) authenticate(r *http.Request) (*auth.Principal, error) {
 		return nil, &httpError{status: http.StatusUnauthorized, detail: "a bearer token is required (Authorization: Bearer <token>)"}
 	}
 	if equalSecret(secret, a.cfg.UserToken) {
-		return &auth.Principal{Name: "--api-token", Role: model.RoleAdmin}, nil
+		return &auth.Principal{Name: staticAdminName, Role: model.RoleAdmin}, nil
 	}
 	if equalSecret(secret, a.cfg.WorkerToken) {
-		return &auth.Principal{Name: "--worker-token", Role: model.RoleWorker}, nil
+		return &auth.Principal{Name: staticWorkerName, Role: model.RoleWorker}, nil
 	}
 	ctx := r.Context()
 	tk, err := a.lookupToken(ctx, auth.Hash(secret))

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +116,43 @@ func TestWebhook(t *testing.T) {
 	require.NotEqual(t, sec.Secret, rotated.Secret)
 	require.Equal(t, http.StatusUnauthorized, hook(apitype.WebhookSignature(sec.Secret, body), "", body).status)
 	require.Equal(t, http.StatusCreated, hook(apitype.WebhookSignature(rotated.Secret, nil), "", nil).status, "an empty body is a run without args")
+
+	// Args over the limit are a 400 naming the body, once the signature holds.
+	big := []byte(`{"x": "` + strings.Repeat("y", DefaultLimits().MaxArgsBytes) + `"}`)
+	r = hook(apitype.WebhookSignature(rotated.Secret, big), "", big)
+	require.Equal(t, http.StatusBadRequest, r.status, "body: %.300s", r.body)
+	require.Equal(t, []string{"body"}, r.fields(t))
+}
+
+// A webhook of a job or pipeline that does not exist answers exactly as a wrong signature
+// for one that does: the webhook routes are open, and must not tell which names exist.
+func TestWebhookUnknownNameLooksLikeBadSignature(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.createJob(t, `{"name": "deploy", "command": ["true"], "enabled": false}`)
+	r := b.do(t, "POST", "/v1/jobs/deploy/webhook", nil)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	r = b.do(t, "PUT", "/v1/pipelines/etl", `{"steps": {"a": {"command": ["true"]}}}`)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	r = b.do(t, "POST", "/v1/pipelines/etl/webhook", nil)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+
+	jobs0, runs0 := b.counts(t)
+	body := []byte(`{"ref": "main"}`)
+	sig := http.Header{apitype.WebhookSignatureHeader: {apitype.WebhookSignature("guess", body)}}
+	for _, pair := range [][2]string{
+		{"/v1/hooks/deploy", "/v1/hooks/no-such-job"},
+		{"/v1/hooks/pipelines/etl", "/v1/hooks/pipelines/no-such-pipeline"},
+	} {
+		known := b.doCtx(t, t.Context(), "POST", pair[0], body, sig)
+		unknown := b.doCtx(t, t.Context(), "POST", pair[1], body, sig)
+		require.Equal(t, http.StatusUnauthorized, known.status, "body: %s", known.body)
+		require.Equal(t, known.status, unknown.status, "%s vs %s", pair[0], pair[1])
+		require.Equal(t, string(known.body), string(unknown.body))
+		require.Equal(t, known.header.Get("WWW-Authenticate"), unknown.header.Get("WWW-Authenticate"))
+	}
+	jobs, runs := b.counts(t)
+	require.Equal(t, [2]int{jobs0, runs0}, [2]int{jobs, runs}, "nothing was created")
 }
 
 func TestBackfill(t *testing.T) {

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
-
-// maxDAGRuns caps the entries of POST /v1/dags, as maxBatchJobs caps a batch: one request
-// is one transaction.
-const maxDAGRuns = maxBatchJobs
 
 // dagEntry names entry name of a DAG request in field paths: "runs.load.".
 func dagEntry(name string) string { return "runs." + name + "." }
@@ -29,20 +26,75 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
 	}
+	plan, err := buildDAG(&req, a.clock.Now(), a.lim)
+	if err != nil {
+		return err
+	}
+	if err := actIn(r.Context(), "namespace", plan.ns); err != nil {
+		return err
+	}
+	names, entries := plan.names, plan.entries
+	if errs, err := a.missingUpstream(r.Context(), plan.ups); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return batchErrors(http.StatusBadRequest, errs)
+	}
+	jobs := make([]store.NewJob, len(entries))
+	for i, en := range entries {
+		jobs[i] = store.NewJob{Job: en.Job, Run: en.Run}
+	}
+	entryOf := func(i int) string { return dagEntry(names[i]) }
+	if errs, err := a.takenNames(r.Context(), jobs, entryOf); err != nil {
+		return err
+	} else if len(errs) > 0 {
+		return batchErrors(http.StatusConflict, errs)
+	}
+
+	g, err := a.eng.SubmitGraph(r.Context(), entries)
+	switch {
+	case errors.Is(err, model.ErrConflict):
+		// A name taken since the check above, or an idempotency key already used.
+		if errs, cerr := a.takenNames(r.Context(), jobs, entryOf); cerr == nil && len(errs) > 0 {
+			return batchErrors(http.StatusConflict, errs)
+		}
+		return &httpError{status: http.StatusConflict, detail: err.Error() + "; nothing was created"}
+	case errors.Is(err, model.ErrNotFound):
+		return &httpError{status: http.StatusBadRequest, detail: err.Error() + "; nothing was created"}
+	case err != nil:
+		return err
+	}
+	out := apitype.DAGResponse{Runs: make(map[string]string, len(names)), Jobs: make(map[string]string, len(names))}
+	for i, name := range names {
+		out.Runs[name] = g.Runs[i].ID
+		out.Jobs[name] = g.Jobs[i].ID
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// dagPlan is a DAG request that passed every check that needs no store: its entries in
+// name order, ready to submit, and the existing runs they name.
+type dagPlan struct {
+	ns      string // the namespace of every entry
+	names   []string
+	entries []scheduler.GraphEntry
+	ups     []upstreamRef
+}
+
+// buildDAG checks a DAG request (entries, refs, cycles) and builds its entries; a bad
+// request is a 400 naming every bad field.
+func buildDAG(req *apitype.DAGRequest, now time.Time, lim *Limits) (*dagPlan, error) {
 	switch {
 	case len(req.Runs) == 0:
-		return invalidField("runs", "must hold at least one entry")
-	case len(req.Runs) > maxDAGRuns:
-		return invalidField("runs", fmt.Sprintf("must hold at most %d entries, got %d", maxDAGRuns, len(req.Runs)))
+		return nil, invalidField("runs", "must hold at least one entry")
+	case len(req.Runs) > lim.MaxDAGRuns: // one request is one transaction
+		return nil, invalidField("runs", fmt.Sprintf("must hold at most %d entries, got %d", lim.MaxDAGRuns, len(req.Runs)))
 	}
 	ns := req.Namespace
 	if ns == "" {
 		ns = model.DefaultNamespace
 	} else if !namePattern.MatchString(ns) {
-		return invalidField("namespace", nameRule)
-	}
-	if err := actIn(r.Context(), "namespace", ns); err != nil {
-		return err
+		return nil, invalidField("namespace", nameRule)
 	}
 
 	// Entries in name order, so that answers (which cycle, which error first) do not
@@ -52,7 +104,6 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 	for i, name := range names {
 		index[name] = i
 	}
-	now := a.clock.Now()
 	entries := make([]scheduler.GraphEntry, len(names))
 	var errs []apitype.FieldError
 	var ups []upstreamRef
@@ -72,7 +123,7 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 				Message: fmt.Sprintf("must be the request's namespace (%q) or left out", ns)})
 			continue
 		}
-		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry)
+		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry, lim)
 		if len(fe) > 0 {
 			errs = append(errs, fe...)
 			continue
@@ -112,56 +163,21 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 		entries[i] = scheduler.GraphEntry{Job: vj.Job, Run: vj.Run, Deps: deps}
 	}
 	if len(errs) > 0 {
-		return batchErrors(http.StatusBadRequest, errs)
+		return nil, batchErrors(http.StatusBadRequest, errs)
 	}
 	if _, err := scheduler.OrderGraph(entries); err != nil {
 		var ce *scheduler.CycleError
 		if !errors.As(err, &ce) {
-			return err
+			return nil, err
 		}
 		path := make([]string, len(ce.Path))
 		for k, i := range ce.Path {
 			path[k] = names[i]
 		}
-		return batchErrors(http.StatusBadRequest, []apitype.FieldError{{
+		return nil, batchErrors(http.StatusBadRequest, []apitype.FieldError{{
 			Field:   fmt.Sprintf("%sdepends_on[%d].ref", dagEntry(names[ce.Path[0]]), ce.Dep),
 			Message: "cycle: " + strings.Join(path, " -> "),
 		}})
 	}
-	if errs, err := a.missingUpstream(r.Context(), ups); err != nil {
-		return err
-	} else if len(errs) > 0 {
-		return batchErrors(http.StatusBadRequest, errs)
-	}
-	jobs := make([]store.NewJob, len(entries))
-	for i, en := range entries {
-		jobs[i] = store.NewJob{Job: en.Job, Run: en.Run}
-	}
-	entryOf := func(i int) string { return dagEntry(names[i]) }
-	if errs, err := a.takenNames(r.Context(), jobs, entryOf); err != nil {
-		return err
-	} else if len(errs) > 0 {
-		return batchErrors(http.StatusConflict, errs)
-	}
-
-	g, err := a.eng.SubmitGraph(r.Context(), entries)
-	switch {
-	case errors.Is(err, model.ErrConflict):
-		// A name taken since the check above, or an idempotency key already used.
-		if errs, cerr := a.takenNames(r.Context(), jobs, entryOf); cerr == nil && len(errs) > 0 {
-			return batchErrors(http.StatusConflict, errs)
-		}
-		return &httpError{status: http.StatusConflict, detail: err.Error() + "; nothing was created"}
-	case errors.Is(err, model.ErrNotFound):
-		return &httpError{status: http.StatusBadRequest, detail: err.Error() + "; nothing was created"}
-	case err != nil:
-		return err
-	}
-	out := apitype.DAGResponse{Runs: make(map[string]string, len(names)), Jobs: make(map[string]string, len(names))}
-	for i, name := range names {
-		out.Runs[name] = g.Runs[i].ID
-		out.Jobs[name] = g.Jobs[i].ID
-	}
-	writeJSON(w, http.StatusCreated, out)
-	return nil
+	return &dagPlan{ns: ns, names: names, entries: entries, ups: ups}, nil
 }

@@ -17,13 +17,6 @@ import (
 	"github.com/stint-dev/stint/apitype"
 )
 
-// Body limits.
-const (
-	defaultMaxBody = 1 << 20  // 1 MiB
-	batchMaxBody   = 64 << 20 // POST /v1/jobs/batch, POST /v1/dags
-	logsMaxBody    = 8 << 20  // POST /v1/attempts/logs: a worker's batch of output
-)
-
 // readBody reads the request body, which endpoint capped with http.MaxBytesReader; a longer
 // body is a 413.
 func readBody(r *http.Request) ([]byte, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 )
 
 // FuzzJobSpec feeds arbitrary bodies through the POST /v1/jobs parser: decoding and
@@ -27,6 +29,7 @@ func FuzzJobSpec(f *testing.F) {
 		`{"command":["true"],"requirements":{"cpu":-1,"memory_mb":256,"labels":{"zone":"eu"}}}`,
 		`{"command":["true"],"timeout":"soon"}`,
 		`{"command":["true"],"args":[1,2]}`,
+		`{"shell":"true","concurrency":{"key":"{{range 100}}{{range 100}}{{range 100}}{{range 100}}x{{end}}{{end}}{{end}}{{end}}","max":1}}`,
 		`{"command":`,
 		`{} {}`,
 		`[]`,
@@ -42,7 +45,7 @@ func FuzzJobSpec(f *testing.F) {
 			requireBadRequest(t, err)
 			return
 		}
-		vj, errs := buildJob(&spec, "", now)
+		vj, errs := buildJob(&spec, "", now, defLim())
 		if len(errs) > 0 {
 			for _, e := range errs {
 				if e.Field == "" || e.Message == "" {
@@ -69,4 +72,114 @@ func requireBadRequest(t *testing.T, err error) {
 	if he.detail == "" && len(he.fields) == 0 {
 		t.Fatalf("400 says nothing: %+v", he)
 	}
+}
+
+// FuzzDAG feeds arbitrary bodies through the POST /v1/dags parser and the checks that need
+// no store: decoding, every entry's spec, refs and cycles. It never panics; a refused body
+// is a 400 naming a field or saying where the JSON broke; an accepted one has a job and a
+// run per entry, edges only to entries that exist, and an order (no cycle). Seeds:
+// testdata/fuzz/FuzzDAG.
+func FuzzDAG(f *testing.F) {
+	for _, s := range []string{
+		`{"runs": {"extract": {"command": ["./extract"]}, "load": {"shell": "load", "depends_on": [{"ref": "extract"}]}}}`,
+		`{"namespace": "etl", "runs": {"a": {"handler": "noop", "depends_on": [{"ref": "b", "condition": "failed"}]}, "b": {"handler": "noop", "depends_on": [{"ref": "a"}]}}}`,
+		`{"runs": {"a": {"handler": "noop", "depends_on": [{"ref": "a"}]}}}`,
+		`{"runs": {"a": {"handler": "noop", "depends_on": [{"run": "r1"}, {"ref": "nope"}]}}}`,
+		`{"runs": {"a b": {"handler": "noop"}, "c": {"handler": "noop", "schedule": {"cron": "@daily"}}}}`,
+		`{"runs": {}}`,
+		`{"runs": {"a": {"handler": "noop", "concurrency": {"key": "{{range 100}}{{range 100}}{{range 100}}{{range 100}}x{{end}}{{end}}{{end}}{{end}}"}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lim := DefaultLimits()
+	lim.MaxDAGRuns = 100
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req apitype.DAGRequest
+		if err := decodeJSON(body, &req); err != nil {
+			requireBadRequest(t, err)
+			return
+		}
+		plan, err := buildDAG(&req, now, &lim)
+		if err != nil {
+			requireBadRequest(t, err)
+			return
+		}
+		if len(plan.entries) != len(req.Runs) || len(plan.names) != len(req.Runs) {
+			t.Fatalf("%d entries for %d runs", len(plan.entries), len(req.Runs))
+		}
+		for i, en := range plan.entries {
+			if en.Job == nil || en.Run == nil {
+				t.Fatalf("entry %q without a job or a run", plan.names[i])
+			}
+			for _, d := range en.Deps {
+				if d.RunID == "" && (d.Entry < 0 || d.Entry >= len(plan.entries) || d.Entry == i) {
+					t.Fatalf("entry %q depends on entry %d", plan.names[i], d.Entry)
+				}
+			}
+		}
+		if _, err := scheduler.OrderGraph(plan.entries); err != nil {
+			t.Fatalf("accepted a graph that has no order: %v", err)
+		}
+	})
+}
+
+// FuzzWorkerProtocol feeds arbitrary bodies through the decoders and checks of the worker
+// protocol's routes (kind picks the route): register, lease, heartbeat, logs, complete. It
+// never panics, and refuses with a 400 that names a field or where the JSON broke. Seeds:
+// testdata/fuzz/FuzzWorkerProtocol.
+func FuzzWorkerProtocol(f *testing.F) {
+	for _, s := range []struct {
+		kind uint8
+		body string
+	}{
+		{0, `{"id": "w1", "capacity": {"cpu": 2, "memory_mb": 1024, "gpu": 0, "slots": 2}, "labels": {"zone": "a"}, "handlers": ["noop"], "commands": true}`},
+		{0, `{"id": "w1", "session": "s", "held": [{"run_id": "r", "token": "t"}], "capacity": {"cpu": 1e308, "slots": -1}}`},
+		{1, `{"max": 10, "wait": "30s", "session": "s"}`},
+		{1, `{"max": -1, "wait": "-1s"}`},
+		{2, `{"session": "s", "held": [{"run_id": "r1", "token": "t1"}, {"run_id": ""}]}`},
+		{3, `{"chunks": [{"run_id": "r", "attempt": 1, "seq": 1, "stream": "stdout", "data": "hi\n", "token": "t"}]}`},
+		{3, `{"chunks": [{"run_id": "r", "attempt": 0, "seq": -1, "stream": "stdin", "data": "\u0000"}]}`},
+		{4, `{"completions": [{"run_id": "r", "token": "t", "status": "failed", "exit_code": 1, "error": "boom"}]}`},
+		{4, `{"completions": [{"run_id": "r", "status": "done"}]}`},
+	} {
+		f.Add(s.kind, []byte(s.body))
+	}
+	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
+		var err error
+		switch kind % 5 {
+		case 0:
+			var req apitype.RegisterRequest
+			if err = decodeJSON(body, &req); err == nil {
+				_, err = registerParams(&req)
+			}
+		case 1:
+			var req apitype.LeaseRequest
+			if err = decodeJSON(body, &req); err == nil {
+				_, err = leaseParams(&req)
+			}
+		case 2:
+			var req apitype.HeartbeatRequest
+			if err = decodeJSON(body, &req); err == nil {
+				_, err = heartbeatParams(&req)
+			}
+		case 3:
+			var req apitype.LogChunksRequest
+			if err = decodeJSON(body, &req); err == nil {
+				var chunks []model.LogChunk
+				chunks, err = logChunks(&req, "")
+				if err == nil && len(chunks) != len(req.Chunks) {
+					t.Fatalf("%d chunks for %d", len(chunks), len(req.Chunks))
+				}
+			}
+		case 4:
+			var req apitype.CompleteRequest
+			if err = decodeJSON(body, &req); err == nil {
+				_, err = completions(&req)
+			}
+		}
+		if err != nil {
+			requireBadRequest(t, err)
+		}
+	})
 }

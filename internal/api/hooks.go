@@ -52,13 +52,17 @@ func checkSignature(r *http.Request, secret string, body []byte, whose string) e
 }
 
 // hookArgs are a webhook body's args: a JSON object, or nothing.
-func hookArgs(body []byte) ([]byte, error) {
+func (a *API) hookArgs(body []byte) ([]byte, error) {
 	b := bytes.TrimSpace(body)
 	if len(b) == 0 {
 		return nil, nil
 	}
 	if b[0] != '{' {
 		return nil, invalidField("body", "must be a JSON object (the args) or empty")
+	}
+	if fe := (&fieldErrors{}); len(b) > a.lim.MaxArgsBytes {
+		checkArgsSize(b, "body", a.lim, fe)
+		return nil, invalidFields(fe.errs)
 	}
 	var obj map[string]any
 	if err := decodeJSON(b, &obj); err != nil {
@@ -89,27 +93,52 @@ func (a *API) rotatePipelineWebhookSecret(w http.ResponseWriter, r *http.Request
 	return nil
 }
 
+// hookSecret returns the webhook secret of the job or pipeline found (nil: none found),
+// "" when it has none. A caller that is not found gets "" too, so that its answer is the
+// answer to a wrong signature: a webhook does not tell which names exist.
+func (a *API) hookSecret(r *http.Request, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	secret, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: id})
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
+		return "", fmt.Errorf("webhook secret: %w", err)
+	}
+	return secret, nil
+}
+
+// notFound reports whether err is the 404 of a lookup.
+func notFound(err error) bool {
+	var he *httpError
+	return errors.As(err, &he) && he.status == http.StatusNotFound
+}
+
 // pipelineHook serves POST /v1/hooks/pipelines/{name}: a signed call starts a pipeline run
 // (trigger event) whose args are the body, a JSON object (or nothing), over the pipeline's.
-// A missing or wrong signature is 401 and starts nothing; so is a pipeline with no secret.
-// A disabled pipeline is 409. 201 with the pipeline run.
+// A missing or wrong signature is 401 and starts nothing; so is a pipeline with no secret,
+// and a pipeline that does not exist (the same answer). A disabled pipeline is 409. 201
+// with the pipeline run.
 func (a *API) pipelineHook(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
 	pl, err := a.findPipeline(r)
-	if err != nil {
+	if err != nil && !notFound(err) {
 		return err
 	}
-	secret, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: pl.ID})
-	if err != nil && !errors.Is(err, model.ErrNotFound) {
+	var plID string
+	if pl != nil {
+		plID = pl.ID
+	}
+	secret, err := a.hookSecret(r, plID)
+	if err != nil {
 		return err
 	}
 	if err := checkSignature(r, secret, body, "pipeline"); err != nil {
 		return err
 	}
-	args, err := hookArgs(body)
+	args, err := a.hookArgs(body)
 	if err != nil {
 		return err
 	}
@@ -125,25 +154,29 @@ func (a *API) pipelineHook(w http.ResponseWriter, r *http.Request) error {
 
 // hook serves POST /v1/hooks/{id}: the body, a JSON object (or nothing), becomes the run's
 // args. A missing or wrong signature is 401 and creates nothing; so is a job with no
-// secret. A disabled job is 409 (a manual trigger still runs it). An Idempotency-Key header
-// dedupes deliveries.
+// secret, and a job that does not exist (the same answer). A disabled job is 409 (a manual
+// trigger still runs it). An Idempotency-Key header dedupes deliveries.
 func (a *API) hook(w http.ResponseWriter, r *http.Request) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
 	j, err := a.findJob(r)
-	if err != nil {
+	if err != nil && !notFound(err) {
 		return err
 	}
-	secret, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: j.ID})
-	if err != nil && !errors.Is(err, model.ErrNotFound) {
+	var jobID string
+	if j != nil {
+		jobID = j.ID
+	}
+	secret, err := a.hookSecret(r, jobID)
+	if err != nil {
 		return err
 	}
 	if err := checkSignature(r, secret, body, "job"); err != nil {
 		return err
 	}
-	args, err := hookArgs(body)
+	args, err := a.hookArgs(body)
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,6 @@ import (
 // Paging.
 const (
 	defaultLimit = 50
-	maxLimit     = 1000
-	// maxBatchJobs caps the entries of POST /v1/jobs/batch.
-	maxBatchJobs = 10000
 	// maxListedErrors caps the field errors of one answer, so a batch of 10,000 bad entries
 	// does not get a 10,000-entry problem document.
 	maxListedErrors = 1000
@@ -35,7 +32,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &spec, false); err != nil {
 		return err
 	}
-	vj, errs := buildJob(&spec, "", a.clock.Now())
+	vj, errs := buildJob(&spec, "", a.clock.Now(), a.lim)
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}
@@ -101,8 +98,8 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case len(req.Jobs) == 0:
 		return invalidField("jobs", "must list at least one job")
-	case len(req.Jobs) > maxBatchJobs:
-		return invalidField("jobs", fmt.Sprintf("must list at most %d jobs, got %d", maxBatchJobs, len(req.Jobs)))
+	case len(req.Jobs) > a.lim.MaxBatchJobs:
+		return invalidField("jobs", fmt.Sprintf("must list at most %d jobs, got %d", a.lim.MaxBatchJobs, len(req.Jobs)))
 	}
 	now := a.clock.Now()
 	jobs := make([]store.NewJob, len(req.Jobs))
@@ -112,7 +109,7 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	keys := make(map[nsKey]int)
 	for i := range req.Jobs {
 		prefix := fmt.Sprintf("jobs[%d].", i)
-		vj, fe := buildJob(&req.Jobs[i], prefix, now)
+		vj, fe := buildJob(&req.Jobs[i], prefix, now, a.lim)
 		if len(fe) > 0 {
 			errs = append(errs, fe...)
 			continue
@@ -408,7 +405,7 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 		}
 		p.Enabled = &b
 	}
-	limit, fe := limitParam(q)
+	limit, fe := a.limitParam(q)
 	errs = append(errs, fe...)
 	if len(errs) > 0 {
 		return invalidFields(errs)
@@ -427,15 +424,16 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// limitParam reads ?limit=: default 50, 1 to 1000.
-func limitParam(q url.Values) (int, []apitype.FieldError) {
+// limitParam reads ?limit=: default 50 (or the page size limit when lower), 1 to
+// Limits.MaxPageSize.
+func (a *API) limitParam(q url.Values) (int, []apitype.FieldError) {
 	s := q.Get("limit")
 	if s == "" {
-		return defaultLimit, nil
+		return min(defaultLimit, a.lim.MaxPageSize), nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxLimit {
-		return 0, []apitype.FieldError{{Field: "limit", Message: fmt.Sprintf("must be an integer from 1 to %d", maxLimit)}}
+	if err != nil || n < 1 || n > a.lim.MaxPageSize {
+		return 0, []apitype.FieldError{{Field: "limit", Message: fmt.Sprintf("must be an integer from 1 to %d", a.lim.MaxPageSize)}}
 	}
 	return n, nil
 }
@@ -454,7 +452,7 @@ func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
 	spec := specFromJob(j)
 	applyPatch(spec, &patch)
 	fe := &fieldErrors{}
-	ms := specToModel(spec, fe)
+	ms := specToModel(spec, fe, a.lim)
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)
 	}
@@ -556,6 +554,7 @@ func (a *API) triggerJob(w http.ResponseWriter, r *http.Request) error {
 		}
 		args = req.Args
 	}
+	checkArgsSize(req.Args, "args", a.lim, fe)
 	if len(req.IdempotencyKey) > maxKeyLen || hasControl(req.IdempotencyKey) {
 		fe.add("idempotency_key", "must be at most %d bytes without control characters", maxKeyLen)
 	}

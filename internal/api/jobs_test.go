@@ -114,7 +114,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	b := setup(t)
 	existing := b.createJob(t, `{"name": "taken", "command": ["true"]}`)
 
-	many := make([]string, maxBatchJobs+1)
+	many := make([]string, DefaultLimits().MaxBatchJobs+1)
 	for i := range many {
 		many[i] = `{"command": ["true"]}`
 	}
@@ -269,7 +269,7 @@ func TestCreateJobsBatchLarge(t *testing.T) {
 		fmt.Fprintf(&buf, `{"name": "job-%05d", "command": ["echo", "%d"]}`, i, i)
 	}
 	buf.WriteString(`]}`)
-	require.Greater(t, buf.Len(), defaultMaxBody/20)
+	require.Greater(t, int64(buf.Len()), DefaultLimits().MaxBodyBytes/20)
 	r := b.do(t, "POST", "/v1/jobs/batch", buf.Bytes())
 	require.Equal(t, http.StatusCreated, r.status, "body: %.500s", r.body)
 	var out apitype.BatchCreateJobsResponse

@@ -109,6 +109,7 @@ func (a *API) runLogs(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return failed(fmt.Errorf("read logs of %s attempt %d: %w", runID, attempt, err))
 			}
+			a.writeWindow(w)
 			start()
 			for _, c := range chunks {
 				after = c.Seq

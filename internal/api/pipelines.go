@@ -59,7 +59,7 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	now := a.clock.Now()
-	vp, errs := buildPipeline(r.PathValue("name"), ns, &spec, now)
+	vp, errs := buildPipeline(r.PathValue("name"), ns, &spec, now, a.lim)
 	if len(errs) > 0 {
 		return batchErrors(http.StatusBadRequest, errs)
 	}
@@ -103,7 +103,7 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 
 // buildPipeline validates a pipeline definition named name in namespace ns and returns it
 // with its steps' jobs built, or every bad field.
-func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time) (*validPipeline, []apitype.FieldError) {
+func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time, lim *Limits) (*validPipeline, []apitype.FieldError) {
 	fe := &fieldErrors{}
 	if !namePattern.MatchString(name) {
 		fe.add("name", "%s", nameRule)
@@ -121,6 +121,7 @@ func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time) (
 		}
 		args = spec.Args
 	}
+	checkArgsSize(spec.Args, "args", lim, fe)
 	sched := scheduleToModel(spec.Schedule, fe)
 	switch {
 	case len(spec.Steps) == 0:
@@ -167,7 +168,7 @@ func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time) (
 			fe.add(prefix+"namespace", "must be the pipeline's namespace (%q) or left out", ns)
 		}
 		js.Name, js.Namespace, js.IdempotencyKey, js.RunAt, js.Delay = jobName, ns, "", nil, nil
-		vj, errs := buildJobIn(&js, prefix, now, depsOfStep)
+		vj, errs := buildJobIn(&js, prefix, now, depsOfStep, lim)
 		if len(errs) > 0 {
 			fe.errs = append(fe.errs, errs...)
 			continue
@@ -361,6 +362,10 @@ func (a *API) triggerPipeline(w http.ResponseWriter, r *http.Request) error {
 		}
 		args = req.Args
 	}
+	fe := &fieldErrors{}
+	if checkArgsSize(req.Args, "args", a.lim, fe); len(fe.errs) > 0 {
+		return invalidFields(fe.errs)
+	}
 	pl, err := a.findPipeline(r)
 	if err != nil {
 		return err
@@ -374,7 +379,7 @@ func (a *API) triggerPipeline(w http.ResponseWriter, r *http.Request) error {
 
 // listPipelineRuns serves GET /v1/pipelines/{name}/runs: the pipeline's runs, newest first.
 func (a *API) listPipelineRuns(w http.ResponseWriter, r *http.Request) error {
-	limit, errs := limitParam(r.URL.Query())
+	limit, errs := a.limitParam(r.URL.Query())
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}

@@ -16,7 +16,7 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &spec, false); err != nil {
 		return err
 	}
-	vj, errs := buildJob(&spec, "", a.clock.Now())
+	vj, errs := buildJob(&spec, "", a.clock.Now(), a.lim)
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}

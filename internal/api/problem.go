@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
@@ -19,6 +21,8 @@ type httpError struct {
 	status int
 	detail string
 	fields []apitype.FieldError
+	// retryAfter, when set, is sent as Retry-After.
+	retryAfter time.Duration
 }
 
 func (e *httpError) Error() string {
@@ -61,6 +65,7 @@ func problemFor(err error) *apitype.Problem {
 	var pe *problemError
 	var he *httpError
 	var tooBig *http.MaxBytesError
+	var ue *model.UnavailableError
 	switch {
 	case errors.As(err, &pe): // worked out already, by the worker protocol
 		return pe.problem
@@ -68,6 +73,10 @@ func problemFor(err error) *apitype.Problem {
 		return newProblem(he.status, he.detail, he.fields)
 	case errors.As(err, &tooBig):
 		return newProblem(http.StatusRequestEntityTooLarge, "request body is too large", nil)
+	case errors.As(err, &ue):
+		return newProblem(http.StatusServiceUnavailable, "the store is unavailable ("+ue.What+"); nothing was done: try again later", nil)
+	case errors.Is(err, model.ErrUnavailable):
+		return newProblem(http.StatusServiceUnavailable, "the store is unavailable; nothing was done: try again later", nil)
 	case errors.Is(err, model.ErrNotFound):
 		return newProblem(http.StatusNotFound, err.Error(), nil)
 	case errors.Is(err, model.ErrConflict), errors.Is(err, model.ErrInvalidState), errors.Is(err, model.ErrLeaseLost):
@@ -79,6 +88,23 @@ func problemFor(err error) *apitype.Problem {
 	}
 	return newProblem(http.StatusInternalServerError, "the server could not complete the request; see its log", nil)
 }
+
+// retryAfter is how long a client should wait before it tries again after err, answered
+// with p: what the error says, else unavailableRetryAfter for a 503; 0 for none.
+func retryAfter(err error, p *apitype.Problem) time.Duration {
+	var he *httpError
+	switch {
+	case errors.As(err, &he) && he.retryAfter > 0:
+		return he.retryAfter
+	case p.Status == http.StatusServiceUnavailable:
+		return unavailableRetryAfter
+	}
+	return 0
+}
+
+// unavailableRetryAfter is the Retry-After of a 503: long enough for a database failover or
+// restart not to be hammered, short enough that a blip costs little.
+const unavailableRetryAfter = 2 * time.Second
 
 func newProblem(status int, detail string, fields []apitype.FieldError) *apitype.Problem {
 	title := http.StatusText(status)
@@ -92,6 +118,9 @@ func newProblem(status int, detail string, fields []apitype.FieldError) *apitype
 // are the server's fault.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
+	if d := retryAfter(err, p); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d/time.Second)))
+	}
 	switch {
 	case p.Status >= 500:
 		a.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,

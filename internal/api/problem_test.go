@@ -28,6 +28,8 @@ func TestProblemFor(t *testing.T) {
 		{"protocol unknown worker", wireError(workerNotFound("w1", fmt.Errorf("lease: %w", engine.ErrUnknownWorker))), 404, ""},
 		{"fields", invalidField("limit", "bad"), 400, "limit"},
 		{"other", errors.New("disk on fire"), 500, ""},
+		{"unavailable", fmt.Errorf("create jobs: %w", model.Unavailable("disk full", errors.New("SQLITE_FULL"))), 503, ""},
+		{"unavailable in a protocol answer", wireError(fmt.Errorf("complete: %w", model.Unavailable("database unreachable", errors.New("dial")))), 503, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +42,11 @@ func TestProblemFor(t *testing.T) {
 			}
 			if tt.status == 500 {
 				require.NotContains(t, p.Detail, "disk", "internal errors are not shown")
+			}
+			if tt.status == 503 {
+				require.Regexp(t, `^the store is unavailable \((disk full|database unreachable)\); nothing was done`, p.Detail)
+				require.NotContains(t, p.Detail, "SQLITE_FULL", "the driver's words are for the log")
+				require.Equal(t, unavailableRetryAfter, retryAfter(tt.err, p))
 			}
 			_, err := json.Marshal(p)
 			require.NoError(t, err)

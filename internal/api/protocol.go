@@ -38,54 +38,19 @@ func NewProtocol(e *engine.Engine) *Protocol { return &Protocol{eng: e} }
 
 // Register records a worker and starts a new session for it (POST /v1/workers/register).
 func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
-	fe := &fieldErrors{}
-	if !workerIDPattern.MatchString(req.ID) {
-		fe.add("id", "must be 1 to 128 letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit")
-	}
-	if req.Capacity.CPU < 0 {
-		fe.add("capacity.cpu", "must not be negative")
-	}
-	if req.Capacity.MemoryMB < 0 {
-		fe.add("capacity.memory_mb", "must not be negative")
-	}
-	if req.Capacity.GPU < 0 {
-		fe.add("capacity.gpu", "must not be negative")
-	}
-	if req.Capacity.Slots < 0 {
-		fe.add("capacity.slots", "must not be negative")
-	}
-	for _, k := range sortedKeys(req.Labels) {
-		if k == "" {
-			fe.add("labels", "keys must not be empty")
-		}
-	}
-	for i, h := range req.Handlers {
-		if h == "" {
-			fe.add(fmt.Sprintf("handlers[%d]", i), "must not be empty")
-		}
-	}
-	held := leaseRefs(fe, "held", req.Held)
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+	params, err := registerParams(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
 	if err := actAs(ctx, req.ID); err != nil {
 		return nil, wireError(err)
 	}
 	// Only a caller that proves it is the worker replaces a live session of its id.
-	takeover := true
+	params.Takeover = true
 	if pr := principalOf(ctx); pr != nil {
-		takeover = pr.Proves(req.ID)
+		params.Takeover = pr.Proves(req.ID)
 	}
-	reg, err := p.eng.Register(ctx, &engine.RegisterParams{
-		ID:       req.ID,
-		Labels:   req.Labels,
-		Capacity: model.Capacity(req.Capacity),
-		Handlers: req.Handlers,
-		Commands: req.Commands,
-		Resume:   req.Session,
-		Held:     held,
-		Takeover: takeover,
-	})
+	reg, err := p.eng.Register(ctx, params)
 	if errors.Is(err, model.ErrConflict) {
 		return nil, wireError(&httpError{status: http.StatusConflict, detail: fmt.Sprintf(
 			"worker id %q is in use by a live session, which heartbeated within the lease TTL: a second process with this id is refused. "+
@@ -107,26 +72,67 @@ func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (
 	}, nil
 }
 
+// registerParams checks a registration: a 400 naming every bad field, or the engine's
+// params.
+func registerParams(req *apitype.RegisterRequest) (*engine.RegisterParams, error) {
+	fe := &fieldErrors{}
+	if !workerIDPattern.MatchString(req.ID) {
+		fe.add("id", "must be 1 to 128 letters, digits, '.', '_', ':', '@' or '-', starting with a letter or digit")
+	}
+	if c := req.Capacity.CPU; c < 0 || c > maxWorkerCPU {
+		fe.add("capacity.cpu", "must be between 0 and %d", maxWorkerCPU)
+	}
+	if m := req.Capacity.MemoryMB; m < 0 || m > maxWorkerMemoryMB {
+		fe.add("capacity.memory_mb", "must be between 0 and %d (MB)", maxWorkerMemoryMB)
+	}
+	if g := req.Capacity.GPU; g < 0 || g > maxWorkerGPU {
+		fe.add("capacity.gpu", "must be between 0 and %d", maxWorkerGPU)
+	}
+	if s := req.Capacity.Slots; s < 0 || s > maxWorkerSlots {
+		fe.add("capacity.slots", "must be between 0 and %d", maxWorkerSlots)
+	}
+	for _, k := range sortedKeys(req.Labels) {
+		if k == "" {
+			fe.add("labels", "keys must not be empty")
+		}
+	}
+	checkLabels(req.Labels, "labels", fe)
+	if len(req.Handlers) > maxHandlers {
+		fe.add("handlers", "must list at most %d handler kinds, got %d", maxHandlers, len(req.Handlers))
+	}
+	for i, h := range req.Handlers {
+		if h == "" || len(h) > maxHandlerBytes {
+			fe.add(fmt.Sprintf("handlers[%d]", i), "must be 1 to %d bytes", maxHandlerBytes)
+		}
+	}
+	if len(req.Held) > maxHeldLeases {
+		fe.add("held", "must list at most %d leases, got %d", maxHeldLeases, len(req.Held))
+	}
+	held := leaseRefs(fe, "held", req.Held)
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	return &engine.RegisterParams{
+		ID:       req.ID,
+		Labels:   req.Labels,
+		Capacity: model.Capacity(req.Capacity),
+		Handlers: req.Handlers,
+		Commands: req.Commands,
+		Resume:   req.Session,
+		Held:     held,
+	}, nil
+}
+
 // Lease is a worker's long poll for up to req.Max runs (POST /v1/workers/{id}/lease): it
 // answers when runs are leased, something is pushed to the worker, the wait ends, or ctx
 // ends.
 func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.LeaseRequest) (*apitype.LeaseResponse, error) {
-	fe := &fieldErrors{}
-	if req.Max < 0 || req.Max > maxLeaseBatch {
-		fe.add("max", "must be between 0 and %d", maxLeaseBatch)
-	}
-	if req.Wait != nil && req.Wait.Std() < 0 {
-		fe.add("wait", "must not be negative")
-	}
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+	params, err := leaseParams(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
 	if err := actAs(ctx, workerID); err != nil {
 		return nil, wireError(err)
-	}
-	params := &engine.LeaseParams{Session: req.Session, Max: req.Max, Wait: engine.LongestLeaseWait}
-	if req.Wait != nil {
-		params.Wait = req.Wait.Std()
 	}
 	res, err := p.eng.Lease(ctx, workerID, params)
 	if err != nil {
@@ -139,22 +145,53 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 	return out, nil
 }
 
+// leaseParams checks a lease request.
+func leaseParams(req *apitype.LeaseRequest) (*engine.LeaseParams, error) {
+	fe := &fieldErrors{}
+	if req.Max < 0 || req.Max > maxLeaseBatch {
+		fe.add("max", "must be between 0 and %d", maxLeaseBatch)
+	}
+	if req.Wait != nil && req.Wait.Std() < 0 {
+		fe.add("wait", "must not be negative")
+	}
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	params := &engine.LeaseParams{Session: req.Session, Max: req.Max, Wait: engine.LongestLeaseWait}
+	if req.Wait != nil {
+		params.Wait = req.Wait.Std()
+	}
+	return params, nil
+}
+
 // Heartbeat renews the leases a worker holds and tells it which to stop
 // (POST /v1/workers/{id}/heartbeat).
 func (p *Protocol) Heartbeat(ctx context.Context, workerID string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
-	fe := &fieldErrors{}
-	held := leaseRefs(fe, "held", req.Held)
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+	params, err := heartbeatParams(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
 	if err := actAs(ctx, workerID); err != nil {
 		return nil, wireError(err)
 	}
-	res, err := p.eng.Heartbeat(ctx, workerID, &engine.HeartbeatParams{Session: req.Session, Held: held})
+	res, err := p.eng.Heartbeat(ctx, workerID, params)
 	if err != nil {
 		return nil, wireError(workerNotFound(workerID, err))
 	}
 	return &apitype.HeartbeatResponse{Lost: res.Lost, Ended: res.Ended, Cancel: res.Cancel, Drain: res.Drain}, nil
+}
+
+// heartbeatParams checks a heartbeat.
+func heartbeatParams(req *apitype.HeartbeatRequest) (*engine.HeartbeatParams, error) {
+	fe := &fieldErrors{}
+	if len(req.Held) > maxHeldLeases {
+		fe.add("held", "must list at most %d leases, got %d", maxHeldLeases, len(req.Held))
+	}
+	held := leaseRefs(fe, "held", req.Held)
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	return &engine.HeartbeatParams{Session: req.Session, Held: held}, nil
 }
 
 // leaseRefs checks and converts the leases a worker says it holds (field names them).
@@ -176,36 +213,16 @@ func leaseRefs(fe *fieldErrors, field string, refs []apitype.LeaseRef) []store.L
 // its attempt's lease token: only the worker that holds the lease writes the attempt's log.
 // Chunks that do not hold theirs (the attempt ended or was taken back, the token is wrong)
 // are refused with a 409 naming each, and the others are stored: a worker drops the refused
-// ones, which it could never deliver.
+// ones, which it could never deliver. Chunks that take an attempt past the server's cap
+// (engine.Config.MaxLogBytes) are dropped without an error, so that nobody resends them.
 func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error {
-	fe := &fieldErrors{}
 	bound := ""
 	if pr := principalOf(ctx); pr != nil && pr.Role == model.RoleWorker {
 		bound = pr.WorkerID
 	}
-	chunks := make([]model.LogChunk, len(req.Chunks))
-	for i, c := range req.Chunks {
-		if c.RunID == "" {
-			fe.add(fmt.Sprintf("chunks[%d].run_id", i), "is required")
-		}
-		if c.Attempt < 1 {
-			fe.add(fmt.Sprintf("chunks[%d].attempt", i), "must be at least 1")
-		}
-		if c.Seq < 1 {
-			fe.add(fmt.Sprintf("chunks[%d].seq", i), "must be at least 1")
-		}
-		if c.Token == "" {
-			fe.add(fmt.Sprintf("chunks[%d].token", i), "is required: the attempt's lease token")
-		}
-		stream := model.LogStream(c.Stream)
-		if stream != model.Stdout && stream != model.Stderr {
-			fe.add(fmt.Sprintf("chunks[%d].stream", i), "must be stdout or stderr")
-		}
-		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data),
-			Token: c.Token, WorkerID: bound}
-	}
-	if len(fe.errs) > 0 {
-		return wireError(invalidFields(fe.errs))
+	chunks, err := logChunks(req, bound)
+	if err != nil {
+		return wireError(err)
 	}
 	if len(chunks) == 0 {
 		return nil
@@ -232,27 +249,44 @@ func (p *Protocol) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest
 	return nil
 }
 
+// logChunks checks a worker's chunks of output; bound is the worker id the caller's token
+// is bound to ("" for none), which each chunk carries for the store's lease check.
+func logChunks(req *apitype.LogChunksRequest, bound string) ([]model.LogChunk, error) {
+	fe := &fieldErrors{}
+	chunks := make([]model.LogChunk, len(req.Chunks))
+	for i, c := range req.Chunks {
+		if c.RunID == "" {
+			fe.add(fmt.Sprintf("chunks[%d].run_id", i), "is required")
+		}
+		if c.Attempt < 1 {
+			fe.add(fmt.Sprintf("chunks[%d].attempt", i), "must be at least 1")
+		}
+		if c.Seq < 1 {
+			fe.add(fmt.Sprintf("chunks[%d].seq", i), "must be at least 1")
+		}
+		if c.Token == "" {
+			fe.add(fmt.Sprintf("chunks[%d].token", i), "is required: the attempt's lease token")
+		}
+		stream := model.LogStream(c.Stream)
+		if stream != model.Stdout && stream != model.Stderr {
+			fe.add(fmt.Sprintf("chunks[%d].stream", i), "must be stdout or stderr")
+		}
+		chunks[i] = model.LogChunk{RunID: c.RunID, Attempt: c.Attempt, Seq: c.Seq, Stream: stream, Data: []byte(c.Data),
+			Token: c.Token, WorkerID: bound}
+	}
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	return chunks, nil
+}
+
 // Complete records the ends of attempts (POST /v1/attempts/complete). A completion with a
 // stale lease token is refused in its result (accepted false) and changes nothing; the
 // others are recorded. A worker bound to an id completes only the runs leased to it.
 func (p *Protocol) Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
-	fe := &fieldErrors{}
-	cs := make([]store.Completion, len(req.Completions))
-	for i, c := range req.Completions {
-		if c.RunID == "" {
-			fe.add(fmt.Sprintf("completions[%d].run_id", i), "is required")
-		}
-		if c.Token == "" {
-			fe.add(fmt.Sprintf("completions[%d].token", i), "is required")
-		}
-		status := model.AttemptStatus(c.Status)
-		if !status.Valid() {
-			fe.add(fmt.Sprintf("completions[%d].status", i), "must be one of succeeded, failed, timed_out, lost, cancelled")
-		}
-		cs[i] = store.Completion{RunID: c.RunID, Token: c.Token, Status: status, ExitCode: c.ExitCode, Error: c.Error}
-	}
-	if len(fe.errs) > 0 {
-		return nil, wireError(invalidFields(fe.errs))
+	cs, err := completions(req)
+	if err != nil {
+		return nil, wireError(err)
 	}
 	out := &apitype.CompleteResponse{Results: make([]apitype.CompletionResult, len(cs))}
 	if len(cs) == 0 {
@@ -297,6 +331,29 @@ func (p *Protocol) Complete(ctx context.Context, req *apitype.CompleteRequest) (
 		}
 	}
 	return out, nil
+}
+
+// completions checks the ends of attempts a worker reports.
+func completions(req *apitype.CompleteRequest) ([]store.Completion, error) {
+	fe := &fieldErrors{}
+	cs := make([]store.Completion, len(req.Completions))
+	for i, c := range req.Completions {
+		if c.RunID == "" {
+			fe.add(fmt.Sprintf("completions[%d].run_id", i), "is required")
+		}
+		if c.Token == "" {
+			fe.add(fmt.Sprintf("completions[%d].token", i), "is required")
+		}
+		status := model.AttemptStatus(c.Status)
+		if !status.Valid() {
+			fe.add(fmt.Sprintf("completions[%d].status", i), "must be one of succeeded, failed, timed_out, lost, cancelled")
+		}
+		cs[i] = store.Completion{RunID: c.RunID, Token: c.Token, Status: status, ExitCode: c.ExitCode, Error: c.Error}
+	}
+	if len(fe.errs) > 0 {
+		return nil, invalidFields(fe.errs)
+	}
+	return cs, nil
 }
 
 // runningOn returns the ids of the runs leased to worker id now.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
@@ -45,7 +46,9 @@ func (a *API) getQueue(w http.ResponseWriter, r *http.Request) error {
 }
 
 // patchQueue serves PATCH /v1/queues/{name}: paused (or state active|paused),
-// max_concurrency and priority. A queue that does not exist yet is created.
+// max_concurrency, priority and rate_limit. A queue that does not exist is a 404, so that a
+// misspelled name changes nothing, unless ?create=true asks for it (to set up a queue before
+// its first job); the default queue always exists.
 func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 	var patch apitype.QueuePatch
 	if err := decodeBody(r, &patch, false); err != nil {
@@ -58,6 +61,13 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 	fe := &fieldErrors{}
 	if !namePattern.MatchString(name) {
 		fe.add("name", nameRule)
+	}
+	create := false
+	if s := r.URL.Query().Get("create"); s != "" {
+		var err error
+		if create, err = strconv.ParseBool(s); err != nil {
+			fe.add("create", "must be true or false")
+		}
 	}
 	if patch.MaxConcurrency != nil && *patch.MaxConcurrency < 0 {
 		fe.add("max_concurrency", "must not be negative (0 means no limit)")
@@ -89,6 +99,17 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)
+	}
+	if !create && name != model.DefaultQueue {
+		// Queues are never deleted, so one found here still exists when it is updated.
+		_, err := a.store.GetQueue(r.Context(), &store.GetQueueParams{Name: name})
+		if errors.Is(err, model.ErrNotFound) {
+			return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf(
+				"queue %q not found: a queue exists once a job uses it; PATCH with ?create=true creates it", name)}
+		}
+		if err != nil {
+			return fmt.Errorf("get queue %s: %w", name, err)
+		}
 	}
 	q, err := a.eng.UpdateQueue(r.Context(), &store.UpdateQueueParams{
 		Name: name, Priority: patch.Priority, MaxConcurrency: patch.MaxConcurrency, Paused: paused, RateLimit: rate,

@@ -88,10 +88,31 @@ func TestQueues(t *testing.T) {
 	require.Equal(t, []string{"name"}, r.fields(t))
 }
 
+// TestPatchUnknownQueue: a misspelled queue is a 404 and is not created (issue 12);
+// ?create=true creates it, and the default queue always exists.
+func TestPatchUnknownQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "PATCH", "/v1/queues/reprots", `{"paused": true}`)
+	require.Equal(t, http.StatusNotFound, r.status, "body: %s", r.body)
+	require.Contains(t, r.problem(t).Detail, "?create=true")
+	require.Equal(t, http.StatusNotFound, b.do(t, "GET", "/v1/queues/reprots", nil).status, "not created")
+
+	r = b.do(t, "PATCH", "/v1/queues/reports?create=yes", `{"paused": true}`)
+	require.Equal(t, http.StatusBadRequest, r.status, "body: %s", r.body)
+	require.Equal(t, []string{"create"}, r.fields(t))
+	r = b.do(t, "PATCH", "/v1/queues/reports?create=true", `{"paused": true}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r = b.do(t, "PATCH", "/v1/queues/reports", `{"paused": false}`)
+	require.Equal(t, http.StatusOK, r.status, "an existing queue: body: %s", r.body)
+	r = b.do(t, "PATCH", "/v1/queues/default", `{"priority": 3}`)
+	require.Equal(t, http.StatusOK, r.status, "the default queue: body: %s", r.body)
+}
+
 func TestQueueRateLimit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.do(t, "PATCH", "/v1/queues/mail", `{"rate_limit": {"rate": 100, "per": "1m"}}`)
+	r := b.do(t, "PATCH", "/v1/queues/mail?create=true", `{"rate_limit": {"rate": 100, "per": "1m"}}`)
 	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 	var q apitype.Queue
 	r.decode(t, &q)

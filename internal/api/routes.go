@@ -10,9 +10,9 @@ import (
 type bodySize int
 
 const (
-	bodyDefault bodySize = iota // Config.MaxBodyBytes
-	bodyBatch                   // 64 MiB: POST /v1/jobs/batch, POST /v1/dags
-	bodyLogs                    // 8 MiB
+	bodyDefault bodySize = iota // Limits.MaxBodyBytes
+	bodyBatch                   // Limits.MaxBatchBodyBytes: POST /v1/jobs/batch, POST /v1/dags
+	bodyLogs                    // Limits.MaxLogBodyBytes: POST /v1/attempts/logs
 )
 
 // route is one entry of the route table.
@@ -21,6 +21,7 @@ type route struct {
 	Path   string    // a ServeMux pattern path; also the OpenAPI path
 	Perm   auth.Perm // what the caller needs (auth.Allows); every route declares one
 	Body   bodySize
+	Submit bool // creates jobs or runs: counts against the client's submission rate
 	Handle func(a *API, w http.ResponseWriter, r *http.Request) error
 }
 
@@ -35,39 +36,39 @@ func routeTable() []route {
 		{Method: "GET", Path: "/metrics", Perm: auth.Open, Handle: (*API).metrics},
 		{Method: "GET", Path: "/v1/openapi.json", Perm: auth.Open, Handle: (*API).openAPI},
 
-		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Handle: (*API).createJob},
-		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Handle: (*API).createJobs},
+		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Handle: (*API).createJob},
+		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createJobs},
 		{Method: "GET", Path: "/v1/jobs", Perm: auth.Read, Handle: (*API).listJobs},
 		{Method: "GET", Path: "/v1/jobs/{id}", Perm: auth.Read, Handle: (*API).getJob},
 		{Method: "PATCH", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).patchJob},
 		{Method: "DELETE", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).deleteJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Perm: auth.Operate, Handle: (*API).triggerJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Perm: auth.Operate, Submit: true, Handle: (*API).triggerJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelJob},
-		{Method: "PUT", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).applyJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Perm: auth.Operate, Handle: (*API).backfill},
+		{Method: "PUT", Path: "/v1/jobs/{id}", Perm: auth.Operate, Submit: true, Handle: (*API).applyJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Perm: auth.Operate, Submit: true, Handle: (*API).backfill},
 		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Perm: auth.Operate, Handle: (*API).rotateWebhookSecret},
-		{Method: "POST", Path: "/v1/hooks/{id}", Perm: auth.Open, Handle: (*API).hook},
-		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Perm: auth.Open, Handle: (*API).pipelineHook},
+		{Method: "POST", Path: "/v1/hooks/{id}", Perm: auth.Open, Submit: true, Handle: (*API).hook},
+		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Perm: auth.Open, Submit: true, Handle: (*API).pipelineHook},
 		{Method: "POST", Path: "/v1/jobs/{id}/pause", Perm: auth.Operate, Handle: (*API).pauseJob},
 		{Method: "POST", Path: "/v1/jobs/{id}/resume", Perm: auth.Operate, Handle: (*API).resumeJob},
 		{Method: "POST", Path: "/v1/plan", Perm: auth.Read, Handle: (*API).plan},
-		{Method: "POST", Path: "/v1/dags", Perm: auth.Operate, Body: bodyBatch, Handle: (*API).createDAG},
+		{Method: "POST", Path: "/v1/dags", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createDAG},
 
 		{Method: "GET", Path: "/v1/pipelines", Perm: auth.Read, Handle: (*API).listPipelines},
-		{Method: "PUT", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Handle: (*API).putPipeline},
+		{Method: "PUT", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Submit: true, Handle: (*API).putPipeline},
 		{Method: "GET", Path: "/v1/pipelines/{name}", Perm: auth.Read, Handle: (*API).getPipeline},
 		{Method: "DELETE", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Handle: (*API).deletePipeline},
-		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Perm: auth.Operate, Handle: (*API).triggerPipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Perm: auth.Operate, Submit: true, Handle: (*API).triggerPipeline},
 		{Method: "POST", Path: "/v1/pipelines/{name}/webhook", Perm: auth.Operate, Handle: (*API).rotatePipelineWebhookSecret},
 		{Method: "GET", Path: "/v1/pipelines/{name}/runs", Perm: auth.Read, Handle: (*API).listPipelineRuns},
 		{Method: "GET", Path: "/v1/pipelines/{name}/runs/{id}", Perm: auth.Read, Handle: (*API).getPipelineRun},
 		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelPipelineRun},
-		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Perm: auth.Operate, Handle: (*API).retryPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Perm: auth.Operate, Submit: true, Handle: (*API).retryPipelineRun},
 
 		{Method: "GET", Path: "/v1/runs", Perm: auth.Read, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Perm: auth.Read, Handle: (*API).getRun},
 		{Method: "POST", Path: "/v1/runs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelRun},
-		{Method: "POST", Path: "/v1/runs/{id}/retry", Perm: auth.Operate, Handle: (*API).retryRun},
+		{Method: "POST", Path: "/v1/runs/{id}/retry", Perm: auth.Operate, Submit: true, Handle: (*API).retryRun},
 		{Method: "GET", Path: "/v1/runs/{id}/logs", Perm: auth.Read, Handle: (*API).runLogs},
 
 		{Method: "GET", Path: "/v1/cluster", Perm: auth.Read, Handle: (*API).getCluster},
@@ -92,8 +93,8 @@ func routeTable() []route {
 }
 
 // endpoint wraps a route's handler: it authenticates the caller and checks the route's
-// permission (auth.go), caps the body, and answers the handler's error with a problem
-// document.
+// permission (auth.go), takes a turn of the client's submission rate (routes marked Submit;
+// ratelimit.go), caps the body, and answers the handler's error with a problem document.
 func (a *API) endpoint(rt route) http.Handler {
 	limit := a.bodyLimit(rt.Body)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -101,8 +102,18 @@ func (a *API) endpoint(rt route) http.Handler {
 		if !ok {
 			return
 		}
+		if rt.Submit && a.submits != nil {
+			if ok, wait := a.submits.take(a.cfg.ClientKey(r), a.clock.Now()); !ok {
+				a.writeError(w, r, tooMany(a.cfg.SubmitRate, wait))
+				return
+			}
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		if err := rt.Handle(a, w, r); err != nil {
+		err := rt.Handle(a, w, r)
+		if writes(r) {
+			a.ready.noteWrite(err, a.clock.Now())
+		}
+		if err != nil {
 			a.writeError(w, r, err)
 		}
 	})

@@ -55,7 +55,7 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if p.Queue != "" && !namePattern.MatchString(p.Queue) {
 		errs = append(errs, apitype.FieldError{Field: "queue", Message: nameRule})
 	}
-	limit, fe := limitParam(q)
+	limit, fe := a.limitParam(q)
 	errs = append(errs, fe...)
 	ns := q.Get("namespace")
 	if ns == "" {

@@ -3,9 +3,13 @@ package api
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/stint-dev/stint/internal/model"
 )
 
 // openAPIDocument is the OpenAPI 3.1 description of every route, served as is.
@@ -13,22 +17,33 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
-// readyTimeout bounds the store ping of GET /readyz.
-const readyTimeout = 2 * time.Second
-
 // healthz serves GET /healthz: the process is alive.
 func (a *API) healthz(w http.ResponseWriter, _ *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
 
-// readyz serves GET /readyz: the store is reachable (opening it ran the migrations).
+// readyz serves GET /readyz: the store is reachable (opening it ran the migrations) and
+// takes writes (see readiness).
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	defer cancel()
-	if err := a.store.Ping(ctx); err != nil {
-		a.log.WarnContext(ctx, "not ready: store unreachable", "err", err)
+	err := a.store.Ping(ctx)
+	cancel()
+	if err != nil {
+		a.log.WarnContext(r.Context(), "not ready: store unreachable", "err", err)
+		w.Header().Set("Retry-After", strconv.Itoa(int(unavailableRetryAfter/time.Second)))
 		writeProblem(w, newProblem(http.StatusServiceUnavailable, "the store is not reachable", nil))
+		return nil
+	}
+	if err := a.checkWrites(r.Context()); err != nil {
+		a.log.WarnContext(r.Context(), "not ready: the store cannot take writes", "err", err)
+		detail := "the store cannot take writes"
+		var ue *model.UnavailableError
+		if errors.As(err, &ue) {
+			detail += " (" + ue.What + ")"
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(int(unavailableRetryAfter/time.Second)))
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, detail, nil))
 		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -81,15 +81,15 @@ const (
 // "jobs[3]." in a batch). It returns every bad field at once; with any, the job is nil.
 // depends_on entries must name runs (refs exist only in DAG requests); whether those runs
 // exist is for the caller to check (missingUpstream).
-func buildJob(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, []apitype.FieldError) {
-	return buildJobIn(spec, prefix, now, depsOfJob)
+func buildJob(spec *apitype.JobSpec, prefix string, now time.Time, lim *Limits) (*validJob, []apitype.FieldError) {
+	return buildJobIn(spec, prefix, now, depsOfJob, lim)
 }
 
 // buildJobIn is buildJob with the dependency rules of mode.
-func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMode) (*validJob, []apitype.FieldError) {
+func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMode, lim *Limits) (*validJob, []apitype.FieldError) {
 	fe := &fieldErrors{prefix: prefix}
 	deps := checkDeps(spec, mode, fe)
-	vj, errs := buildDefinition(spec, prefix, now)
+	vj, errs := buildDefinition(spec, prefix, now, lim)
 	if errs = append(errs, fe.errs...); len(errs) > 0 {
 		return nil, errs
 	}
@@ -209,9 +209,9 @@ func checkDeps(spec *apitype.JobSpec, mode depsMode, fe *fieldErrors) []jobDep {
 
 // buildDefinition is buildJob without the first run: the job alone, with its next fire
 // when it has a schedule (PUT /v1/jobs/{name} manages definitions).
-func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time) (*validJob, []apitype.FieldError) {
+func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time, lim *Limits) (*validJob, []apitype.FieldError) {
 	fe := &fieldErrors{prefix: prefix}
-	ms := specToModel(spec, fe)
+	ms := specToModel(spec, fe, lim)
 
 	ns := spec.Namespace
 	if ns == "" {
@@ -268,10 +268,11 @@ func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time) (*vali
 }
 
 // specToModel checks the parts of a spec that make up model.JobSpec (what to run, where,
-// and how to treat failure), records bad fields in fe, and returns the spec with defaults
-// applied. PATCH uses it on the job's spec with the patch applied, so both follow one set of
-// rules.
-func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
+// and how to treat failure) and their sizes under lim, records bad fields in fe, and returns
+// the spec with defaults applied. It is the one check of a job spec: every route that takes
+// one (POST /v1/jobs, batches, DAG entries, pipeline steps, PUT and PATCH of a job, plans)
+// comes through it, PATCH with the job's spec with the patch applied.
+func specToModel(spec *apitype.JobSpec, fe *fieldErrors, lim *Limits) model.JobSpec {
 	ms := model.JobSpec{
 		Command: spec.Command,
 		Shell:   spec.Shell,
@@ -281,6 +282,7 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors) model.JobSpec {
 		Queue:   spec.Queue,
 		Tags:    spec.Tags,
 	}
+	checkSizes(spec, lim, fe)
 
 	// What to run: exactly one of command, shell and handler.
 	var given []string

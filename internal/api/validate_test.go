@@ -206,7 +206,7 @@ func TestBuildJob(t *testing.T) {
 			t.Parallel()
 			var spec apitype.JobSpec
 			require.NoError(t, decodeJSON([]byte(tt.body), &spec))
-			vj, errs := buildJob(&spec, "", now)
+			vj, errs := buildJob(&spec, "", now, defLim())
 			if len(tt.want) == 0 {
 				require.Empty(t, errs)
 				require.NotNil(t, vj)
@@ -226,7 +226,7 @@ func TestBuildJob(t *testing.T) {
 
 func TestBuildJobPrefix(t *testing.T) {
 	t.Parallel()
-	_, errs := buildJob(&apitype.JobSpec{}, "jobs[3].", time.Now())
+	_, errs := buildJob(&apitype.JobSpec{}, "jobs[3].", time.Now(), defLim())
 	require.Equal(t, []string{"jobs[3].command"}, fieldNames(errs))
 }
 
@@ -249,12 +249,12 @@ func TestPatchValidatesLikeCreate(t *testing.T) {
 	t.Parallel()
 	var spec apitype.JobSpec
 	require.NoError(t, decodeJSON([]byte(`{"name": "j", "command": ["a"], "retry": {"max_attempts": 3}, "timeout": "5s"}`), &spec))
-	vj, errs := buildJob(&spec, "", time.Now())
+	vj, errs := buildJob(&spec, "", time.Now(), defLim())
 	require.Empty(t, errs)
 
 	// A job's own spec round-trips unchanged.
 	fe := &fieldErrors{}
-	require.Equal(t, vj.Job.Spec, specToModel(specFromJob(vj.Job), fe))
+	require.Equal(t, vj.Job.Spec, specToModel(specFromJob(vj.Job), fe, defLim()))
 	require.Empty(t, fe.errs)
 
 	tests := []struct {
@@ -287,7 +287,7 @@ func TestPatchValidatesLikeCreate(t *testing.T) {
 			s := specFromJob(vj.Job)
 			applyPatch(s, &p)
 			fe := &fieldErrors{}
-			got := specToModel(s, fe)
+			got := specToModel(s, fe, defLim())
 			require.Equal(t, tt.want, fieldNames(fe.errs))
 			if tt.check != nil {
 				tt.check(t, got)

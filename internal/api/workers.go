@@ -99,6 +99,7 @@ func (a *API) lease(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	resp, err := a.proto.Lease(r.Context(), r.PathValue("id"), &req)
+	a.writeWindow(w)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/stint-dev/stint/internal/api"
+	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
 )
 
@@ -124,4 +126,86 @@ func TestLeaderDefaults(t *testing.T) {
 		require.Equal(t, tc.wantID, id, "%+v", tc)
 		require.Equal(t, tc.want, ttl, "%+v", tc)
 	}
+}
+
+func TestServerLimitFlags(t *testing.T) {
+	parse := func(t *testing.T, args ...string) (ServerConfig, error) {
+		t.Helper()
+		var f serverFlags
+		cmd := &cobra.Command{Use: "server"}
+		f.register(cmd)
+		require.NoError(t, cmd.ParseFlags(args))
+		return f.config(cmd)
+	}
+	t.Run("defaults", func(t *testing.T) {
+		cfg, err := parse(t)
+		require.NoError(t, err)
+		require.Equal(t, api.DefaultLimits(), cfg.Limits)
+		require.Equal(t, DefaultHTTPLimits(), cfg.HTTP.resolved())
+		require.Equal(t, &model.RateLimit{Rate: 1000, Per: time.Second}, cfg.SubmitRate)
+	})
+	t.Run("given", func(t *testing.T) {
+		cfg, err := parse(t, "--max-body", "2MiB", "--max-shell-bytes", "100000", "--max-args-bytes", "8k",
+			"--max-dag-runs", "50", "--write-timeout", "0", "--max-conns", "0", "--max-pending-per-ip", "16",
+			"--submit-rate", "20/1m")
+		require.NoError(t, err)
+		require.Equal(t, int64(2<<20), cfg.Limits.MaxBodyBytes)
+		require.Equal(t, 100000, cfg.Limits.MaxShellBytes)
+		require.Equal(t, 8<<10, cfg.Limits.MaxArgsBytes)
+		require.Equal(t, 50, cfg.Limits.MaxDAGRuns)
+		h := cfg.HTTP.resolved()
+		require.Zero(t, h.WriteTimeout, "0 on the command line is no limit")
+		require.Zero(t, h.MaxConns)
+		require.Equal(t, 16, h.MaxPendingPerIP)
+		require.Equal(t, 10*time.Second, h.ReadHeaderTimeout)
+		require.Equal(t, &model.RateLimit{Rate: 20, Per: time.Minute}, cfg.SubmitRate)
+		cfg, err = parse(t, "--submit-rate", "0")
+		require.NoError(t, err)
+		require.Nil(t, cfg.SubmitRate)
+	})
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("STINT_MAX_BODY", "3MiB")
+		t.Setenv("STINT_SUBMIT_RATE", "5/1s")
+		cfg, err := parse(t)
+		require.NoError(t, err)
+		require.Equal(t, int64(3<<20), cfg.Limits.MaxBodyBytes)
+		require.Equal(t, &model.RateLimit{Rate: 5, Per: time.Second}, cfg.SubmitRate)
+		cfg, err = parse(t, "--max-body", "4MiB")
+		require.NoError(t, err)
+		require.Equal(t, int64(4<<20), cfg.Limits.MaxBodyBytes, "the flag wins over the env")
+		t.Setenv("STINT_MAX_ENV_BYTES", "lots")
+		_, err = parse(t)
+		require.ErrorContains(t, err, "STINT_MAX_ENV_BYTES")
+	})
+	for _, bad := range []struct{ args []string }{
+		{[]string{"--max-page-size", "0"}},
+		{[]string{"--max-body", "0"}},
+		{[]string{"--max-conns", "-1"}},
+		{[]string{"--read-timeout", "-1s"}},
+		{[]string{"--submit-rate", "fast"}},
+		{[]string{"--submit-rate", "10/0s"}},
+	} {
+		t.Run(strings.Join(bad.args, " "), func(t *testing.T) {
+			_, err := parse(t, bad.args...)
+			require.ErrorContains(t, err, bad.args[0])
+		})
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int64{"65536": 65536, "64KiB": 64 << 10, "64k": 64 << 10, "1MiB": 1 << 20, "2MB": 2 << 20,
+		"1G": 1 << 30, "10 MiB": 10 << 20, "7B": 7} {
+		var b byteSize
+		require.NoError(t, b.Set(in), in)
+		require.Equal(t, want, int64(b), in)
+	}
+	for _, bad := range []string{"", "MiB", "-1", "1.5MiB", "1TiB", "99999999999GiB"} {
+		var b byteSize
+		require.Error(t, b.Set(bad), bad)
+	}
+	b := byteSize(64 << 10)
+	require.Equal(t, "64KiB", b.String())
+	b = byteSize(1000)
+	require.Equal(t, "1000", b.String())
 }

@@ -21,6 +21,7 @@ type serverFlags struct {
 	leaseTTL, leaderTTL time.Duration
 	userToken, wkrToken string
 	logLevel, logFormat string
+	limits              limitFlags
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
@@ -36,6 +37,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "a static bearer token that acts as a worker token for any worker id (env STINT_WORKER_TOKEN)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
+	f.limits.register(fl)
 }
 
 func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
@@ -49,11 +51,16 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if f.leaderTTL != 0 && f.leaderTTL < 200*time.Millisecond {
 		return ServerConfig{}, fmt.Errorf("--leader-ttl: must be at least 200ms, got %s", f.leaderTTL)
 	}
+	lim, h, rate, err := f.limits.config()
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"),
 		Logger: log, Stderr: cmd.ErrOrStderr(),
+		Limits: lim, HTTP: h, SubmitRate: rate,
 	}, nil
 }
 

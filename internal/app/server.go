@@ -17,6 +17,7 @@ import (
 	"github.com/stint-dev/stint/internal/api"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/metrics"
+	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -48,6 +49,13 @@ type ServerConfig struct {
 	OpenAuth bool
 	// Stderr receives the first admin token (default os.Stderr).
 	Stderr io.Writer
+
+	// Limits bound requests (zero fields: api.DefaultLimits); HTTP the server's timeouts and
+	// connection caps (zero fields: DefaultHTTPLimits, negative: off); SubmitRate, when set,
+	// each client's submissions (the flags default to DefaultSubmitRate; nil here: none).
+	Limits     api.Limits
+	HTTP       HTTPLimits
+	SubmitRate *model.RateLimit
 
 	// LocalWorker runs a worker inside the server process (stint dev), LocalSlots attempts
 	// at once; its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
@@ -142,8 +150,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	if err != nil {
 		return err
 	}
+	lim := cfg.Limits.WithDefaults()
 	e := engine.New(engine.Config{Store: st, Logger: log, LeaseTTL: cfg.LeaseTTL, Committers: committers,
-		Notifier: notifier,
+		MaxLogBytes: lim.MaxLogBytes,
+		Notifier:    notifier,
 		// Batch the dispatch transactions under a stream of submissions (see engine.Config):
 		// with SQLite, 16 producers of single jobs reach ~6,000/s instead of ~5,000/s, for
 		// at most 5 ms more submit-to-start latency. See BENCHMARKS.md.
@@ -162,18 +172,22 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		return err
 	}
 
+	h := cfg.HTTP.resolved()
 	a, err := api.New(api.Config{
-		Engine:      e,
-		Logger:      log,
-		UserToken:   cfg.UserToken,
-		WorkerToken: cfg.WorkerToken,
-		Open:        cfg.OpenAuth,
-		Metrics:     metrics.Handler(e, log),
+		Engine:       e,
+		Logger:       log,
+		UserToken:    cfg.UserToken,
+		WorkerToken:  cfg.WorkerToken,
+		Open:         cfg.OpenAuth,
+		Metrics:      metrics.Handler(e, log),
+		Limits:       lim,
+		WriteTimeout: h.WriteTimeout,
+		SubmitRate:   cfg.SubmitRate,
 	})
 	if err != nil {
 		return fmt.Errorf("build api: %w", err)
 	}
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, _ := newHTTPServer(a.Handler(), h, log)
 
 	var wg sync.WaitGroup
 	serveErr := make(chan error, 1)
@@ -218,6 +232,21 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// newHTTPServer is the server of handler with the timeouts and connection caps of h
+// (resolved: zero is off).
+func newHTTPServer(handler http.Handler, h HTTPLimits, log *slog.Logger) (*http.Server, *connGuard) {
+	guard := newConnGuard(h.MaxConns, h.MaxPendingPerIP, log)
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadTimeout:       h.ReadTimeout,
+		WriteTimeout:      h.WriteTimeout,
+		IdleTimeout:       h.IdleTimeout,
+		ConnState:         guard.connState,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // accept errors (out of file descriptors), TLS handshakes
+	}, guard
 }
 
 // newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the

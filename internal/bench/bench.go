@@ -249,9 +249,10 @@ type runner struct {
 	res      *Result
 }
 
-// setPaused pauses or resumes the bench queue.
+// setPaused pauses or resumes the bench queue, creating it (a queue of its own, paused
+// before its first job).
 func (r *runner) setPaused(ctx context.Context, paused bool) error {
-	_, err := r.c.UpdateQueue(ctx, r.queue, &apitype.QueuePatch{Paused: &paused})
+	_, err := r.c.CreateQueue(ctx, r.queue, &apitype.QueuePatch{Paused: &paused})
 	if err != nil {
 		return fmt.Errorf("set queue %s paused=%v: %w", r.queue, paused, err)
 	}

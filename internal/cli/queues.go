@@ -60,13 +60,15 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 	var (
 		maxConcurrency, priority int
 		rate                     string
+		create                   bool
 	)
 	cmd := &cobra.Command{
 		Use:     "set QUEUE",
 		Short:   "Change a queue's max concurrency, priority or rate limit",
-		Example: "  stint queues set reports --max-concurrency 4 --priority 10\n  stint queues set mail --rate 100/1m",
+		Example: "  stint queues set reports --max-concurrency 4 --priority 10\n  stint queues set mail --rate 100/1m --create",
 		Args:    args("QUEUE"),
 	}
+	cmd.Flags().BoolVar(&create, "create", false, "create the queue if it does not exist yet (a queue exists once a job uses it)")
 	cmd.Flags().IntVar(&maxConcurrency, "max-concurrency", 0, "max runs of the queue at once (0: no limit)")
 	cmd.Flags().IntVar(&priority, "priority", 0, "queue priority; higher queues are served first")
 	cmd.Flags().StringVar(&rate, "rate", "", `at most N runs start per DURATION: "N/DURATION" such as 100/1m ("0" removes the limit)`)
@@ -93,6 +95,9 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 			return Usagef("nothing to set: give --max-concurrency, --priority or --rate")
 		}
 		update := func(c *client.Client, ctx context.Context) (*apitype.Queue, error) {
+			if create {
+				return c.CreateQueue(ctx, argv[0], &patch)
+			}
 			return c.UpdateQueue(ctx, argv[0], &patch)
 		}
 		return callAndPrint(cmd, cfg, *asJSON, update, func(w io.Writer, _ *apitype.Queue) error {

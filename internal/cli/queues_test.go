@@ -72,6 +72,12 @@ gpu   yes     10        2                0        0          0       2
 			stdout:    "queue mail updated\n",
 		},
 		{
+			name:      "create a queue with a rate limit",
+			args:      []string{"queues", "set", "mail", "--rate", "100/1m", "--create"},
+			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/mail", query: "create=true", body: `{"rate_limit":{"rate":100,"per":"1m0s"}}`, answer: `{"name":"mail"}`}},
+			stdout:    "queue mail updated\n",
+		},
+		{
 			name:      "remove a rate limit",
 			args:      []string{"queues", "set", "mail", "--rate", "0"},
 			exchanges: []exchange{{method: "PATCH", path: "/v1/queues/mail", body: `{"rate_limit":{"rate":0,"per":"0s"}}`, answer: `{"name":"mail"}`}},

@@ -82,6 +82,9 @@ type Config struct {
 	// step jobs and runs. Default id.New; a simulation passes one drawn from its seed,
 	// since ids order runs of equal priority and due time.
 	NewID func(time.Time) string
+	// MaxLogBytes caps the output stored per attempt (store.AppendLogsParams.MaxAttemptBytes);
+	// 0: no cap.
+	MaxLogBytes int64
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease

@@ -346,9 +346,10 @@ func (e *Engine) Heartbeat(ctx context.Context, workerID string, p *HeartbeatPar
 }
 
 // AppendLogs stores log chunks, group-committed, stamped with the time they arrived. It
-// returns an error per chunk, in order: nil when stored, model.ErrLeaseLost (or
-// model.ErrNotFound) when refused because its writer does not hold the attempt's lease (see
-// store.Store.AppendLogs); the other chunks are stored.
+// returns an error per chunk, in order: nil when stored (or dropped for taking its attempt
+// past Config.MaxLogBytes), model.ErrLeaseLost (or model.ErrNotFound) when refused because
+// its writer does not hold the attempt's lease (see store.Store.AppendLogs); the other
+// chunks are stored.
 func (e *Engine) AppendLogs(ctx context.Context, chunks []model.LogChunk) ([]error, error) {
 	now := e.clock.Now()
 	for i := range chunks {
@@ -362,7 +363,7 @@ func (e *Engine) AppendLogs(ctx context.Context, chunks []model.LogChunk) ([]err
 }
 
 func (e *Engine) flushLogs(ctx context.Context, chunks []model.LogChunk) ([]error, error) {
-	refused, err := e.store.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks})
+	refused, err := e.store.AppendLogs(ctx, &store.AppendLogsParams{Chunks: chunks, MaxAttemptBytes: e.cfg.MaxLogBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -130,6 +130,12 @@ type ReadLogsParams struct {
 // AppendLogsParams are the arguments of AppendLogs.
 type AppendLogsParams struct {
 	Chunks []model.LogChunk
+	// MaxAttemptBytes, when above 0, caps the output stored per attempt: a chunk that would
+	// take its attempt's stored bytes past it is dropped, and so is every later chunk of that
+	// attempt in the batch (they come in order). Only chunks that pass the lease check count;
+	// a dropped chunk is not refused (see Store.AppendLogs). The cap holds for a worker that
+	// sends its batches one after the other; concurrent batches of one attempt may each fit.
+	MaxAttemptBytes int64
 }
 
 // GetQueueParams name the queue to read.

@@ -244,7 +244,9 @@ type Store interface {
 	// when set); another chunk is refused alone with model.ErrLeaseLost (model.ErrNotFound
 	// for a run that does not exist) and the others are stored. A chunk whose (RunID,
 	// Attempt, Seq) is already stored is ignored (a worker may resend), so the first write
-	// stands.
+	// stands. With MaxAttemptBytes, a stored chunk that would take its attempt past the cap
+	// is dropped instead, and so are the attempt's later chunks of the batch: they are not
+	// refused (their error is nil), so the writer does not send them again.
 	AppendLogs(ctx context.Context, p *AppendLogsParams) ([]error, error)
 	// ReadLogs returns chunks of one attempt with Seq > AfterSeq, in Seq order, at most Limit
 	// (Limit <= 0: no limit). An unknown run is model.ErrNotFound.
@@ -330,6 +332,15 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.
 	Close() error
+}
+
+// WriteProber is a Store that can tell whether it takes writes now, at the cost of one
+// small write that changes no data; readiness (GET /readyz) calls it at most every few
+// seconds. A store that cannot take writes answers an error that wraps
+// model.ErrUnavailable. Both engines implement it; it is its own interface so that a
+// wrapper of Store need not.
+type WriteProber interface {
+	ProbeWrite(ctx context.Context) error
 }
 
 // GraphJobErr is what one new job of CreateGraph means for the whole graph, given what

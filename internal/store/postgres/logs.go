@@ -12,8 +12,10 @@ import (
 )
 
 // appendLogsSQL inserts the chunks ($1...$8, numbered by ordinality) whose writer holds
-// their attempt's lease (store.HoldsChunk, in SQL) and returns the others: their number and
-// whether their run exists.
+// their attempt's lease (store.HoldsChunk, in SQL) and that fit in the cap $9 (when above
+// 0: a running sum over those chunks of an attempt, in batch order, on top of what the
+// attempt has stored; the first chunk past it is dropped with the ones after it), and
+// returns the chunks refused: their number and whether their run exists.
 const appendLogsSQL = `WITH c AS (
 		SELECT * FROM unnest($1::text[], $2::int4[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[],
 			$7::text[], $8::text[]) WITH ORDINALITY AS c(run_id, attempt, seq, stream, data, created_at, token, worker_id, i)
@@ -21,16 +23,24 @@ const appendLogsSQL = `WITH c AS (
 		SELECT c.* FROM c JOIN runs r ON r.id = c.run_id
 		WHERE r.status = 'running' AND c.token <> '' AND r.attempt = c.attempt AND r.lease_token = c.token
 			AND (c.worker_id = '' OR r.worker_id = c.worker_id)
+	), stored AS (
+		SELECT k.run_id, k.attempt, (SELECT coalesce(sum(octet_length(l.data)), 0) FROM log_chunks l
+			WHERE $9::int8 > 0 AND l.run_id = k.run_id AND l.attempt = k.attempt) AS bytes
+		FROM (SELECT DISTINCT run_id, attempt FROM ok) k
+	), fit AS (
+		SELECT ok.*, s.bytes + sum(octet_length(ok.data)) OVER (PARTITION BY ok.run_id, ok.attempt ORDER BY ok.i) AS upto
+		FROM ok JOIN stored s ON s.run_id = ok.run_id AND s.attempt = ok.attempt
 	), ins AS (
 		INSERT INTO log_chunks (run_id, attempt, seq, stream, data, created_at)
-		SELECT run_id, attempt, seq, stream, data, created_at FROM ok
+		SELECT run_id, attempt, seq, stream, data, created_at FROM fit
+		WHERE $9::int8 <= 0 OR upto <= $9::int8
 		ON CONFLICT DO NOTHING
 	)
 	SELECT c.i, EXISTS (SELECT 1 FROM runs r WHERE r.id = c.run_id)
 	FROM c WHERE NOT EXISTS (SELECT 1 FROM ok WHERE ok.i = c.i)`
 
 // AppendLogs stores the chunks whose writer holds their attempt's lease, in one statement;
-// resent chunks are ignored.
+// resent chunks are ignored, and chunks past MaxAttemptBytes dropped (not refused).
 func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]error, error) {
 	chunks := p.Chunks
 	if len(chunks) == 0 {
@@ -54,7 +64,7 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]er
 		}
 		created[i] = utc(c.CreatedAt)
 	}
-	rows, err := s.pool.Query(ctx, appendLogsSQL, runID, attempt, seq, stream, data, created, token, worker)
+	rows, err := s.pool.Query(ctx, appendLogsSQL, runID, attempt, seq, stream, data, created, token, worker, p.MaxAttemptBytes)
 	if err != nil {
 		return nil, translate(err, "append logs")
 	}

@@ -75,7 +75,7 @@ func (s *Store) NewNotifier(ctx context.Context, cfg NotifierConfig) (*Notifier,
 		cfg.Window = DefaultNotifyWindow
 	}
 	return &Notifier{
-		pool:     s.pool,
+		pool:     s.pool.Pool,
 		connCfg:  s.pool.Config().ConnConfig.Copy(),
 		channel:  "stint_" + schema,
 		sender:   id.Token(),

@@ -31,11 +31,12 @@ type Config struct {
 
 // Store is the PostgreSQL engine of store.Store. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	// pool classifies the errors of what runs on it (model.ErrUnavailable), as control does.
+	pool classifiedPool
 	// control is the elector's own connection (HeartbeatServer, TryLead, ResignLead): a
 	// renewal must not queue for a connection behind a burst of batches, or a busy leader
 	// misses its renewal deadline and steps down for nothing.
-	control *pgxpool.Pool
+	control classifiedPool
 	log     *slog.Logger
 	// queues holds names of queues known to exist. Queues are never deleted, so a name
 	// once seen stays true; CreateJobs skips creating those.
@@ -99,7 +100,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: control connection: %w", err)
 	}
-	s := &Store{pool: pool, control: control, log: log}
+	s := &Store{pool: classifiedPool{pool}, control: classifiedPool{control}, log: log}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -131,16 +132,17 @@ func retryable(err error) bool {
 
 // retry runs f, and again (three times in all) while it fails retryably. Batches lock runs in
 // id order so that they cannot deadlock each other; this covers the rest (unique-index waits
-// between concurrent inserts, plans that lock in another order).
+// between concurrent inserts, plans that lock in another order). An error that says the
+// database is unavailable is a model.ErrUnavailable (classify), whatever in f returned it.
 func (s *Store) retry(ctx context.Context, f func() error) error {
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
 		if err = f(); !retryable(err) || ctx.Err() != nil {
-			return err
+			return classify(err)
 		}
 		s.log.Info("postgres: transaction rolled back, running it again", "attempt", attempt, "err", err)
 	}
-	return err
+	return classify(err)
 }
 
 // inTx runs f in a transaction, run again whole if it failed retryably (see retry).
@@ -149,11 +151,13 @@ func (s *Store) inTx(ctx context.Context, f func(tx pgx.Tx) error) error {
 }
 
 // translate maps driver errors to the model's sentinel errors, wrapped with what was being
-// done: no rows is model.ErrNotFound, a unique violation model.ErrConflict.
+// done: no rows is model.ErrNotFound, a unique violation model.ErrConflict, an unreachable
+// database model.ErrUnavailable.
 func translate(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
+	err = classify(err)
 	what := fmt.Sprintf(format, args...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
@@ -164,3 +168,5 @@ func translate(err error, format string, args ...any) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+var _ store.WriteProber = (*Store)(nil)

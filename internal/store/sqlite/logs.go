@@ -11,11 +11,15 @@ import (
 )
 
 // AppendLogs stores the chunks whose writer holds their attempt's lease, in one
-// transaction; resent chunks are ignored.
+// transaction; resent chunks are ignored, and chunks past MaxAttemptBytes dropped.
 func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]error, error) {
 	chunks := p.Chunks
 	if len(chunks) == 0 {
 		return nil, nil
+	}
+	type attemptKey struct {
+		run     string
+		attempt int
 	}
 	var refused []error
 	err := s.write(ctx, func(t *wtx) error {
@@ -28,6 +32,8 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]er
 			err             error
 		}
 		leases := map[string]*runLease{}
+		stored := map[attemptKey]int64{} // bytes of each attempt, when capped
+		full := map[attemptKey]bool{}
 		for i, c := range chunks {
 			l := leases[c.RunID]
 			if l == nil {
@@ -50,6 +56,21 @@ func (s *Store) AppendLogs(ctx context.Context, p *store.AppendLogsParams) ([]er
 			if !store.HoldsChunk(c, l.running, l.attempt, l.token, l.workerID) {
 				refused[i] = fmt.Errorf("run %s attempt %d: %w", c.RunID, c.Attempt, model.ErrLeaseLost)
 				continue
+			}
+			if p.MaxAttemptBytes > 0 {
+				k := attemptKey{c.RunID, c.Attempt}
+				n, ok := stored[k]
+				if !ok {
+					if err := t.tx.QueryRowContext(t.ctx, `SELECT coalesce(sum(length(data)), 0) FROM log_chunks
+						WHERE run_id = ? AND attempt = ?`, c.RunID, c.Attempt).Scan(&n); err != nil {
+						return fmt.Errorf("log bytes of run %s attempt %d: %w", c.RunID, c.Attempt, err)
+					}
+				}
+				if full[k] || n+int64(len(c.Data)) > p.MaxAttemptBytes {
+					full[k], stored[k] = true, n
+					continue
+				}
+				stored[k] = n + int64(len(c.Data))
 			}
 			data := c.Data
 			if data == nil {

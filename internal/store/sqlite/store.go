@@ -177,10 +177,10 @@ func open(ctx context.Context, cfg Config, syncm string) (*Store, error) {
 // Ping checks both pools answer.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.r.PingContext(ctx); err != nil {
-		return fmt.Errorf("ping sqlite readers: %w", err)
+		return fmt.Errorf("ping sqlite readers: %w", classify(err))
 	}
 	if err := s.w.PingContext(ctx); err != nil {
-		return fmt.Errorf("ping sqlite writer: %w", err)
+		return fmt.Errorf("ping sqlite writer: %w", classify(err))
 	}
 	return nil
 }
@@ -217,11 +217,13 @@ type wtx struct {
 // connection, so database/sql reuses the statement prepared on it.
 func (t *wtx) stmt(s *sql.Stmt) *sql.Stmt { return t.tx.StmtContext(t.ctx, s) }
 
-// write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits it.
+// write runs fn in one writer transaction (BEGIN IMMEDIATE) and commits it. An error that
+// says the database cannot take writes (disk full, ...) is a model.ErrUnavailable
+// (classify), whatever in fn returned it.
 func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin: %w", classify(err))
 	}
 	// Statements inside the transaction run without cancellation: the driver would start a
 	// watcher goroutine for each one, and the transaction as a whole still ends when ctx
@@ -234,7 +236,7 @@ func (s *Store) write(ctx context.Context, fn func(t *wtx) error) error {
 	}()
 	if err := fn(t); err != nil {
 		_ = tx.Rollback()
-		return abandoned(ctx, err)
+		return classify(abandoned(ctx, err))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", mapErr(abandoned(ctx, err)))
@@ -256,11 +258,12 @@ func abandoned(ctx context.Context, err error) error {
 	return err
 }
 
-// mapErr translates driver errors into the model's sentinels.
+// mapErr translates driver errors into the model's sentinels (classify included).
 func mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = classify(err)
 	if errors.Is(err, sql.ErrNoRows) {
 		return model.ErrNotFound
 	}
@@ -320,3 +323,5 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+var _ store.WriteProber = (*Store)(nil)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,54 @@ func testLogs(t *testing.T, open OpenFunc) {
 		cs := read(f, store.ReadLogsParams{RunID: l.Run.ID, Attempt: 1})
 		require.Equal(t, []int64{1, 2}, seqs(cs))
 		require.Equal(t, "first", string(cs[0].Data), "the first write of a chunk stands")
+	})
+
+	t.Run("CapPerAttempt", func(t *testing.T) {
+		f := setup(t, open)
+		f.submit("a", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 2 })
+		f.submit("b")
+		l1 := f.leaseOne("w", t0)
+		other := f.leaseOne("w", t0)
+		sized := func(l *model.Lease, seq int64, n int) model.LogChunk {
+			return chunk(l, seq, model.Stdout, strings.Repeat("x", n))
+		}
+		appendCapped := func(cs ...model.LogChunk) []error {
+			t.Helper()
+			refused, err := f.s.AppendLogs(f.ctx, &store.AppendLogsParams{Chunks: cs, MaxAttemptBytes: 100})
+			require.NoError(t, err)
+			require.Len(t, refused, len(cs))
+			return refused
+		}
+		stored := func(l *model.Lease) []int64 {
+			t.Helper()
+			return seqs(read(f, store.ReadLogsParams{RunID: l.Run.ID, Attempt: l.Run.Attempt}))
+		}
+		forged := sized(l1, 99, 1000)
+		forged.Token = "guess"
+		refused := appendCapped(forged, sized(l1, 1, 60), sized(l1, 2, 30), sized(l1, 3, 30), sized(l1, 4, 5), sized(other, 1, 100))
+		require.ErrorIs(t, refused[0], model.ErrLeaseLost, "the lease is checked before the cap")
+		for i, e := range refused[1:] {
+			require.NoError(t, e, "chunk %d: a chunk dropped for the cap is not refused", i+1)
+		}
+		require.Equal(t, []int64{1, 2}, stored(l1), "past the cap a chunk and the ones after it are dropped; a refused chunk counts for nothing")
+		require.Equal(t, []int64{1}, stored(other), "each run has its own cap")
+		appendCapped(sized(l1, 5, 10))
+		require.Equal(t, []int64{1, 2, 5}, stored(l1), "up to the cap exactly")
+		for i, e := range appendCapped(sized(l1, 6, 1), sized(other, 2, 1)) {
+			require.NoError(t, e, "chunk %d", i)
+		}
+		require.Equal(t, []int64{1, 2, 5}, stored(l1))
+		require.Equal(t, []int64{1}, stored(other))
+
+		// The attempt fails and is retried at once: attempt 2 has a cap of its own.
+		f.finish(l1, model.AttemptFailed, intp(1), at(time.Second))
+		l2 := f.leaseOne("w", at(2*time.Second))
+		require.Equal(t, l1.Run.ID, l2.Run.ID)
+		require.Equal(t, 2, l2.Run.Attempt)
+		appendCapped(sized(l2, 1, 100))
+		require.Equal(t, []int64{1}, stored(l2), "each attempt has its own cap")
+		f.appendLogs(sized(l2, 2, 1000))
+		require.Equal(t, []int64{1, 2}, stored(l2), "no cap without MaxAttemptBytes")
 	})
 
 	t.Run("OnlyTheLeaseHolderWrites", func(t *testing.T) {
