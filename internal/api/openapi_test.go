@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/internal/auth"
 )
 
 // TestOpenAPIMatchesRoutes checks that the OpenAPI document describes exactly the routes the
@@ -76,6 +78,39 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		doc := string(mustJSON(t, doc.Paths[rt.Path]))
 		for _, w := range want {
 			require.Contains(t, resolveParamNames(t, generic, rt.Path), w[1], "path %s: %s", rt.Path, doc)
+		}
+	}
+}
+
+// TestOpenAPIAnswersFollowRouteTable: the answers each route documents follow what the route
+// table declares of it: a route that needs a token documents 401 and 403, a submission 429
+// (and nothing else does), and every route but three 503: the health check, the metrics
+// (which report a failing store as stint_scrape_errors) and the document itself.
+func TestOpenAPIAnswersFollowRouteTable(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(openAPIDocument, &doc))
+	never503 := map[string]bool{"GET /healthz": true, "GET /metrics": true, "GET /v1/openapi.json": true}
+	for _, rt := range routeTable() {
+		key := rt.Method + " " + rt.Path
+		var op struct {
+			Responses map[string]json.RawMessage `json:"responses"`
+		}
+		require.NoError(t, json.Unmarshal(doc.Paths[rt.Path][strings.ToLower(rt.Method)], &op), key)
+		answers := slices.Sorted(maps.Keys(op.Responses)) // the status codes
+		if rt.Perm != auth.Open {
+			require.Contains(t, answers, "401", key)
+			require.Contains(t, answers, "403", key)
+		}
+		if rt.Submit {
+			require.Contains(t, answers, "429", "%s counts against the submission rate", key)
+		} else {
+			require.NotContains(t, answers, "429", "%s is not a submission", key)
+		}
+		if !never503[key] {
+			require.Contains(t, answers, "503", key)
 		}
 	}
 }
