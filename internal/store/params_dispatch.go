@@ -67,11 +67,24 @@ type CompleteAttemptsParams struct {
 
 // CompletionResult is the outcome of one Completion.
 type CompletionResult struct {
-	Run *model.Run // the run after the change; nil when Err is set
+	Run *model.Run // the run after the change (see Ended); nil when Err is set
 	Err error      // model.ErrLeaseLost when the token was stale
 	// Admitted lists the runs this end changed in turn: held runs that took the concurrency
 	// slot it freed, and dependants it released or skipped.
 	Admitted []*model.Run
+}
+
+// Ended is what an end returns of a run (CompletionResult.Run, the runs of RescueExpired
+// and of a worker's restart): the run as the end left it, without the parts that an end
+// does not change and that no caller of one reads, which stay zero: Args,
+// Requirements.Labels, IdempotencyKey, CreatedAt and the lease fields (an ended
+// attempt's run is not running). Read the run for them. The PostgreSQL store returns only
+// these columns (what the rest cost is in BENCHMARKS.md); the others clear the rest with
+// Ended so that every store answers alike.
+func Ended(r *model.Run) *model.Run {
+	r.Args, r.Requirements.Labels, r.IdempotencyKey, r.CreatedAt = nil, nil, "", time.Time{}
+	r.WorkerID, r.LeaseToken, r.LeaseExpiresAt = "", "", nil
+	return r
 }
 
 // LeaseRef names a lease a worker holds.

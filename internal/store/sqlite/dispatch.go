@@ -423,8 +423,8 @@ func (t *wtx) finishBatch(e *ender, cs []store.Completion, idx []int, out []stor
 		for _, rr := range done {
 			i := byRun[rr.run.ID]
 			c := cs[i]
-			out[i].Run = rr.run
 			e.addAttempt(rr, c.Status, c.ExitCode, c.Error)
+			out[i].Run = store.Ended(rr.run)
 		}
 		return nil
 	})
@@ -476,7 +476,7 @@ func (e *ender) policy(jobID string) (model.RetryPolicy, error) {
 }
 
 // end ends the running attempt of rr (already fenced), writing the outcome that
-// scheduler.Decide gives, and collects the attempt.
+// scheduler.Decide gives, and collects the attempt. It returns the run as store.Ended.
 func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText string) (*model.Run, error) {
 	r := rr.run
 	ending := scheduler.Ending{Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Disruptions: r.Disruptions,
@@ -500,7 +500,7 @@ func (e *ender) end(rr runRow, status model.AttemptStatus, exit *int, errText st
 		return nil, fmt.Errorf("end attempt: %w", err)
 	}
 	e.addAttempt(rr, status, exit, errText)
-	return out.run, nil
+	return store.Ended(out.run), nil
 }
 
 // addAttempt collects the ended attempt of rr for the history.

@@ -121,7 +121,7 @@ func testCompletion(t *testing.T, open OpenFunc) {
 					RunID: r.ID, N: 1, WorkerID: "w", Status: c.status, ExitCode: c.exit, Error: "why " + c.name,
 					StartedAt: leasedAt, FinishedAt: timep(now),
 				}}, read.Attempts)
-				require.Equal(t, got, withoutAttempts(read))
+				require.Equal(t, got, store.Ended(withoutAttempts(read)), "the result is the stored run as an end returns it")
 
 				// The lease is spent.
 				again := f.complete(store.Completion{RunID: r.ID, Token: l.Token, Status: model.AttemptSucceeded}, now, nil)

@@ -397,7 +397,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.Empty(t, r.LeaseToken)
 		require.Nil(t, r.LeaseExpiresAt)
 		// The run comes with the attempt that ended, as the history has it.
-		require.Equal(t, f.getRun(r.ID), r)
+		require.Equal(t, store.Ended(f.getRun(r.ID)), r)
 		hist := f.getRun(r.ID).Attempts
 		require.Len(t, hist, 1)
 		require.Equal(t, model.AttemptLost, hist[0].Status)
