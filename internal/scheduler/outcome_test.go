@@ -207,7 +207,9 @@ func TestBackoffBounds(t *testing.T) {
 		flat := p
 		flat.Jitter = 0
 		base := float64(Backoff(flat, n, u))
-		band := p.Jitter*base + 1 // one nanosecond for rounding
+		// base is truncated to the nanosecond: the delay the jitter scales is below base+1,
+		// and the result is truncated again.
+		band := p.Jitter*(base+1) + 1
 		require.InDelta(t, base, float64(d), band, "outside the jitter band of %v", time.Duration(base))
 		require.Equal(t, Backoff(flat, n, 0.5), Backoff(flat, n, u), "without jitter the draw does not matter")
 	})
