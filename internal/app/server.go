@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/api"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/metrics"
 	"github.com/stint-dev/stint/internal/model"
@@ -49,6 +51,10 @@ type ServerConfig struct {
 	OpenAuth bool
 	// Stderr receives the first admin token (default os.Stderr).
 	Stderr io.Writer
+
+	// TLS, with a certificate, makes the server serve HTTPS only; with a client CA too,
+	// workers may authenticate with a client certificate of that CA (see serverTLS).
+	TLS TLSFiles
 
 	// Limits bound requests (zero fields: api.DefaultLimits); HTTP the server's timeouts and
 	// connection caps (zero fields: DefaultHTTPLimits, negative: off); SubmitRate, when set,
@@ -121,6 +127,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	if cfg.OpenAuth && !loopbackAddr(cfg.Addr) {
 		return errOpenOffLoopback(cfg.Addr)
 	}
+	tlsCfg, err := serverTLS(cfg.TLS, clock.Real{}, log)
+	if err != nil {
+		return err
+	}
 	st, eng, err := OpenStore(ctx, cfg.StoreURL, cfg.DataDir, log)
 	if err != nil {
 		return err
@@ -134,6 +144,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	defer ln.Close() // on an early return; Serve closes it otherwise
 	if cfg.OpenAuth && !listensOnLoopback(ln) {
 		return errOpenOffLoopback(ln.Addr().String())
+	}
+	if tlsCfg != nil {
+		// HTTPS only: a plain HTTP request is answered 400 by net/http and closed.
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	advertise := cfg.AdvertiseAddr
 	if advertise == "" {
@@ -199,7 +213,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		}
 	}()
 	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker,
-		"auth", !cfg.OpenAuth)
+		"auth", !cfg.OpenAuth, "tls", tlsCfg != nil, "client_certificates", cfg.TLS.ClientCA != "")
 
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorker()
