@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -259,8 +261,24 @@ func newHTTPServer(handler http.Handler, h HTTPLimits, log *slog.Logger) (*http.
 		WriteTimeout:      h.WriteTimeout,
 		IdleTimeout:       h.IdleTimeout,
 		ConnState:         guard.connState,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // accept errors (out of file descriptors), TLS handshakes
+		ErrorLog:          stdlog.New(serverErrors{log}, "", 0),
 	}, guard
+}
+
+// serverErrors logs what net/http reports (accept errors such as running out of file
+// descriptors, failed TLS handshakes) as warnings, except a handshake cut off before it began
+// (EOF: a TCP health check, a port scan), which is only debug: a load balancer's probes
+// would fill the log otherwise.
+type serverErrors struct{ log *slog.Logger }
+
+func (w serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: TLS handshake error") && strings.HasSuffix(msg, ": EOF") {
+		level = slog.LevelDebug
+	}
+	w.log.Log(context.Background(), level, msg)
+	return len(p), nil
 }
 
 // newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the

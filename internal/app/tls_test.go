@@ -162,3 +162,25 @@ func TestKeyPairReload(t *testing.T) {
 	clk.Advance(keyPairCheck)
 	require.Equal(t, third.Cert.SerialNumber.String(), serial(), "whole")
 }
+
+// A TLS handshake cut off before it began (a TCP probe) is a debug line; other handshake
+// failures and server errors stay warnings.
+func TestServerErrorsLevel(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := serverErrors{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, line := range []string{
+		"http: TLS handshake error from 10.0.0.9:41000: EOF\n",
+		"http: TLS handshake error from 10.0.0.9:41002: remote error: tls: bad certificate\n",
+		"http: Accept error: accept tcp [::]:8080: accept4: too many open files; retrying in 5ms\n",
+	} {
+		n, err := w.Write([]byte(line))
+		require.NoError(t, err)
+		require.Equal(t, len(line), n)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 3)
+	require.Contains(t, lines[0], `level=DEBUG msg="http: TLS handshake error from 10.0.0.9:41000: EOF"`)
+	require.Contains(t, lines[1], `level=WARN msg="http: TLS handshake error from 10.0.0.9:41002: remote error: tls: bad certificate"`)
+	require.Contains(t, lines[2], "level=WARN")
+}
