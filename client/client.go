@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -34,6 +37,7 @@ type Client struct {
 	userAgent    string
 	pollInterval time.Duration
 	namespace    string // where job names are looked up; empty: the server's default
+	tlsConfig    *tls.Config
 }
 
 // Option configures a Client.
@@ -47,6 +51,47 @@ func WithHTTPClient(hc *http.Client) Option {
 			c.hc = hc
 		}
 	}
+}
+
+// WithTLSConfig makes the client verify https servers, and present a client certificate,
+// as cfg says: RootCAs is the CA bundle the servers' certificates must chain to (nil: the
+// system's roots; LoadCA reads a PEM file), Certificates or GetClientCertificate the client
+// certificate of mutual TLS (a worker's identity). It applies to every server of the list
+// and to the client given by WithHTTPClient, whose Transport must then be nil or an
+// *http.Transport (New refuses another kind); neither cfg nor that client is changed.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) { c.tlsConfig = cfg }
+}
+
+// LoadCA reads a PEM bundle of CA certificates (a file such as ca.crt) into a pool, for
+// tls.Config's RootCAs.
+func LoadCA(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("load CA bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("load CA bundle %s: no PEM certificate in it", file)
+	}
+	return pool, nil
+}
+
+// withTLS returns a copy of hc whose transport uses cfg.
+func withTLS(hc *http.Client, cfg *tls.Config) (*http.Client, error) {
+	var tr *http.Transport
+	switch t := hc.Transport.(type) {
+	case nil:
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		tr = t.Clone()
+	default:
+		return nil, fmt.Errorf("WithTLSConfig: the HTTP client's transport is a %T, not an *http.Transport: give it the TLS config yourself", t)
+	}
+	tr.TLSClientConfig = cfg.Clone() // the transport adds its protocols to it
+	cp := *hc
+	cp.Transport = tr
+	return &cp, nil
 }
 
 // WithToken sends "Authorization: Bearer token" with every request.
@@ -84,7 +129,8 @@ func WithPollInterval(d time.Duration) Option {
 }
 
 // New returns a client of the server at baseURL, or of the servers of a comma-separated list
-// of base URLs. A URL without a scheme gets "http://".
+// of base URLs. A URL without a scheme gets "http://"; https:// servers are verified
+// against the system's roots, or the CA bundle of WithTLSConfig.
 func New(baseURL string, opts ...Option) (*Client, error) {
 	var servers []string
 	for s := range strings.SplitSeq(baseURL, ",") {
@@ -109,6 +155,13 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.tlsConfig != nil {
+		hc, err := withTLS(c.hc, c.tlsConfig)
+		if err != nil {
+			return nil, fmt.Errorf("new client: %w", err)
+		}
+		c.hc = hc
 	}
 	return c, nil
 }

@@ -14,6 +14,10 @@
 // A Client also speaks the worker protocol (register, lease, heartbeat, logs, complete), so it
 // implements worker.Server and an agent on another machine can use it to reach the server.
 //
+// Servers may be https:// URLs: their certificates are verified against the system's roots,
+// or the CA bundle of WithTLSConfig (LoadCA reads one), whose config may also carry the client
+// certificate a worker proves its id with (mutual TLS).
+//
 // A Client may be given several servers of one cluster ("http://a:8080,http://b:8080"): it
 // sticks to the one that answered last and moves to the next when a server cannot be reached
 // or answers 5xx. A request is sent again to another server only when it is certain the first

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +50,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	addr   string
 	token  string // the admin token its clients send ("" for an open stint dev)
+	https  bool   // it serves HTTPS (--tls-cert)
 	stderr *lockedBuffer
 	done   chan struct{}
 }
@@ -111,7 +113,7 @@ func startServerEnv(t testing.TB, mode, token string, env []string, args ...stri
 	cmd.Stderr = pw
 	cmd.Stdout = io.Discard
 	require.NoError(t, cmd.Start(), "start stint %s", mode)
-	p := &proc{cmd: cmd, token: token, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, token: token, https: slices.Contains(args, "--tls-cert"), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	addrCh := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -155,7 +157,12 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-func (p *proc) url() string { return "http://" + p.addr }
+func (p *proc) url() string {
+	if p.https {
+		return "https://" + p.addr
+	}
+	return "http://" + p.addr
+}
 
 func (p *proc) client(t testing.TB) *client.Client {
 	t.Helper()

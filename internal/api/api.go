@@ -21,7 +21,9 @@ type Config struct {
 	// Every route but the open ones (health, readiness, metrics, the OpenAPI document, the
 	// signed webhooks) needs a bearer token: one of the store's API tokens, or one of these
 	// static ones. UserToken, when set, acts as an admin token; WorkerToken as a worker
-	// token for any worker id.
+	// token for any worker id. A request over TLS may instead present a client certificate
+	// verified by the server (its http.Server's TLS config decides which CA): it acts as a
+	// worker token bound to the certificate's Common Name.
 	UserToken   string
 	WorkerToken string
 	// Open turns authentication off: every request acts as an admin. Only `stint dev` on a

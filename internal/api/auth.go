@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -56,7 +57,7 @@ func (a *API) authorize(w http.ResponseWriter, r *http.Request, perm auth.Perm) 
 	}
 	if !auth.Allows(p.Role, perm) {
 		a.writeError(w, r, &httpError{status: http.StatusForbidden,
-			detail: fmt.Sprintf("this route needs %s; the token %q has the role %s", permWords(perm), p.Name, p.Role)})
+			detail: fmt.Sprintf("this route needs %s; %s has the role %s", permWords(perm), p.Via(), p.Role)})
 		return nil, false
 	}
 	return r.WithContext(auth.NewContext(r.Context(), p)), true
@@ -77,14 +78,26 @@ func permWords(perm auth.Perm) string {
 	return "the " + perm.String() + " permission"
 }
 
-// authenticate finds who the request's bearer token belongs to: the static tokens of the
-// config, else a stored token that is not revoked. Errors are 401 problems, or the store's
-// failure.
+// authenticate finds who the request comes from: the worker a verified client certificate
+// names (mutual TLS), or whom its bearer token belongs to: the static tokens of the config,
+// else a stored token that is not revoked. A request may not carry both. Errors are 401
+// problems, or the store's failure.
 func (a *API) authenticate(r *http.Request) (*auth.Principal, error) {
 	if a.cfg.Open {
 		return openPrincipal(), nil
 	}
 	secret, ok := bearer(r)
+	if cert := clientCert(r); cert != nil {
+		if ok {
+			return nil, &httpError{status: http.StatusUnauthorized,
+				detail: "the request carries both a client certificate and a bearer token: send one or the other"}
+		}
+		p, err := auth.FromCertificate(cert)
+		if err != nil {
+			return nil, &httpError{status: http.StatusUnauthorized, detail: err.Error()}
+		}
+		return p, nil
+	}
 	if !ok {
 		return nil, &httpError{status: http.StatusUnauthorized, detail: "a bearer token is required (Authorization: Bearer <token>)"}
 	}
@@ -106,6 +119,15 @@ func (a *API) authenticate(r *http.Request) (*auth.Principal, error) {
 	}
 	a.touch(ctx, tk)
 	return auth.FromToken(tk), nil
+}
+
+// clientCert returns the client certificate the TLS handshake verified against the server's
+// client CA (nil when the request has none, or came over plain HTTP).
+func clientCert(r *http.Request) *x509.Certificate {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return r.TLS.VerifiedChains[0][0]
 }
 
 // bearer returns the request's bearer token.

@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/testcert"
 )
 
 // wantPerm is the permission each route needs, written out apart from the route table: a
@@ -467,4 +471,97 @@ func TestWorkerIdentity(t *testing.T) {
 	run := admin.getRun(t, l2.RunID)
 	require.Equal(t, 1, run.Attempt)
 	require.Equal(t, "lost", run.Attempts[0].Status, "w2's session was replaced: its attempt is lost")
+}
+
+// certHeader names, in the tests' requests, the Common Name of the client certificate
+// withClientCerts pretends the TLS handshake verified ("-": one without a Common Name).
+const certHeader = "X-Test-Client-Cn"
+
+// withClientCerts wraps the API so that a request naming a certificate in certHeader arrives
+// as if over mutual TLS with that certificate of ca verified.
+func withClientCerts(t *testing.T, ca *testcert.CA) func(http.Handler) http.Handler {
+	var mu sync.Mutex
+	certs := map[string]*x509.Certificate{}
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if cn := r.Header.Get(certHeader); cn != "" {
+				mu.Lock()
+				if certs[cn] == nil {
+					certs[cn] = ca.Client(t, strings.TrimPrefix(cn, "-")).Cert
+				}
+				cert := certs[cn]
+				mu.Unlock()
+				r.Header.Del(certHeader)
+				r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{cert, ca.Cert}}}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
+// TestClientCertificateWorker: a verified client certificate acts as a worker token bound to
+// its Common Name: every worker route as that id, 403 as another id and on every other
+// route that needs a token; it proves its id (a restart takes its session over). A
+// certificate without a Common Name, or sent with a bearer token too, is a 401.
+func TestClientCertificateWorker(t *testing.T) {
+	t.Parallel()
+	ca := testcert.NewCA(t, "workers")
+	b := setupWrapped(t, withClientCerts(t, ca), func(c *Config) { c.Open = false; c.UserToken = "static-admin-secret" })
+	as := func(cn, token, method, path string, body any) *response {
+		h := http.Header{}
+		if cn != "" {
+			h.Set(certHeader, cn)
+		}
+		return b.as(token).doCtx(t, context.Background(), method, path, body, h)
+	}
+
+	for _, rt := range routeTable() {
+		path, body := requestFor(rt)
+		r := as("w1", "", rt.Method, path, body)
+		switch rt.Perm {
+		case auth.Open:
+		case auth.Worker:
+			require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, r.status,
+				"%s %s as the certificate of w1: %s", rt.Method, path, r.body)
+		default:
+			require.Equal(t, http.StatusForbidden, r.status, "%s %s: %s", rt.Method, path, r.body)
+			require.Contains(t, r.problem(t).Detail, `this route needs`)
+			require.Contains(t, r.problem(t).Detail, `the client certificate "w1" has the role worker`)
+		}
+	}
+
+	reg := func(cn, id string) *response {
+		return as(cn, "", "POST", "/v1/workers/register", apitype.RegisterRequest{ID: id, Capacity: apitype.Capacity{Slots: 1}, Commands: true})
+	}
+	r := reg("w1", "w2")
+	require.Equal(t, http.StatusForbidden, r.status)
+	require.Contains(t, r.problem(t).Detail, `the client certificate "w1" may act only as worker "w1", not "w2"`)
+	for _, path := range []string{"/v1/workers/w2/lease", "/v1/workers/w2/heartbeat"} {
+		require.Equal(t, http.StatusForbidden, as("w1", "", "POST", path, `{"max": 0, "wait": "0s"}`).status, path)
+	}
+
+	admin := b.as("static-admin-secret")
+	job := admin.createJob(t, `{"command": ["true"]}`)
+	require.Equal(t, http.StatusOK, reg("w1", "w1").status)
+	r = as("w1", "", "POST", "/v1/workers/w1/lease", `{"max": 1, "wait": "0s"}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var leases apitype.LeaseResponse
+	r.decode(t, &leases)
+	require.Len(t, leases.Leases, 1)
+	require.Equal(t, job.Run.ID, leases.Leases[0].RunID)
+	worker := admin.do(t, "GET", "/v1/workers/w1", nil)
+	require.Equal(t, http.StatusOK, worker.status)
+
+	// The certificate proves its id, as a bound token does: a restarted w1 takes over its
+	// live session at once, and the attempt it held is lost.
+	require.Equal(t, http.StatusOK, reg("w1", "w1").status)
+	require.Equal(t, "lost", admin.getRun(t, job.Run.ID).Attempts[0].Status)
+
+	r = reg("-", "w1")
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	require.Contains(t, r.problem(t).Detail, "the client certificate has no Common Name")
+	r = as("w1", "static-admin-secret", "GET", "/v1/jobs", nil)
+	require.Equal(t, http.StatusUnauthorized, r.status)
+	require.Contains(t, r.problem(t).Detail, "both a client certificate and a bearer token")
+	require.Equal(t, http.StatusOK, admin.do(t, "GET", "/v1/jobs", nil).status, "without a certificate, tokens work as before")
 }

@@ -8,7 +8,8 @@
 //
 // Authentication (auth.go): every route but the open ones needs a bearer token, a stored
 // API token (looked up by its SHA-256, cached for a few seconds) or a static one of the
-// config; the route's permission must be one the token's role holds (internal/auth.Allows),
+// config, or a client certificate the TLS handshake verified (mutual TLS: a worker bound to
+// the certificate's Common Name, as a bound worker token is); the route's permission must be one the token's role holds (internal/auth.Allows),
 // else 401 or 403 before the body is read. The principal then rides in the request's
 // context: a token scoped to namespaces sees only those (lookups answer 404 as if absent,
 // lists are filtered, submissions elsewhere are 403), and a worker token bound to an id

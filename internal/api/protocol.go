@@ -382,7 +382,7 @@ func actAs(ctx context.Context, id string) error {
 		return nil
 	}
 	return &httpError{status: http.StatusForbidden,
-		detail: fmt.Sprintf("the token %q may act only as worker %q, not %q", pr.Name, pr.WorkerID, id)}
+		detail: fmt.Sprintf("%s may act only as worker %q, not %q", pr.Via(), pr.WorkerID, id)}
 }
 
 // problemError is an error as a protocol client sees it: the problem document of the HTTP

@@ -21,6 +21,7 @@ type serverFlags struct {
 	leaseTTL, leaderTTL time.Duration
 	userToken, wkrToken string
 	logLevel, logFormat string
+	tls                 TLSFiles
 	limits              limitFlags
 }
 
@@ -35,6 +36,9 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "how long a worker may go without a heartbeat before its attempts are lost")
 	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "a static bearer token that acts as an admin token (env STINT_API_TOKEN); API tokens: stint tokens create")
 	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "a static bearer token that acts as a worker token for any worker id (env STINT_WORKER_TOKEN)")
+	fl.StringVar(&f.tls.Cert, "tls-cert", os.Getenv("STINT_TLS_CERT"), "serve HTTPS only with this certificate (PEM, the chain after it; reloaded when it changes); needs --tls-key (env STINT_TLS_CERT)")
+	fl.StringVar(&f.tls.Key, "tls-key", os.Getenv("STINT_TLS_KEY"), "the private key of --tls-cert (PEM; env STINT_TLS_KEY)")
+	fl.StringVar(&f.tls.ClientCA, "client-ca", os.Getenv("STINT_CLIENT_CA"), "CA bundle (PEM) of workers' client certificates: one it signed authenticates a worker as its Common Name; needs --tls-cert (env STINT_CLIENT_CA)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	f.limits.register(fl)
@@ -58,7 +62,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
-		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"),
+		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"), TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
 		Limits: lim, HTTP: h, SubmitRate: rate,
 	}, nil
@@ -83,7 +87,11 @@ func devCommand() *cobra.Command {
 			// another address); any token turns authentication on as for stint server.
 			cfg.OpenAuth = cfg.UserToken == "" && cfg.WorkerToken == "" && cfg.BootstrapToken == ""
 			cfg.Ready = func(addr string) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on http://%s\n", addr)
+				scheme := "http"
+				if cfg.TLS.Cert != "" {
+					scheme = "https"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on %s://%s\n", scheme, addr)
 				if cfg.OpenAuth {
 					fmt.Fprintf(cmd.ErrOrStderr(), "  authentication is OFF: any process of this machine that reaches %s can run commands as this user\n"+
 						"  (set STINT_BOOTSTRAP_TOKEN or --api-token to turn it on; stint server always has it on)\n", addr)

@@ -2,19 +2,23 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/api"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/metrics"
 	"github.com/stint-dev/stint/internal/model"
@@ -49,6 +53,10 @@ type ServerConfig struct {
 	OpenAuth bool
 	// Stderr receives the first admin token (default os.Stderr).
 	Stderr io.Writer
+
+	// TLS, with a certificate, makes the server serve HTTPS only; with a client CA too,
+	// workers may authenticate with a client certificate of that CA (see serverTLS).
+	TLS TLSFiles
 
 	// Limits bound requests (zero fields: api.DefaultLimits); HTTP the server's timeouts and
 	// connection caps (zero fields: DefaultHTTPLimits, negative: off); SubmitRate, when set,
@@ -121,6 +129,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	if cfg.OpenAuth && !loopbackAddr(cfg.Addr) {
 		return errOpenOffLoopback(cfg.Addr)
 	}
+	tlsCfg, err := serverTLS(cfg.TLS, clock.Real{}, log)
+	if err != nil {
+		return err
+	}
 	st, eng, err := OpenStore(ctx, cfg.StoreURL, cfg.DataDir, log)
 	if err != nil {
 		return err
@@ -134,6 +146,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 	defer ln.Close() // on an early return; Serve closes it otherwise
 	if cfg.OpenAuth && !listensOnLoopback(ln) {
 		return errOpenOffLoopback(ln.Addr().String())
+	}
+	if tlsCfg != nil {
+		// HTTPS only: a plain HTTP request is answered 400 by net/http and closed.
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	advertise := cfg.AdvertiseAddr
 	if advertise == "" {
@@ -199,7 +215,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		}
 	}()
 	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker,
-		"auth", !cfg.OpenAuth)
+		"auth", !cfg.OpenAuth, "tls", tlsCfg != nil, "client_certificates", cfg.TLS.ClientCA != "")
 
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorker()
@@ -245,8 +261,24 @@ func newHTTPServer(handler http.Handler, h HTTPLimits, log *slog.Logger) (*http.
 		WriteTimeout:      h.WriteTimeout,
 		IdleTimeout:       h.IdleTimeout,
 		ConnState:         guard.connState,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // accept errors (out of file descriptors), TLS handshakes
+		ErrorLog:          stdlog.New(serverErrors{log}, "", 0),
 	}, guard
+}
+
+// serverErrors logs what net/http reports (accept errors such as running out of file
+// descriptors, failed TLS handshakes) as warnings, except a handshake cut off before it began
+// (EOF: a TCP health check, a port scan), which is only debug: a load balancer's probes
+// would fill the log otherwise.
+type serverErrors struct{ log *slog.Logger }
+
+func (w serverErrors) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "http: TLS handshake error") && strings.HasSuffix(msg, ": EOF") {
+		level = slog.LevelDebug
+	}
+	w.log.Log(context.Background(), level, msg)
+	return len(p), nil
 }
 
 // newLocalWorker builds the worker that runs inside `stint dev`: commands, shell and the

@@ -32,9 +32,13 @@ func startServer(t *testing.T, cfg ServerConfig) string {
 		cancel()
 		require.NoError(t, <-done)
 	})
+	scheme := "http://"
+	if cfg.TLS.Cert != "" {
+		scheme = "https://"
+	}
 	select {
 	case addr := <-ready:
-		return "http://" + addr
+		return scheme + addr
 	case err := <-done:
 		t.Fatalf("server ended: %v", err)
 	case <-time.After(time.Minute):

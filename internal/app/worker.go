@@ -20,6 +20,7 @@ import (
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/capacity"
 	"github.com/stint-dev/stint/internal/cli"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/worker"
 )
@@ -34,6 +35,7 @@ type workerFlags struct {
 	gpus, slots         int
 	drainTimeout        time.Duration
 	logLevel, logFormat string
+	cert, key           string // client certificate (mutual TLS)
 	commands            commandFlags
 }
 
@@ -131,8 +133,11 @@ the attempt's log says). --allow-commands refuses other executables, --run-as dr
 privileges. If the worker dies, its jobs' processes are killed (a guard process watches it).
 
 --server takes the server's URL, or a comma-separated list of the servers of one cluster
-(env STINT_SERVER). --token (env STINT_TOKEN) is the bearer token the server's
---worker-token asks for.`,
+(env STINT_SERVER); https:// servers are verified against --ca (env STINT_CA), else the
+system's roots. The worker proves who it is with --token (env STINT_TOKEN): a worker token,
+best bound to its id, or the server's --worker-token; or with a client certificate, --cert
+and --key, signed by a CA of the server's --client-ca: the certificate's Common Name is the
+one worker id it may use.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.NoArgs(cmd, args); err != nil {
 				return cli.Usagef("%w", err)
@@ -159,9 +164,20 @@ privileges. If the worker dies, its jobs' processes are killed (a guard process 
 			}
 			server, _ := cmd.Flags().GetString("server")
 			token, _ := cmd.Flags().GetString("token")
+			ca, _ := cmd.Flags().GetString("ca")
+			if f.cert != "" && token != "" {
+				return cli.Usagef("--cert: the client certificate is the worker's identity; give no --token (nor STINT_TOKEN) with it")
+			}
+			tlsCfg, err := clientTLS(ca, f.cert, f.key, clock.Real{}, log)
+			if err != nil {
+				return cli.Usagef("%w", err)
+			}
 			var opts []client.Option
 			if token != "" {
 				opts = append(opts, client.WithToken(token))
+			}
+			if tlsCfg != nil {
+				opts = append(opts, client.WithTLSConfig(tlsCfg))
 			}
 			c, err := client.New(server, opts...)
 			if err != nil {
@@ -200,6 +216,9 @@ privileges. If the worker dies, its jobs' processes are killed (a guard process 
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout,
 		"on SIGTERM or a remote drain, how long running attempts may finish before they are stopped (-1s: no limit)")
 	f.commands.register(fl)
+	fl.StringVar(&f.cert, "cert", os.Getenv("STINT_WORKER_CERT"),
+		"client certificate (PEM) to present to the server (mutual TLS): its Common Name must be --id; reloaded when it changes; needs --key, and no --token (env STINT_WORKER_CERT)")
+	fl.StringVar(&f.key, "key", os.Getenv("STINT_WORKER_KEY"), "the private key of --cert (PEM; env STINT_WORKER_KEY)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	return cmd

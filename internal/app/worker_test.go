@@ -3,9 +3,11 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/capacity"
 	"github.com/stint-dev/stint/internal/cli"
+	"github.com/stint-dev/stint/internal/testcert"
 )
 
 // fakeHost is a host with 4 CPUs limited to 1.5 by cgroup, 8000 MB limited to 2048, and two
@@ -66,27 +69,45 @@ func runWorker(t *testing.T, h *fakeHost, args ...string) (int, string) {
 // records what it was sent.
 type registrar struct {
 	*httptest.Server
-	mu   sync.Mutex
-	reqs []apitype.RegisterRequest
-	auth []string
+	mu    sync.Mutex
+	reqs  []apitype.RegisterRequest
+	auth  []string
+	certs []string // the Common Name of the client certificate of each, if any
 }
 
 func newRegistrar(t *testing.T) *registrar {
 	t.Helper()
+	return startRegistrar(t, nil)
+}
+
+// startRegistrar starts a registrar, over TLS with tlsCfg when it is not nil.
+func startRegistrar(t *testing.T, tlsCfg *tls.Config) *registrar {
+	t.Helper()
 	r := &registrar{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var rr apitype.RegisterRequest
 		body, _ := io.ReadAll(req.Body)
 		if req.Method == http.MethodPost && req.URL.Path == "/v1/workers/register" && json.Unmarshal(body, &rr) == nil {
+			cn := ""
+			if req.TLS != nil && len(req.TLS.PeerCertificates) > 0 {
+				cn = req.TLS.PeerCertificates[0].Subject.CommonName
+			}
 			r.mu.Lock()
 			r.reqs = append(r.reqs, rr)
 			r.auth = append(r.auth, req.Header.Get("Authorization"))
+			r.certs = append(r.certs, cn)
 			r.mu.Unlock()
 		}
 		w.Header().Set("Content-Type", "application/problem+json")
 		w.WriteHeader(http.StatusForbidden)
 		_, _ = w.Write([]byte(`{"title":"Forbidden","status":403,"detail":"test server refuses workers"}`))
 	}))
+	if tlsCfg != nil {
+		r.TLS = tlsCfg
+		r.StartTLS()
+	} else {
+		r.Start()
+	}
 	t.Cleanup(r.Close)
 	return r
 }
@@ -121,6 +142,11 @@ func TestWorkerFlagsRefused(t *testing.T) {
 		{[]string{"--labels", "a b=x"}, `--labels: key "a b" must be 1 to 63 letters`},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--server", "ftp://host"}, "--server: new client"},
+		{[]string{"--cert", "w.crt"}, "--key: needed with --cert"},
+		{[]string{"--key", "w.key"}, "--cert: needed with --key"},
+		{[]string{"--cert", "w.crt", "--key", "w.key", "--token", "t"}, "--cert: the client certificate is the worker's identity; give no --token"},
+		{[]string{"--cert", "/nonexistent/w.crt", "--key", "w.key"}, "--cert: open /nonexistent/w.crt"},
+		{[]string{"--ca", "/nonexistent/ca.crt"}, "--ca: load CA bundle: open /nonexistent/ca.crt"},
 		{[]string{"extra"}, `unknown command "extra"`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
@@ -351,6 +377,31 @@ func TestWorkerServerList(t *testing.T) {
 	require.Equal(t, 2, req.Capacity.Slots)
 }
 
+// TestWorkerTLS: stint worker verifies an https server with --ca, over every server of its
+// list, and presents --cert as its identity (and no bearer token).
+func TestWorkerTLS(t *testing.T) {
+	t.Parallel()
+	serverCA, workerCA := testcert.NewCA(t, "servers"), testcert.NewCA(t, "workers")
+	dir := t.TempDir()
+	srv := startRegistrar(t, &tls.Config{Certificates: []tls.Certificate{serverCA.Server(t).TLS(t)},
+		ClientCAs: workerCA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert})
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	down := httptest.NewServer(http.NotFoundHandler())
+	downURL := strings.Replace(down.URL, "http://", "https://", 1)
+	down.Close()
+	certFile, keyFile := workerCA.Client(t, "w1").Write(t, dir, "w1")
+	caFile := testcert.Write(t, dir, "ca.crt", serverCA.PEM)
+
+	code, out := runWorker(t, &fakeHost{}, "--server", downURL+","+srv.URL, "--id", "w1", "--gpus", "0",
+		"--ca", caFile, "--cert", certFile, "--key", keyFile)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "test server refuses workers", "the 403 of the registration ended it")
+	req, auth := srv.only(t)
+	require.Equal(t, "w1", req.ID)
+	require.Empty(t, auth, "no bearer token")
+	require.Equal(t, []string{"w1"}, srv.certs)
+}
+
 // TestWorkerEnv checks STINT_TOKEN and STINT_SERVER reach the worker. (Not parallel: it sets
 // the environment.)
 func TestWorkerEnv(t *testing.T) {
@@ -376,6 +427,7 @@ func TestWorkerHelp(t *testing.T) {
 		"CUDA_VISIBLE_DEVICES and STINT_GPUS", "devices are 0 to N-1",
 		"--pass-env", "--allow-commands", "--run-as", "--work-dir", "--cgroup", "--no-limits",
 		"STINT_* never passes", "RLIMIT_DATA",
+		"verified against --ca (env STINT_CA)", "--cert\nand --key", "--client-ca", "Common Name", "env STINT_WORKER_CERT",
 	} {
 		require.Contains(t, out, want)
 	}

@@ -4,13 +4,15 @@
 // recognisable by their prefix, stored only as a SHA-256).
 //
 // It is pure: no store, no clock, no I/O besides crypto/rand for new secrets; the API
-// authenticates a request and asks these functions, and so does the server's bootstrap.
+// authenticates a request (a bearer token, or a client certificate: FromCertificate) and
+// asks these functions, and so does the server's bootstrap.
 package auth
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
@@ -88,11 +90,35 @@ type Principal struct {
 	Namespaces []string
 	// WorkerID, for a worker, is the one worker id it may act as (empty: any).
 	WorkerID string
+	// Certificate: the principal was authenticated by a client certificate (mutual TLS),
+	// whose Common Name is Name; otherwise by a bearer token named Name.
+	Certificate bool
 }
 
 // FromToken is the principal of a stored token.
 func FromToken(tk *model.Token) *Principal {
 	return &Principal{TokenID: tk.ID, Name: tk.Name, Role: tk.Role, Namespaces: tk.Namespaces, WorkerID: tk.WorkerID}
+}
+
+// FromCertificate is the principal of a client certificate the server verified: a worker
+// bound to the id the certificate's Common Name gives, as a worker token bound to that id
+// is, so it speaks the worker protocol as that id only. A certificate without a Common
+// Name names no worker and is refused.
+func FromCertificate(cert *x509.Certificate) (*Principal, error) {
+	cn := cert.Subject.CommonName
+	if cn == "" {
+		return nil, errors.New("the client certificate has no Common Name (CN), which names the worker it identifies")
+	}
+	return &Principal{Name: cn, Role: model.RoleWorker, WorkerID: cn, Certificate: true}, nil
+}
+
+// Via names how the principal was authenticated, for messages: `the token "ci"` or `the
+// client certificate "w1"`.
+func (p *Principal) Via() string {
+	if p.Certificate {
+		return fmt.Sprintf("the client certificate %q", p.Name)
+	}
+	return fmt.Sprintf("the token %q", p.Name)
 }
 
 // Scoped reports whether the principal is limited to some namespaces.
@@ -117,7 +143,8 @@ func (p *Principal) ActsAs(id string) bool {
 
 // Proves reports whether the principal proves it is worker id, so that its registration may
 // replace a live session of that id (scheduler.SessionHeld's takeover): an admin, or a
-// worker token bound to id. An unbound worker token acts as any worker but proves none.
+// worker token (or client certificate) bound to id. An unbound worker token acts as any
+// worker but proves none.
 func (p *Principal) Proves(id string) bool {
 	return p.Role == model.RoleAdmin || p.Role == model.RoleWorker && p.WorkerID == id
 }

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"strings"
 	"testing"
 
@@ -100,4 +102,24 @@ func TestCheckToken(t *testing.T) {
 	require.ErrorContains(t, CheckToken(model.RoleAdmin, []string{"etl"}, ""), "namespaces scope operator and viewer tokens only")
 	require.ErrorContains(t, CheckToken(model.RoleWorker, []string{"etl"}, "w1"), "namespaces scope")
 	require.ErrorContains(t, CheckToken(model.RoleViewer, nil, "w1"), "a worker id binds worker tokens only")
+}
+
+// A client certificate is a worker bound to its Common Name: the same rules as a bound
+// worker token.
+func TestFromCertificate(t *testing.T) {
+	t.Parallel()
+	p, err := FromCertificate(&x509.Certificate{Subject: pkix.Name{CommonName: "w1", Organization: []string{"etl"}}})
+	require.NoError(t, err)
+	require.Equal(t, &Principal{Name: "w1", Role: model.RoleWorker, WorkerID: "w1", Certificate: true}, p)
+	require.True(t, Allows(p.Role, Worker))
+	require.False(t, Allows(p.Role, Read))
+	require.True(t, p.ActsAs("w1"))
+	require.False(t, p.ActsAs("w2"))
+	require.True(t, p.Proves("w1"))
+	require.False(t, p.Proves("w2"))
+	require.Equal(t, `the client certificate "w1"`, p.Via())
+	require.Equal(t, `the token "ci"`, (&Principal{Name: "ci"}).Via())
+
+	_, err = FromCertificate(&x509.Certificate{})
+	require.ErrorContains(t, err, "no Common Name")
 }

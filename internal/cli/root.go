@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +26,7 @@ type config struct {
 	server    string
 	token     string
 	namespace string
+	ca        string // CA bundle of https servers; "": the system's roots
 
 	getenv     func(string) string
 	clock      clock.Clock
@@ -57,6 +60,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		"server URL, or a comma-separated list of the servers of one cluster (env STINT_SERVER)")
 	pf.StringVar(&cfg.token, "token", "", "API token, sent as a bearer token (env STINT_TOKEN)")
 	pf.StringVar(&cfg.namespace, "namespace", "", `namespace of the jobs named by name (env STINT_NAMESPACE; default "default")`)
+	pf.StringVar(&cfg.ca, "ca", "", "CA bundle (PEM) that an https server's certificate must chain to (default: the system's roots; env STINT_CA)")
 
 	root.AddCommand(
 		newSubmitCmd(cfg),
@@ -122,6 +126,10 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 		return 1
 	}
 	fmt.Fprintf(w, "stint: %v\n", err)
+	var unknownCA x509.UnknownAuthorityError
+	if errors.As(err, &unknownCA) {
+		fmt.Fprintln(w, "  the server's certificate is not signed by a CA this machine trusts: give the CA bundle that signed it with --ca (env STINT_CA)")
+	}
 	return 1
 }
 
@@ -183,8 +191,9 @@ func args(names ...string) cobra.PositionalArgs {
 	}
 }
 
-// fromEnv takes --server from STINT_SERVER and --token from STINT_TOKEN when they were not
-// given. (The token is not the flag's default, which --help would show.)
+// fromEnv takes --server from STINT_SERVER, --token from STINT_TOKEN, --namespace from
+// STINT_NAMESPACE and --ca from STINT_CA when they were not given. (The token is not the
+// flag's default, which --help would show.)
 func (cfg *config) fromEnv(cmd *cobra.Command) {
 	if f := cmd.Flag("server"); f == nil || !f.Changed {
 		if v := cfg.getenv("STINT_SERVER"); v != "" {
@@ -197,13 +206,23 @@ func (cfg *config) fromEnv(cmd *cobra.Command) {
 	if cfg.namespace == "" {
 		cfg.namespace = cfg.getenv("STINT_NAMESPACE")
 	}
+	if cfg.ca == "" {
+		cfg.ca = cfg.getenv("STINT_CA")
+	}
 }
 
 // client returns an API client for the server that the flags or the environment name.
 func (cfg *config) client(cmd *cobra.Command) (*client.Client, error) {
 	cfg.fromEnv(cmd)
-	opts := append([]client.Option{client.WithToken(cfg.token), client.WithUserAgent("stint-cli"),
-		client.WithNamespace(cfg.namespace)}, cfg.clientOpts...)
+	opts := []client.Option{client.WithToken(cfg.token), client.WithUserAgent("stint-cli"), client.WithNamespace(cfg.namespace)}
+	if cfg.ca != "" {
+		pool, err := client.LoadCA(cfg.ca)
+		if err != nil {
+			return nil, Usagef("--ca: %w", err)
+		}
+		opts = append(opts, client.WithTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	opts = append(opts, cfg.clientOpts...)
 	c, err := client.New(cfg.server, opts...)
 	if err != nil {
 		return nil, Usagef("--server: %w", err)
