@@ -21,6 +21,7 @@ type serverFlags struct {
 	leaseTTL, leaderTTL time.Duration
 	userToken, wkrToken string
 	logLevel, logFormat string
+	secretKeyFile       string
 	limits              limitFlags
 }
 
@@ -37,6 +38,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "a static bearer token that acts as a worker token for any worker id (env STINT_WORKER_TOKEN)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
+	registerSecretKey(fl, &f.secretKeyFile)
 	f.limits.register(fl)
 }
 
@@ -55,12 +57,16 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
+	keys, err := loadSecretKeys(f.secretKeyFile)
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"),
 		Logger: log, Stderr: cmd.ErrOrStderr(),
-		Limits: lim, HTTP: h, SubmitRate: rate,
+		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys,
 	}, nil
 }
 
@@ -78,6 +84,17 @@ func devCommand() *cobra.Command {
 				return err
 			}
 			cfg.LocalWorker, cfg.LocalSlots = true, slots
+			keyNote := ""
+			if cfg.Secrets == nil { // works out of the box: a key of its own, kept with the data
+				keys, path, created, err := devSecretKeys(cfg.DataDir)
+				if err != nil {
+					return err
+				}
+				cfg.Secrets, keyNote = keys, "  secret env values are encrypted with the key in "+path
+				if created {
+					keyNote += " (made now; keep it with the data)"
+				}
+			}
 			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guardCommand()
 			// Without any token, stint dev stays open, on loopback only (RunServer refuses
 			// another address); any token turns authentication on as for stint server.
@@ -87,6 +104,9 @@ func devCommand() *cobra.Command {
 				if cfg.OpenAuth {
 					fmt.Fprintf(cmd.ErrOrStderr(), "  authentication is OFF: any process of this machine that reaches %s can run commands as this user\n"+
 						"  (set STINT_BOOTSTRAP_TOKEN or --api-token to turn it on; stint server always has it on)\n", addr)
+				}
+				if keyNote != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), keyNote)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "  try: stint submit --shell 'echo hello from stint'\n")
 			}
