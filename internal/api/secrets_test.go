@@ -42,7 +42,9 @@ func TestSecretEnvMaskedStoredSealedLeased(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	keys := testKeys(t)
-	b := setup(t, withKeys(keys), func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})) })
+	b := setup(t, withKeys(keys), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
 
 	created := b.createJob(t, `{"name": "db", "command": ["true"], "env": {"PLAIN": "p"}, "secret_env": {"DB_PASSWORD": "`+clearValue+`"}}`)
 	require.Equal(t, map[string]string{"DB_PASSWORD": apitype.SecretMask}, created.Job.SecretEnv)
