@@ -204,12 +204,12 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 			serveErr <- err
 		}
 	}()
-	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker,
-		"auth", !cfg.OpenAuth, "secret_key", cfg.Secrets.ID())
 	if cfg.Secrets == nil {
 		log.Warn("no secret key: jobs with secret_env are refused, and webhook secrets are stored in clear; " +
 			"set STINT_SECRET_KEY or --secret-key-file (docs/security.md)")
 	}
+	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker,
+		"auth", !cfg.OpenAuth, "secret_key", cfg.Secrets.ID())
 
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorker()
