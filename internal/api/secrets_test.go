@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -256,6 +257,15 @@ func TestWebhookSecretSealed(t *testing.T) {
 	}
 	require.Equal(t, http.StatusCreated, call(sec.Secret))
 	require.Equal(t, http.StatusUnauthorized, call("wrong"))
+
+	// The same store served without the key: the sealed secret cannot be checked, a 500.
+	keyless, err := New(Config{Engine: b.eng, Open: true, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", sec.Path, strings.NewReader(`{}`))
+	req.Header.Set(apitype.WebhookSignatureHeader, apitype.WebhookSignature(sec.Secret, []byte(`{}`)))
+	keyless.Handler().ServeHTTP(rec, req)
+	require.Equal(t, http.StatusInternalServerError, rec.Code, rec.Body.String())
 
 	require.NoError(t, b.store.SetWebhookSecret(t.Context(), &store.SetWebhookSecretParams{JobID: created.Job.ID, Secret: "legacy-clear"}))
 	require.Equal(t, http.StatusCreated, call("legacy-clear"), "a secret stored in clear still works")
