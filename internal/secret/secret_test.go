@@ -102,3 +102,31 @@ func TestParse(t *testing.T) {
 		require.ErrorContains(t, err, want, "%q", text)
 	}
 }
+
+// BenchmarkSealOpen measures the cost one secret value adds to a submission (Seal) and to
+// a lease (Open).
+func BenchmarkSealOpen(b *testing.B) {
+	k, err := Parse(Generate())
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := "a-database-password-of-32-bytes!"
+	b.Run("Seal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := k.Seal(value, "env:DB_PASSWORD"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	sealed, err := k.Seal(value, "env:DB_PASSWORD")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Open", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := k.Open(sealed, "env:DB_PASSWORD"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
