@@ -17,7 +17,11 @@ type JobSpec struct {
 
 	Args json.RawMessage   `json:"args,omitempty"`
 	Env  map[string]string `json:"env,omitempty"`
-	Dir  string            `json:"dir,omitempty"`
+	// SecretEnv are variables like Env whose values the server encrypts at rest and never
+	// shows again: reads give SecretMask for each. In a PUT or PATCH (or an apply file),
+	// SecretMask as a value keeps the job's stored value of that name.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	Dir       string            `json:"dir,omitempty"`
 
 	Queue        string        `json:"queue,omitempty"`
 	Priority     *int          `json:"priority,omitempty"`
@@ -105,7 +109,9 @@ type Job struct {
 	Handler string            `json:"handler,omitempty"`
 	Args    json.RawMessage   `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
-	Dir     string            `json:"dir,omitempty"`
+	// SecretEnv names the job's secret variables, each with the value SecretMask.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	Dir       string            `json:"dir,omitempty"`
 
 	Queue        string       `json:"queue"`
 	Priority     int          `json:"priority"`
@@ -131,22 +137,29 @@ type Job struct {
 // Setting one of Command, Shell and Handler replaces what the job runs (the other two are
 // cleared).
 type JobPatch struct {
-	Command      []string          `json:"command,omitempty"`
-	Shell        *string           `json:"shell,omitempty"`
-	Handler      *string           `json:"handler,omitempty"`
-	Dir          *string           `json:"dir,omitempty"`
-	Enabled      *bool             `json:"enabled,omitempty"`
-	Priority     *int              `json:"priority,omitempty"`
-	Queue        *string           `json:"queue,omitempty"`
-	Timeout      *Duration         `json:"timeout,omitempty"`
-	Retry        *RetryPolicy      `json:"retry,omitempty"`
-	Schedule     *Schedule         `json:"schedule,omitempty"`
-	Concurrency  *Concurrency      `json:"concurrency,omitempty"`
-	Tags         []string          `json:"tags,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
+	Command     []string          `json:"command,omitempty"`
+	Shell       *string           `json:"shell,omitempty"`
+	Handler     *string           `json:"handler,omitempty"`
+	Dir         *string           `json:"dir,omitempty"`
+	Enabled     *bool             `json:"enabled,omitempty"`
+	Priority    *int              `json:"priority,omitempty"`
+	Queue       *string           `json:"queue,omitempty"`
+	Timeout     *Duration         `json:"timeout,omitempty"`
+	Retry       *RetryPolicy      `json:"retry,omitempty"`
+	Schedule    *Schedule         `json:"schedule,omitempty"`
+	Concurrency *Concurrency      `json:"concurrency,omitempty"`
+	Tags        []string          `json:"tags,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	// SecretEnv replaces the job's secret variables; an entry whose value is SecretMask keeps
+	// the stored value of its name.
+	SecretEnv    map[string]string `json:"secret_env,omitempty"`
 	Args         json.RawMessage   `json:"args,omitempty"`
 	Requirements *Requirements     `json:"requirements,omitempty"`
 }
+
+// SecretMask stands for a secret value: reads show it for each entry of secret_env, and a
+// PUT or PATCH that gives it keeps the stored value.
+const SecretMask = "***"
 
 // CreateJobResponse answers POST /v1/jobs.
 type CreateJobResponse struct {

@@ -83,6 +83,9 @@ type Lease struct {
 	Handler   string            `json:"handler,omitempty"`
 	Args      json.RawMessage   `json:"args,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
+	// SecretEnv are the job's secret variables in clear, for this attempt only: the worker
+	// sets them like Env (a name is in one of the two) and should not log them.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
 	Dir       string            `json:"dir,omitempty"`
 	Timeout   *Duration         `json:"timeout,omitempty"`
 	// Requirements are what the server booked on the worker for this attempt (the run's,

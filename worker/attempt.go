@@ -75,14 +75,15 @@ func (at *attempt) init(a *Agent, l *apitype.Lease, now time.Time) {
 	at.stdout = streamWriter{at: at, stream: streamStdout}
 	at.stderr = streamWriter{at: at, stream: streamStderr}
 	at.task = Task{
-		RunID:   l.RunID,
-		JobID:   l.JobID,
-		JobName: l.JobName,
-		Attempt: l.Attempt,
-		Args:    l.Args,
-		Env:     l.Env,
-		Stdout:  &at.stdout,
-		Stderr:  &at.stderr,
+		RunID:     l.RunID,
+		JobID:     l.JobID,
+		JobName:   l.JobName,
+		Attempt:   l.Attempt,
+		Args:      l.Args,
+		Env:       l.Env,
+		SecretEnv: l.SecretEnv,
+		Stdout:    &at.stdout,
+		Stderr:    &at.stderr,
 	}
 }
 

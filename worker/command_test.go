@@ -91,6 +91,24 @@ func TestCommandEnv(t *testing.T) {
 	}
 }
 
+// A job's secret env reaches its process like env: here the process writes it to a file,
+// not to its log.
+func TestCommandSecretEnv(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	s := newFake()
+	startAgent(t, s, nil)
+	l := shellLease("r", `printf %s "$DB_PASSWORD|$PLAIN" > "$OUT"`)
+	l.Env = map[string]string{"PLAIN": "p", "OUT": out}
+	l.SecretEnv = map[string]string{"DB_PASSWORD": "s3cret"}
+	s.add(l)
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "s3cret|p", string(b))
+	require.Empty(t, s.log("r", "stdout"))
+}
+
 func TestCommandDir(t *testing.T) {
 	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())

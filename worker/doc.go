@@ -83,8 +83,9 @@
 //   - Environment: a clean one, not the worker's: PATH (the worker's, or a default), HOME
 //     (the RunAs user's, or the worker's), the worker's CUDA_VISIBLE_DEVICES and
 //     CUDA_DEVICE_ORDER when set, TMPDIR (the attempt's directory), then the worker's
-//     variables PassEnv names, then the job's env, then stint's variables. The worker's
-//     STINT_ variables (its token) never pass.
+//     variables PassEnv names, then the job's env and secret env (the lease carries the
+//     secret values in clear, for that attempt only; the agent never logs them), then
+//     stint's variables. The worker's STINT_ variables (its token) never pass.
 //   - Directory: a fresh one per attempt under WorkDir, owned by the user the command runs
 //     as, its current directory unless the job names one; removed with its contents when
 //     the attempt ends, however it ends, before the end is reported.

@@ -54,8 +54,8 @@ func passes(patterns []string, name string) bool {
 // commandEnv is the environment of an attempt's process, from a clean start: PATH (the
 // worker's, or defaultPath), HOME (home: the RunAs user's, or the worker's),
 // CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER when the worker has them, TMPDIR set to the
-// attempt's working directory, then the worker's variables PassEnv names, then the job's env,
-// then stint's variables and, for an attempt given GPU devices, CUDA_VISIBLE_DEVICES and
+// attempt's working directory, then the worker's variables PassEnv names, then the job's env
+// and its secret env, then stint's variables and, for an attempt given GPU devices, CUDA_VISIBLE_DEVICES and
 // STINT_GPUS naming them with CUDA_DEVICE_ORDER=PCI_BUS_ID (later entries win in
 // exec.Cmd.Env): the devices are nvidia-smi's indices, which follow the PCI bus, while CUDA's
 // default order puts the fastest device first and would name other devices on a host of
@@ -63,7 +63,7 @@ func passes(patterns []string, name string) bool {
 func (at *attempt) commandEnv(home, workDir string) []string {
 	l := at.lease
 	base := os.Environ()
-	env := make([]string, 0, 16+len(l.Env))
+	env := make([]string, 0, 16+len(l.Env)+len(l.SecretEnv))
 	if p := os.Getenv("PATH"); p != "" {
 		env = append(env, "PATH="+p)
 	} else {
@@ -88,6 +88,9 @@ func (at *attempt) commandEnv(home, workDir string) []string {
 		}
 	}
 	for k, v := range l.Env {
+		env = append(env, k+"="+v)
+	}
+	for k, v := range l.SecretEnv {
 		env = append(env, k+"="+v)
 	}
 	args := "{}"

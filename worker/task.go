@@ -37,6 +37,9 @@ type Task struct {
 	// Args is the run's arguments as JSON (an object), nil when the run has none.
 	Args json.RawMessage
 	Env  map[string]string
+	// SecretEnv are the job's secret variables in clear (the lease's): for this attempt
+	// only. Don't log them.
+	SecretEnv map[string]string
 	// Deadline is when the job's timeout expires; zero when the job has none.
 	Deadline time.Time
 	// GPUs are the GPU devices this attempt was given, as CUDA names them (Config.GPUs), when

@@ -12,6 +12,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// A handler gets the job's secret env beside its env.
+func TestHandlerSecretEnv(t *testing.T) {
+	t.Parallel()
+	got := make(chan *Task, 1)
+	s := newFake()
+	startAgent(t, s, func(c *Config) {
+		c.Handlers = map[string]Handler{"k": func(_ context.Context, t *Task) error { got <- t; return nil }}
+	})
+	l := handlerLease("r", "k")
+	l.Env, l.SecretEnv = map[string]string{"A": "1"}, map[string]string{"S": "s3cret"}
+	s.add(l)
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	task := <-got
+	require.Equal(t, map[string]string{"A": "1"}, task.Env)
+	require.Equal(t, map[string]string{"S": "s3cret"}, task.SecretEnv)
+}
+
 func TestHandlerOutcome(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

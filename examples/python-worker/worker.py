@@ -158,6 +158,7 @@ class Attempt:
         argv = l.get("command") or ["/bin/sh", "-c", l.get("shell", "")]
         env = dict(os.environ)
         env.update(l.get("env") or {})
+        env.update(l.get("secret_env") or {})  # in clear for this attempt only: never log them
         env.update(STINT_RUN_ID=self.run_id, STINT_ATTEMPT=str(l["attempt"]), STINT_JOB=l["job_name"],
                    STINT_JOB_ID=l["job_id"],
                    STINT_ARGS=json.dumps(self.args, separators=(",", ":"), ensure_ascii=False))

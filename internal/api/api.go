@@ -11,6 +11,7 @@ import (
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/secret"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	SubmitRate *model.RateLimit
 	// ClientKey names the client a request counts against (default DefaultClientKey).
 	ClientKey func(*http.Request) string
+	// Secrets seal jobs' secret env values and webhook secrets at rest; nil: the server
+	// has no key, so a spec with secret_env is refused and webhook secrets are kept in clear.
+	Secrets *secret.Keys
 }
 
 // API is stint's HTTP layer; see the package doc.
@@ -57,6 +61,7 @@ type API struct {
 	ready   readiness
 	handler http.Handler
 	tokens  *tokenCache
+	keys    *secret.Keys // cfg.Secrets
 }
 
 // New builds the API and its routes.
@@ -76,13 +81,14 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{
 		eng:    cfg.Engine,
-		proto:  NewProtocol(cfg.Engine),
+		proto:  NewProtocol(cfg.Engine, cfg.Secrets),
 		store:  cfg.Engine.Store(),
 		clock:  cfg.Engine.Clock(),
 		log:    cfg.Logger,
 		cfg:    cfg,
 		lim:    &cfg.Limits,
 		tokens: newTokenCache(),
+		keys:   cfg.Secrets,
 	}
 	if cfg.SubmitRate != nil {
 		a.submits = newSubmitLimiter(cfg.SubmitRate)

@@ -52,17 +52,23 @@ func (a *API) applyJob(w http.ResponseWriter, r *http.Request) error {
 		return invalidField("depends_on", "applies to a job's first run, which PUT /v1/jobs/{name} does not create: "+
 			"submit the run with POST /v1/jobs or POST /v1/dags")
 	}
-	now := a.clock.Now()
-	vj, errs := buildDefinition(&spec, "", now, a.lim)
-	if len(errs) > 0 {
-		return invalidFields(errs)
-	}
 	cur, err := a.store.GetJob(r.Context(), &store.GetJobParams{Namespace: ns, IDOrName: name})
 	switch {
 	case errors.Is(err, model.ErrNotFound) || err == nil && (cur.Name != name || cur.Namespace != ns):
-		return a.applyCreate(w, r, vj, dryRun)
+		cur = nil // none, or the name is another job's id
 	case err != nil:
 		return fmt.Errorf("apply job %s: %w", name, err)
+	}
+	sl := sealing{keys: a.keys}
+	if cur != nil {
+		sl.prev = cur.Spec.SecretEnv // secret_env values of "***" keep these
+	}
+	vj, errs := buildDefinition(&spec, "", a.clock.Now(), a.lim, sl)
+	if len(errs) > 0 {
+		return invalidFields(errs)
+	}
+	if cur == nil {
+		return a.applyCreate(w, r, vj, dryRun)
 	}
 	changes, err := specChanges(cur, vj.Job)
 	if err != nil {
@@ -127,7 +133,8 @@ func specChanges(cur, next *model.Job) ([]string, error) {
 	return out, nil
 }
 
-// definition is the part of a job that a spec sets, as JSON fields.
+// definition is the part of a job that a spec sets, as JSON fields; secret_env has the
+// sealed values, which stay the same while the values do (sealSecretEnv).
 func definition(j *model.Job) (map[string]json.RawMessage, error) {
 	v := jobToAPI(&model.Job{Spec: j.Spec, Enabled: j.Enabled}, nil)
 	b, err := json.Marshal(v)
@@ -140,6 +147,11 @@ func definition(j *model.Job) (map[string]json.RawMessage, error) {
 	}
 	for _, k := range []string{"id", "namespace", "name", "created_at", "updated_at", "next_fire_times", "next_fire_times_local", "last_run", "idempotency_key"} {
 		delete(m, k)
+	}
+	if len(j.Spec.SecretEnv) > 0 {
+		if m["secret_env"], err = json.Marshal(j.Spec.SecretEnv); err != nil {
+			return nil, fmt.Errorf("encode secret env: %w", err)
+		}
 	}
 	return m, nil
 }

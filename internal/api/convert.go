@@ -21,6 +21,7 @@ func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
 		Handler:   s.Handler,
 		Args:      s.Args,
 		Env:       s.Env,
+		SecretEnv: maskSecrets(s.SecretEnv),
 		Dir:       s.Dir,
 		Queue:     s.Queue,
 		Priority:  s.Priority,

@@ -10,6 +10,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
+	"github.com/stint-dev/stint/internal/secret"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -26,7 +27,7 @@ func (a *API) createDAG(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
 	}
-	plan, err := buildDAG(&req, a.clock.Now(), a.lim)
+	plan, err := buildDAG(&req, a.clock.Now(), a.lim, a.keys)
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ type dagPlan struct {
 
 // buildDAG checks a DAG request (entries, refs, cycles) and builds its entries; a bad
 // request is a 400 naming every bad field.
-func buildDAG(req *apitype.DAGRequest, now time.Time, lim *Limits) (*dagPlan, error) {
+func buildDAG(req *apitype.DAGRequest, now time.Time, lim *Limits, secrets *secret.Keys) (*dagPlan, error) {
 	switch {
 	case len(req.Runs) == 0:
 		return nil, invalidField("runs", "must hold at least one entry")
@@ -123,7 +124,7 @@ func buildDAG(req *apitype.DAGRequest, now time.Time, lim *Limits) (*dagPlan, er
 				Message: fmt.Sprintf("must be the request's namespace (%q) or left out", ns)})
 			continue
 		}
-		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry, lim)
+		vj, fe := buildJobIn(&spec, prefix, now, depsOfEntry, lim, sealing{keys: secrets})
 		if len(fe) > 0 {
 			errs = append(errs, fe...)
 			continue

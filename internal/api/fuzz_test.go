@@ -45,7 +45,7 @@ func FuzzJobSpec(f *testing.F) {
 			requireBadRequest(t, err)
 			return
 		}
-		vj, errs := buildJob(&spec, "", now, defLim())
+		vj, errs := buildJob(&spec, "", now, defLim(), sealing{})
 		if len(errs) > 0 {
 			for _, e := range errs {
 				if e.Field == "" || e.Message == "" {
@@ -100,7 +100,7 @@ func FuzzDAG(f *testing.F) {
 			requireBadRequest(t, err)
 			return
 		}
-		plan, err := buildDAG(&req, now, &lim)
+		plan, err := buildDAG(&req, now, &lim, nil)
 		if err != nil {
 			requireBadRequest(t, err)
 			return

@@ -24,7 +24,7 @@ func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	secret, err := a.eng.RotateWebhookSecret(r.Context(), j.ID)
+	secret, err := a.eng.RotateWebhookSecret(r.Context(), j.ID, a.webhookSeal(j.ID))
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("job %q not found", j.ID)}
 	}
@@ -78,7 +78,7 @@ func (a *API) rotatePipelineWebhookSecret(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	secret, err := a.eng.RotateWebhookSecret(r.Context(), pl.ID)
+	secret, err := a.eng.RotateWebhookSecret(r.Context(), pl.ID, a.webhookSeal(pl.ID))
 	if errors.Is(err, model.ErrNotFound) {
 		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("pipeline %q not found", pl.ID)}
 	}
@@ -100,11 +100,23 @@ func (a *API) hookSecret(r *http.Request, id string) (string, error) {
 	if id == "" {
 		return "", nil
 	}
-	secret, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: id})
-	if err != nil && !errors.Is(err, model.ErrNotFound) {
+	stored, err := a.store.WebhookSecret(r.Context(), &store.WebhookSecretParams{JobID: id})
+	if errors.Is(err, model.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
 		return "", fmt.Errorf("webhook secret: %w", err)
 	}
-	return secret, nil
+	return openWebhookSecret(a.keys, id, stored)
+}
+
+// webhookSeal is how a new webhook secret of ownerID is stored: sealed under the server's
+// key, or (nil) in clear on a server without one.
+func (a *API) webhookSeal(ownerID string) func(string) (string, error) {
+	if a.keys == nil {
+		return nil
+	}
+	return func(s string) (string, error) { return a.keys.Seal(s, webhookContext(ownerID)) }
 }
 
 // notFound reports whether err is the 404 of a lookup.

@@ -32,7 +32,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &spec, false); err != nil {
 		return err
 	}
-	vj, errs := buildJob(&spec, "", a.clock.Now(), a.lim)
+	vj, errs := buildJob(&spec, "", a.clock.Now(), a.lim, sealing{keys: a.keys})
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}
@@ -109,7 +109,7 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	keys := make(map[nsKey]int)
 	for i := range req.Jobs {
 		prefix := fmt.Sprintf("jobs[%d].", i)
-		vj, fe := buildJob(&req.Jobs[i], prefix, now, a.lim)
+		vj, fe := buildJob(&req.Jobs[i], prefix, now, a.lim, sealing{keys: a.keys})
 		if len(fe) > 0 {
 			errs = append(errs, fe...)
 			continue
@@ -452,7 +452,7 @@ func (a *API) patchJob(w http.ResponseWriter, r *http.Request) error {
 	spec := specFromJob(j)
 	applyPatch(spec, &patch)
 	fe := &fieldErrors{}
-	ms := specToModel(spec, fe, a.lim)
+	ms := specToModel(spec, fe, a.lim, sealing{keys: a.keys, prev: j.Spec.SecretEnv})
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)
 	}

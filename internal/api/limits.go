@@ -128,12 +128,13 @@ func checkSizes(spec *apitype.JobSpec, lim *Limits, fe *fieldErrors) {
 		fe.add("shell", "must be at most %d bytes, got %d", lim.MaxShellBytes, len(spec.Shell))
 	}
 	checkArgsSize(spec.Args, "args", lim, fe)
-	env := 0
-	for k, v := range spec.Env {
-		env += len(k) + len(v) + 2
-	}
-	if env > lim.MaxEnvBytes {
+	env, secrets := envBytes(spec.Env), envBytes(spec.SecretEnv)
+	switch {
+	case env+secrets <= lim.MaxEnvBytes:
+	case secrets == 0:
 		fe.add("env", "must be at most %d bytes in all (each entry counts its key and value plus two), got %d", lim.MaxEnvBytes, env)
+	default:
+		fe.add("secret_env", "env and secret_env must be at most %d bytes together (each entry counts its key and value plus two), got %d", lim.MaxEnvBytes, env+secrets)
 	}
 	if len(spec.Dir) > maxDirBytes {
 		fe.add("dir", "must be at most %d bytes, got %d", maxDirBytes, len(spec.Dir))
@@ -168,6 +169,15 @@ func checkLabels(labels map[string]string, field string, fe *fieldErrors) {
 	}
 }
 
+// envBytes is the size of an env as the limits count it: each entry's key and value plus two.
+func envBytes(env map[string]string) int {
+	n := 0
+	for k, v := range env {
+		n += len(k) + len(v) + 2
+	}
+	return n
+}
+
 // specBytes is the length of a spec's strings together.
 func specBytes(spec *apitype.JobSpec) int {
 	n := len(spec.Name) + len(spec.Namespace) + len(spec.Shell) + len(spec.Handler) + len(spec.Args) +
@@ -175,9 +185,7 @@ func specBytes(spec *apitype.JobSpec) int {
 	for _, a := range spec.Command {
 		n += len(a) + 1
 	}
-	for k, v := range spec.Env {
-		n += len(k) + len(v) + 2
-	}
+	n += envBytes(spec.Env) + envBytes(spec.SecretEnv)
 	for _, t := range spec.Tags {
 		n += len(t)
 	}

@@ -59,7 +59,13 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	now := a.clock.Now()
-	vp, errs := buildPipeline(r.PathValue("name"), ns, &spec, now, a.lim)
+	kept, err := a.keptStepSecrets(r.Context(), r.PathValue("name"), ns, &spec)
+	if err != nil {
+		return err
+	}
+	vp, errs := buildPipeline(r.PathValue("name"), ns, &spec, now, a.lim, func(step string) sealing {
+		return sealing{keys: a.keys, prev: kept[step]}
+	})
 	if len(errs) > 0 {
 		return batchErrors(http.StatusBadRequest, errs)
 	}
@@ -101,9 +107,31 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// keptStepSecrets are the stored secret env of the step jobs of pipeline name whose step
+// in spec keeps a secret value (apitype.SecretMask), by step. Whether such a job is the
+// pipeline's own is stepJobs' check, which refuses the request when it is not.
+func (a *API) keptStepSecrets(ctx context.Context, name, ns string, spec *apitype.PipelineSpec) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for step, js := range spec.Steps {
+		if !keepsSecret(js.SecretEnv) {
+			continue
+		}
+		jobName := scheduler.StepJobName(name, step)
+		j, err := a.store.GetJob(ctx, &store.GetJobParams{Namespace: ns, IDOrName: jobName})
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("step %s: %w", step, err)
+		case j.Name == jobName && j.Namespace == ns:
+			out[step] = j.Spec.SecretEnv
+		}
+	}
+	return out, nil
+}
+
 // buildPipeline validates a pipeline definition named name in namespace ns and returns it
-// with its steps' jobs built, or every bad field.
-func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time, lim *Limits) (*validPipeline, []apitype.FieldError) {
+// with its steps' jobs built, or every bad field; sealFor seals the secret env of a step.
+func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time, lim *Limits, sealFor func(step string) sealing) (*validPipeline, []apitype.FieldError) {
 	fe := &fieldErrors{}
 	if !namePattern.MatchString(name) {
 		fe.add("name", "%s", nameRule)
@@ -168,7 +196,7 @@ func buildPipeline(name, ns string, spec *apitype.PipelineSpec, now time.Time, l
 			fe.add(prefix+"namespace", "must be the pipeline's namespace (%q) or left out", ns)
 		}
 		js.Name, js.Namespace, js.IdempotencyKey, js.RunAt, js.Delay = jobName, ns, "", nil, nil
-		vj, errs := buildJobIn(&js, prefix, now, depsOfStep, lim)
+		vj, errs := buildJobIn(&js, prefix, now, depsOfStep, lim, sealFor(step))
 		if len(errs) > 0 {
 			fe.errs = append(fe.errs, errs...)
 			continue

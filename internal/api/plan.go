@@ -16,7 +16,7 @@ func (a *API) plan(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &spec, false); err != nil {
 		return err
 	}
-	vj, errs := buildJob(&spec, "", a.clock.Now(), a.lim)
+	vj, errs := buildJob(&spec, "", a.clock.Now(), a.lim, sealing{keys: a.keys})
 	if len(errs) > 0 {
 		return invalidFields(errs)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/secret"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -30,11 +31,12 @@ import (
 // otherwise). A call without a principal comes from inside the server (the local worker of
 // `stint dev`) and is trusted.
 type Protocol struct {
-	eng *engine.Engine
+	eng  *engine.Engine
+	keys *secret.Keys // open the secret env of the runs it leases
 }
 
-// NewProtocol returns the worker protocol over e.
-func NewProtocol(e *engine.Engine) *Protocol { return &Protocol{eng: e} }
+// NewProtocol returns the worker protocol over e; keys open the secret env of leased runs.
+func NewProtocol(e *engine.Engine, keys *secret.Keys) *Protocol { return &Protocol{eng: e, keys: keys} }
 
 // Register records a worker and starts a new session for it (POST /v1/workers/register).
 func (p *Protocol) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
@@ -138,9 +140,23 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 	if err != nil {
 		return nil, wireError(workerNotFound(workerID, err))
 	}
-	out := &apitype.LeaseResponse{Leases: make([]apitype.Lease, len(res.Leases)), Cancel: res.Cancel, Lost: res.Lost, Drain: res.Drain}
-	for i, l := range res.Leases {
-		out.Leases[i] = leaseToAPI(l)
+	out := &apitype.LeaseResponse{Leases: make([]apitype.Lease, 0, len(res.Leases)), Cancel: res.Cancel, Lost: res.Lost, Drain: res.Drain}
+	var unopened []store.Completion
+	for _, l := range res.Leases {
+		wl := leaseToAPI(l)
+		if wl.SecretEnv, err = openSecretEnv(p.keys, l.Spec.SecretEnv); err != nil {
+			unopened = append(unopened, store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptFailed,
+				Error: "the server cannot decrypt the job's secret env: " + err.Error()})
+			continue
+		}
+		out.Leases = append(out.Leases, wl)
+	}
+	if len(unopened) > 0 {
+		// An attempt that cannot have its secrets must not run without them: it ends failed
+		// here, and the worker never sees it.
+		if _, err := p.eng.Complete(ctx, unopened); err != nil {
+			return nil, wireError(fmt.Errorf("fail attempts without their secrets: %w", err))
+		}
 	}
 	return out, nil
 }

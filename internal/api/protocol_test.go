@@ -23,7 +23,7 @@ var _ worker.Server = (*Protocol)(nil)
 func TestProtocolErrorsMatchHTTP(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	local := NewProtocol(b.eng)
+	local := NewProtocol(b.eng, nil)
 	remote, err := client.New(b.srv.URL)
 	require.NoError(t, err)
 	ctx := context.Background()

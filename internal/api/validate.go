@@ -20,6 +20,7 @@ import (
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
 	"github.com/stint-dev/stint/internal/scheduler"
+	"github.com/stint-dev/stint/internal/secret"
 )
 
 // Limits of a job spec.
@@ -81,15 +82,15 @@ const (
 // "jobs[3]." in a batch). It returns every bad field at once; with any, the job is nil.
 // depends_on entries must name runs (refs exist only in DAG requests); whether those runs
 // exist is for the caller to check (missingUpstream).
-func buildJob(spec *apitype.JobSpec, prefix string, now time.Time, lim *Limits) (*validJob, []apitype.FieldError) {
-	return buildJobIn(spec, prefix, now, depsOfJob, lim)
+func buildJob(spec *apitype.JobSpec, prefix string, now time.Time, lim *Limits, sl sealing) (*validJob, []apitype.FieldError) {
+	return buildJobIn(spec, prefix, now, depsOfJob, lim, sl)
 }
 
 // buildJobIn is buildJob with the dependency rules of mode.
-func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMode, lim *Limits) (*validJob, []apitype.FieldError) {
+func buildJobIn(spec *apitype.JobSpec, prefix string, now time.Time, mode depsMode, lim *Limits, sl sealing) (*validJob, []apitype.FieldError) {
 	fe := &fieldErrors{prefix: prefix}
 	deps := checkDeps(spec, mode, fe)
-	vj, errs := buildDefinition(spec, prefix, now, lim)
+	vj, errs := buildDefinition(spec, prefix, now, lim, sl)
 	if errs = append(errs, fe.errs...); len(errs) > 0 {
 		return nil, errs
 	}
@@ -208,10 +209,10 @@ func checkDeps(spec *apitype.JobSpec, mode depsMode, fe *fieldErrors) []jobDep {
 }
 
 // buildDefinition is buildJob without the first run: the job alone, with its next fire
-// when it has a schedule (PUT /v1/jobs/{name} manages definitions).
-func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time, lim *Limits) (*validJob, []apitype.FieldError) {
+// when it has a schedule (PUT /v1/jobs/{name} manages definitions). sl seals its secret env.
+func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time, lim *Limits, sl sealing) (*validJob, []apitype.FieldError) {
 	fe := &fieldErrors{prefix: prefix}
-	ms := specToModel(spec, fe, lim)
+	ms := specToModel(spec, fe, lim, sl)
 
 	ns := spec.Namespace
 	if ns == "" {
@@ -248,7 +249,7 @@ func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time, lim *L
 		Spec:           ms,
 		Enabled:        enabled,
 		IdempotencyKey: spec.IdempotencyKey,
-		RequestHash:    requestHash(spec),
+		RequestHash:    requestHash(spec, sl.keys),
 		CreatedAt:      now,
 		UpdatedAt:      now,
 	}
@@ -271,8 +272,9 @@ func buildDefinition(spec *apitype.JobSpec, prefix string, now time.Time, lim *L
 // and how to treat failure) and their sizes under lim, records bad fields in fe, and returns
 // the spec with defaults applied. It is the one check of a job spec: every route that takes
 // one (POST /v1/jobs, batches, DAG entries, pipeline steps, PUT and PATCH of a job, plans)
-// comes through it, PATCH with the job's spec with the patch applied.
-func specToModel(spec *apitype.JobSpec, fe *fieldErrors, lim *Limits) model.JobSpec {
+// comes through it, PATCH with the job's spec with the patch applied. Its secret env comes
+// out sealed by sl (sealSecretEnv).
+func specToModel(spec *apitype.JobSpec, fe *fieldErrors, lim *Limits, sl sealing) model.JobSpec {
 	ms := model.JobSpec{
 		Command: spec.Command,
 		Shell:   spec.Shell,
@@ -343,6 +345,7 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors, lim *Limits) model.JobS
 			fe.add(mapPath("env", k), "must not contain a NUL byte")
 		}
 	}
+	ms.SecretEnv = sealSecretEnv(spec, fe, sl)
 
 	// Placement.
 	if ms.Queue == "" {
@@ -539,6 +542,7 @@ func specFromJob(j *model.Job) *apitype.JobSpec {
 		Handler:   s.Handler,
 		Args:      s.Args,
 		Env:       s.Env,
+		SecretEnv: maskSecrets(s.SecretEnv),
 		Dir:       s.Dir,
 		Queue:     s.Queue,
 		Priority:  &prio,
@@ -602,6 +606,9 @@ func applyPatch(spec *apitype.JobSpec, p *apitype.JobPatch) {
 	if p.Env != nil {
 		spec.Env = p.Env
 	}
+	if p.SecretEnv != nil {
+		spec.SecretEnv = p.SecretEnv
+	}
 	if p.Args != nil {
 		spec.Args = p.Args
 	}
@@ -611,11 +618,12 @@ func applyPatch(spec *apitype.JobSpec, p *apitype.JobPatch) {
 }
 
 // requestHash is the SHA-256 of the canonical form of a spec: its JSON with object keys
-// sorted (args included), times in UTC. Two bodies that mean the same request hash the same,
-// whatever their key order or spacing.
-func requestHash(spec *apitype.JobSpec) string {
+// sorted (args included), times in UTC, secret values replaced by their keyed digests. Two
+// bodies that mean the same request hash the same, whatever their key order or spacing.
+func requestHash(spec *apitype.JobSpec, keys *secret.Keys) string {
 	c := *spec
 	c.Args = canonicalJSON(spec.Args)
+	c.SecretEnv = secretDigests(keys, spec.SecretEnv)
 	if spec.RunAt != nil {
 		t := spec.RunAt.UTC()
 		c.RunAt = &t

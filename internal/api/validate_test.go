@@ -206,7 +206,7 @@ func TestBuildJob(t *testing.T) {
 			t.Parallel()
 			var spec apitype.JobSpec
 			require.NoError(t, decodeJSON([]byte(tt.body), &spec))
-			vj, errs := buildJob(&spec, "", now, defLim())
+			vj, errs := buildJob(&spec, "", now, defLim(), sealing{})
 			if len(tt.want) == 0 {
 				require.Empty(t, errs)
 				require.NotNil(t, vj)
@@ -226,7 +226,7 @@ func TestBuildJob(t *testing.T) {
 
 func TestBuildJobPrefix(t *testing.T) {
 	t.Parallel()
-	_, errs := buildJob(&apitype.JobSpec{}, "jobs[3].", time.Now(), defLim())
+	_, errs := buildJob(&apitype.JobSpec{}, "jobs[3].", time.Now(), defLim(), sealing{})
 	require.Equal(t, []string{"jobs[3].command"}, fieldNames(errs))
 }
 
@@ -241,20 +241,20 @@ func TestRequestHashIsCanonical(t *testing.T) {
 	b := decode(`{"run_at": "2030-01-01T00:00:00Z", "env": {"B": "2", "A": "1"},
 		"args": {"y": [1,2], "x": 1}, "command": ["a"]}`)
 	c := decode(`{"command": ["a"], "args": {"x": 2, "y": [1, 2]}, "env": {"A": "1", "B": "2"}, "run_at": "2030-01-01T00:00:00Z"}`)
-	require.Equal(t, requestHash(a), requestHash(b))
-	require.NotEqual(t, requestHash(a), requestHash(c))
+	require.Equal(t, requestHash(a, nil), requestHash(b, nil))
+	require.NotEqual(t, requestHash(a, nil), requestHash(c, nil))
 }
 
 func TestPatchValidatesLikeCreate(t *testing.T) {
 	t.Parallel()
 	var spec apitype.JobSpec
 	require.NoError(t, decodeJSON([]byte(`{"name": "j", "command": ["a"], "retry": {"max_attempts": 3}, "timeout": "5s"}`), &spec))
-	vj, errs := buildJob(&spec, "", time.Now(), defLim())
+	vj, errs := buildJob(&spec, "", time.Now(), defLim(), sealing{})
 	require.Empty(t, errs)
 
 	// A job's own spec round-trips unchanged.
 	fe := &fieldErrors{}
-	require.Equal(t, vj.Job.Spec, specToModel(specFromJob(vj.Job), fe, defLim()))
+	require.Equal(t, vj.Job.Spec, specToModel(specFromJob(vj.Job), fe, defLim(), sealing{}))
 	require.Empty(t, fe.errs)
 
 	tests := []struct {
@@ -287,7 +287,7 @@ func TestPatchValidatesLikeCreate(t *testing.T) {
 			s := specFromJob(vj.Job)
 			applyPatch(s, &p)
 			fe := &fieldErrors{}
-			got := specToModel(s, fe, defLim())
+			got := specToModel(s, fe, defLim(), sealing{})
 			require.Equal(t, tt.want, fieldNames(fe.errs))
 			if tt.check != nil {
 				tt.check(t, got)

@@ -22,6 +22,7 @@ type serverFlags struct {
 	userToken, wkrToken string
 	logLevel, logFormat string
 	tls                 TLSFiles
+	secretKeyFile       string
 	limits              limitFlags
 }
 
@@ -41,6 +42,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.tls.ClientCA, "client-ca", os.Getenv("STINT_CLIENT_CA"), "CA bundle (PEM) of workers' client certificates: one it signed authenticates a worker as its Common Name; needs --tls-cert (env STINT_CLIENT_CA)")
 	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
+	registerSecretKey(fl, &f.secretKeyFile)
 	f.limits.register(fl)
 }
 
@@ -59,12 +61,16 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
+	keys, err := loadSecretKeys(f.secretKeyFile)
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"), TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
-		Limits: lim, HTTP: h, SubmitRate: rate,
+		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys,
 	}, nil
 }
 
@@ -82,6 +88,17 @@ func devCommand() *cobra.Command {
 				return err
 			}
 			cfg.LocalWorker, cfg.LocalSlots = true, slots
+			keyNote := ""
+			if cfg.Secrets == nil { // works out of the box: a key of its own, kept with the data
+				keys, path, created, err := devSecretKeys(cfg.DataDir)
+				if err != nil {
+					return err
+				}
+				cfg.Secrets, keyNote = keys, "  secret env values are encrypted with the key in "+path
+				if created {
+					keyNote += " (made now; keep it with the data)"
+				}
+			}
 			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guardCommand()
 			// Without any token, stint dev stays open, on loopback only (RunServer refuses
 			// another address); any token turns authentication on as for stint server.
@@ -95,6 +112,9 @@ func devCommand() *cobra.Command {
 				if cfg.OpenAuth {
 					fmt.Fprintf(cmd.ErrOrStderr(), "  authentication is OFF: any process of this machine that reaches %s can run commands as this user\n"+
 						"  (set STINT_BOOTSTRAP_TOKEN or --api-token to turn it on; stint server always has it on)\n", addr)
+				}
+				if keyNote != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), keyNote)
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "  try: stint submit --shell 'echo hello from stint'\n")
 			}

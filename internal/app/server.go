@@ -22,6 +22,7 @@ import (
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/metrics"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/secret"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -64,6 +65,10 @@ type ServerConfig struct {
 	Limits     api.Limits
 	HTTP       HTTPLimits
 	SubmitRate *model.RateLimit
+
+	// Secrets encrypt secret env values and webhook secrets at rest (STINT_SECRET_KEY,
+	// --secret-key-file); nil: jobs with secret_env are refused, webhook secrets kept in clear.
+	Secrets *secret.Keys
 
 	// LocalWorker runs a worker inside the server process (stint dev), LocalSlots attempts
 	// at once; its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
@@ -199,6 +204,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		Limits:       lim,
 		WriteTimeout: h.WriteTimeout,
 		SubmitRate:   cfg.SubmitRate,
+		Secrets:      cfg.Secrets,
 	})
 	if err != nil {
 		return fmt.Errorf("build api: %w", err)
@@ -214,8 +220,13 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 			serveErr <- err
 		}
 	}()
+	if cfg.Secrets == nil {
+		log.Warn("no secret key: jobs with secret_env are refused, and webhook secrets are stored in clear; " +
+			"set STINT_SECRET_KEY or --secret-key-file (docs/security.md)")
+	}
 	log.Info("stint server listening", "addr", ln.Addr().String(), "store", string(eng), "local_worker", cfg.LocalWorker,
-		"auth", !cfg.OpenAuth, "tls", tlsCfg != nil, "client_certificates", cfg.TLS.ClientCA != "")
+		"auth", !cfg.OpenAuth, "tls", tlsCfg != nil, "client_certificates", cfg.TLS.ClientCA != "",
+		"secret_key", cfg.Secrets.ID())
 
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorker()

@@ -77,7 +77,7 @@ var importRules = []struct {
 	{
 		name: "leaves import only model",
 		pkgs: []string{"internal/model", "internal/clock", "internal/id", "internal/cron",
-			"internal/placement", "internal/capacity", "internal/testsignal", "internal/auth"},
+			"internal/placement", "internal/capacity", "internal/testsignal", "internal/auth", "internal/secret"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
 		reason: "the bottom of the graph: everything may import them, so they import nothing of ours but model",
 	},

@@ -151,6 +151,9 @@ func (cfg *config) printJob(w io.Writer, j *apitype.Job) error {
 		// Names only: values may be secrets; --json shows them.
 		t.row("Env:", strings.Join(slices.Sorted(maps.Keys(j.Env)), ","))
 	}
+	if len(j.SecretEnv) > 0 { // the server shows names only (values "***")
+		t.row("Secret env:", strings.Join(slices.Sorted(maps.Keys(j.SecretEnv)), ","))
+	}
 	if j.Dir != "" {
 		t.row("Dir:", j.Dir)
 	}

@@ -76,6 +76,9 @@ pipelines too, in a pipelines: list next to jobs:.`,
 			return err
 		}
 		spec, err := readPipelineFile(b)
+		if err == nil {
+			err = expandStepSecrets(spec, "", cfg.getenv)
+		}
 		if err != nil {
 			return Usagef("%s: %w", file, err)
 		}

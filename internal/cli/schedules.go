@@ -179,6 +179,9 @@ has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 			return err
 		}
 		f, err := readJobFile(b)
+		if err == nil {
+			err = expandFileSecrets(f, cfg.getenv)
+		}
 		if err != nil {
 			return Usagef("%s: %w", file, err)
 		}

@@ -24,6 +24,7 @@ type submitFlags struct {
 	memory                                           memoryFlag
 	runAt                                            timeFlag
 	args, env, labels                                kvFlag
+	secretEnv                                        secretEnvFlag
 	after                                            afterFlag
 	tags                                             []string
 	wait, follow, quiet                              bool
@@ -74,6 +75,8 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", `limit per key, a template over the args, e.g. "customer-{{.customer_id}}"`)
 	fl.Var(&f.args, "arg", "argument KEY=VALUE of the run, repeatable (the args object; commands get STINT_ARGS)")
 	fl.Var(&f.env, "env", "environment variable KEY=VALUE, repeatable")
+	fl.Var(&f.secretEnv, "secret-env", "secret environment variable KEY=VALUE, or KEY to send this shell's $KEY; repeatable. "+
+		"The server encrypts it and shows it as ***; only the attempt gets it")
 	fl.StringVar(&f.dir, "dir", "", "working directory on the worker")
 	fl.StringVar(&f.idempotencyKey, "idempotency-key", "", "submitting again with the same key creates nothing new")
 	fl.Float64Var(&f.cpu, "cpu", 0, "CPUs an attempt needs, e.g. 0.5")
@@ -90,7 +93,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 }
 
 func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) error {
-	spec, err := f.spec(cmd, argv)
+	spec, err := f.spec(cmd, argv, cfg.getenv)
 	if err != nil {
 		return err
 	}
@@ -174,8 +177,9 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	return nil
 }
 
-// spec turns the flags and the command line into a job spec, refusing what is plainly wrong.
-func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec, error) {
+// spec turns the flags and the command line into a job spec, refusing what is plainly wrong;
+// getenv gives the values of the bare names of --secret-env.
+func (f *submitFlags) spec(cmd *cobra.Command, argv []string, getenv func(string) string) (*apitype.JobSpec, error) {
 	given := 0
 	for _, ok := range []bool{len(argv) > 0, f.shell != "", f.handler != ""} {
 		if ok {
@@ -194,6 +198,10 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec,
 	if err != nil {
 		return nil, err
 	}
+	secretEnv, err := f.secretEnv.resolve(getenv)
+	if err != nil {
+		return nil, err
+	}
 	spec := &apitype.JobSpec{
 		Name:           f.name,
 		Command:        argv,
@@ -201,6 +209,7 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string) (*apitype.JobSpec,
 		Handler:        f.handler,
 		Args:           args,
 		Env:            f.env.m,
+		SecretEnv:      secretEnv,
 		Dir:            f.dir,
 		Queue:          f.queue,
 		RunAt:          f.runAt.t,

@@ -401,11 +401,19 @@ func (e *Engine) DeletePipeline(ctx context.Context, pl *model.Pipeline) ([]*mod
 }
 
 // RotateWebhookSecret gives a job or a pipeline (ownerID names either) a new webhook secret,
-// replacing any earlier one, and returns it; model.ErrNotFound when neither exists. It
-// wakes nothing: a secret only checks webhook calls.
-func (e *Engine) RotateWebhookSecret(ctx context.Context, ownerID string) (string, error) {
+// replacing any earlier one, and returns it; model.ErrNotFound when neither exists. seal,
+// when set, turns the secret into what the store keeps (the API encrypts it). It wakes
+// nothing: a secret only checks webhook calls.
+func (e *Engine) RotateWebhookSecret(ctx context.Context, ownerID string, seal func(string) (string, error)) (string, error) {
 	secret := id.Token()
-	err := e.store.SetWebhookSecret(ctx, &store.SetWebhookSecretParams{JobID: ownerID, Secret: secret, Now: e.clock.Now()})
+	stored := secret
+	if seal != nil {
+		var err error
+		if stored, err = seal(secret); err != nil {
+			return "", fmt.Errorf("rotate webhook secret of %s: %w", ownerID, err)
+		}
+	}
+	err := e.store.SetWebhookSecret(ctx, &store.SetWebhookSecretParams{JobID: ownerID, Secret: stored, Now: e.clock.Now()})
 	if err != nil {
 		return "", fmt.Errorf("rotate webhook secret of %s: %w", ownerID, err)
 	}

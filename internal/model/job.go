@@ -39,7 +39,11 @@ type JobSpec struct {
 
 	Args json.RawMessage   `json:"args,omitempty"` // a JSON object; commands get it as STINT_ARGS
 	Env  map[string]string `json:"env,omitempty"`
-	Dir  string            `json:"dir,omitempty"`
+	// SecretEnv are variables like Env whose values are sealed (internal/secret, bound to
+	// "env:NAME"): the store never holds them in clear, reads show them masked, and only the
+	// lease of an attempt carries them opened.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
+	Dir       string            `json:"dir,omitempty"`
 
 	Queue        string        `json:"queue"`
 	Priority     int           `json:"priority"`

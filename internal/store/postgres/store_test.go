@@ -42,7 +42,24 @@ func openURL(t testing.TB, u string) *Store {
 
 func TestConformance(t *testing.T) {
 	testURL(t)
-	storetest.Run(t, func(t testing.TB) store.Store { return openTest(t) })
+	storetest.Run(t, func(t testing.TB) store.Store { return rawStore{openTest(t)} })
+}
+
+// rawStore reads the stored bytes for the conformance suite (storetest.RawReader).
+type rawStore struct{ *Store }
+
+func (s rawStore) raw(ctx context.Context, query, arg string) ([]byte, error) {
+	var b string
+	err := s.pool.QueryRow(ctx, query, arg).Scan(&b)
+	return []byte(b), err
+}
+
+func (s rawStore) RawJobSpec(ctx context.Context, jobID string) ([]byte, error) {
+	return s.raw(ctx, `SELECT spec::text FROM jobs WHERE id = $1`, jobID)
+}
+
+func (s rawStore) RawWebhookSecret(ctx context.Context, ownerID string) ([]byte, error) {
+	return s.raw(ctx, `SELECT secret FROM job_secrets WHERE job_id = $1`, ownerID)
 }
 
 func TestConcurrency(t *testing.T) {

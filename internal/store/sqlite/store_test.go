@@ -1,6 +1,8 @@
 package sqlite_test
 
 import (
+	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -13,7 +15,12 @@ import (
 
 func openTest(t testing.TB) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db"), Synchronous: "OFF"})
+	return openAt(t, filepath.Join(t.TempDir(), "stint.db"))
+}
+
+func openAt(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), sqlite.Config{Path: path, Synchronous: "OFF"})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
@@ -21,7 +28,36 @@ func openTest(t testing.TB) *sqlite.Store {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t testing.TB) store.Store { return openTest(t) })
+	storetest.Run(t, func(t testing.TB) store.Store {
+		path := filepath.Join(t.TempDir(), "stint.db")
+		return rawStore{Store: openAt(t, path), path: path}
+	})
+}
+
+// rawStore reads the stored bytes for the conformance suite (storetest.RawReader), through
+// a connection of its own to the database file.
+type rawStore struct {
+	*sqlite.Store
+	path string
+}
+
+func (s rawStore) raw(ctx context.Context, query, arg string) ([]byte, error) {
+	db, err := sql.Open("sqlite", s.path+"?_pragma=query_only(1)")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	var b []byte
+	err = db.QueryRowContext(ctx, query, arg).Scan(&b)
+	return b, err
+}
+
+func (s rawStore) RawJobSpec(ctx context.Context, jobID string) ([]byte, error) {
+	return s.raw(ctx, `SELECT spec FROM jobs WHERE id = ?`, jobID)
+}
+
+func (s rawStore) RawWebhookSecret(ctx context.Context, ownerID string) ([]byte, error) {
+	return s.raw(ctx, `SELECT secret FROM job_secrets WHERE job_id = ?`, ownerID)
 }
 
 func TestConcurrency(t *testing.T) {

@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Wording", testWording},
 		{"Cluster", testCluster},
 		{"Tokens", testTokens},
+		{"Secrets", testSecrets},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
