@@ -85,6 +85,8 @@ type Config struct {
 	// MaxLogBytes caps the output stored per attempt (store.AppendLogsParams.MaxAttemptBytes);
 	// 0: no cap.
 	MaxLogBytes int64
+	// Observer is told of the runs this server ends, retries and leases. Default: none.
+	Observer Observer
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
@@ -98,6 +100,7 @@ type Engine struct {
 	store store.Store
 	clock clock.Clock
 	log   *slog.Logger
+	obs   Observer
 
 	submits   *committer[store.NewJob, store.CreateJobResult]
 	completes *committer[store.Completion, store.CompletionResult]
@@ -185,6 +188,9 @@ func New(cfg Config) *Engine {
 	if cfg.NewID == nil {
 		cfg.NewID = id.New
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
 	if cfg.ServerID == "" {
 		host, _ := os.Hostname()
 		cfg.ServerID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -194,6 +200,7 @@ func New(cfg Config) *Engine {
 		store:   cfg.Store,
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
+		obs:     cfg.Observer,
 		work:    newTopic(store.TopicWork, cfg.Notifier),
 		timers:  newTopic(store.TopicTimers, cfg.Notifier),
 		changes: newTopic(store.TopicChanges, cfg.Notifier),
@@ -313,6 +320,7 @@ func (e *Engine) flushSubmits(ctx context.Context, jobs []store.NewJob) ([]store
 	}
 	e.wakeFor(runs)
 	e.pushCancels(replaced)
+	e.obs.Ended(runs)
 	return res, nil
 }
 
@@ -355,6 +363,7 @@ func (e *Engine) Trigger(ctx context.Context, runs []*model.Run) ([]store.Create
 	}
 	e.wakeFor(created)
 	e.pushCancels(replaced)
+	e.obs.Ended(created)
 	return res, nil
 }
 
@@ -462,8 +471,10 @@ func (e *Engine) pushLost(runs []*model.Run) {
 
 // pushCancels tells the workers of running runs that were asked to cancel, through their
 // outstanding long poll; a worker attached to another server is told through that server
-// (and learns it at its next heartbeat in any case).
+// (and learns it at its next heartbeat in any case). Every cancellation passes here, so it
+// also tells the Observer of the runs it ended (and of those it admitted or skipped).
 func (e *Engine) pushCancels(runs []*model.Run) {
+	e.obs.Ended(runs)
 	var remote []store.WorkerRun
 	e.mu.Lock()
 	for _, r := range runs {
@@ -561,4 +572,14 @@ func (e *Engine) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	return qs, nil
+}
+
+// OldestQueued returns the earliest ScheduledFor of each queue's queued runs (see
+// store.Store.OldestQueued).
+func (e *Engine) OldestQueued(ctx context.Context) (map[string]time.Time, error) {
+	oldest, err := e.store.OldestQueued(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oldest queued: %w", err)
+	}
+	return oldest, nil
 }
