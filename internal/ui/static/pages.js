@@ -67,7 +67,7 @@ async function overview() {
     ${card('Active runs', bars(Object.entries(active)))}
     ${card(html`Ended <small>(latest ${recent.items.length} runs)</small>`, bars(Object.entries(ended)))}
     ${card(html`Throughput and failure rate <small>(last hour, per ${bucketSecs / 60} minutes)</small>`, html`
-      ${series(series_, {step: bucketSecs})}
+      ${series(series_, {step: bucketSecs, width: 1100})}
       <p class="legend"><span class="key f-succeeded"></span>succeeded <span class="key f-failed"></span>failed
         <span class="key rate-k"></span>failure rate · ${finished} finished, ${finished ? Math.round(100 * failedN / finished) : 0}% failed</p>`, 'wide')}
     ${card('Queue depth', html`${bars(depth.length ? depth : [['default', 0, 'queued']])}
@@ -80,7 +80,7 @@ async function overview() {
       : html`<p class="muted">No cron run has started among the latest runs.</p>`)}
     ${card('Workers', html`<p class="big">${slots[0]} / ${slots[1]} <small>slots used</small></p>
       ${bars(Object.entries(wstates).map(([s, n]) => [s, n, 'w-' + s]))}
-      <p><a href="/ui/workers">${workers.items.length} workers</a></p>`)}
+      <p><a href="/ui/workers">${workers.items.length} worker${workers.items.length === 1 ? '' : 's'}</a></p>`)}
     ${card('Active alerts', firing === null
       ? html`<p class="muted" data-alerts="none">No alerts (this server has no alerting).</p>`
       : firing.length === 0 ? html`<p class="muted" data-alerts="none">No alerts firing.</p>`
@@ -141,7 +141,7 @@ async function jobLive(ctx) {
     ${card('Next fire times', j.next_fire_times ? table(['Local (' + tz + ')', 'UTC'], j.next_fire_times.map((t, i) => html`<tr>
         <td class="mono">${fmtZoned(j.next_fire_times_local[i])}</td><td class="mono">${new Date(t).toISOString().replace('.000Z', 'Z')}</td></tr>`))
       : html`<p class="muted">${j.schedule ? 'The job is paused.' : 'No schedule: it runs when triggered.'}</p>`)}
-    ${card(html`Run history <small>(latest ${runs.items.length}, durations)</small>`, html`${durations(hist)}
+    ${card(html`Run history <small>(latest ${runs.items.length}, durations)</small>`, html`${hist.length ? durations(hist) : ''}
       ${table(['Run', 'State', 'Trigger', 'Created', 'Duration', 'Attempt'], runs.items.slice(0, 20).map(r => html`<tr>
         <td>${runLink(r)}</td><td>${state(r.status)}</td><td>${r.trigger}</td><td>${ago(r.created_at)}</td>
         <td>${dur(runSeconds(r))}</td><td>${r.attempt}/${r.max_attempts}</td></tr>`), 'No runs yet.')}`, 'wide')}
