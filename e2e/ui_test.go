@@ -88,9 +88,26 @@ func do(t *testing.T, ctx context.Context, actions ...chromedp.Action) {
 	require.NoError(t, chromedp.Run(c, actions...))
 }
 
-// until waits for a JavaScript expression to be true on the page.
+// until waits for a JavaScript expression to be true on the page. It asks again every 50ms
+// (a page of a real browser: there is nothing to subscribe to), and an evaluation that
+// fails while the page is being replaced counts as false.
 func until(expr string) chromedp.Action {
-	return chromedp.Poll(expr, nil, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(uiWait))
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		var lastErr error
+		for {
+			var ok bool
+			if lastErr = chromedp.Evaluate("!!("+expr+")", &ok).Do(ctx); lastErr == nil && ok {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s (last error: %v): %w", expr, lastErr, ctx.Err())
+			case <-tick.C:
+			}
+		}
+	})
 }
 
 // textHas is an expression: the text of the first element matching sel contains s.
@@ -213,7 +230,7 @@ func TestUILoginAndRoles(t *testing.T) {
 	login := func(secret string) {
 		t.Helper()
 		do(t, ctx, chromedp.WaitVisible(`input[name="token"]`), chromedp.SetValue(`input[name="token"]`, secret),
-			chromedp.Submit(`form[data-form="login"]`))
+			chromedp.Click(`form[data-form="login"] button`))
 	}
 	page := srv.url() + "/ui/runs/" + run.ID
 	do(t, ctx, chromedp.Navigate(page), until(`location.pathname === '/ui/login'`))
