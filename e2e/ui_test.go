@@ -318,7 +318,7 @@ func TestUIScreenshots(t *testing.T) {
 		var png []byte
 		do(t, ctx, chromedp.Navigate(base+path), until(`document.getElementById('live')?.dataset.loaded === 'true'`), until(ready),
 			chromedp.Sleep(300*time.Millisecond), // let the page finish drawing (a screenshot, not a test of behaviour)
-			chromedp.FullScreenshot(&png, 100)) // 100: PNG
+			chromedp.FullScreenshot(&png, 100))   // 100: PNG
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 	}
 	shot("overview", "/ui/", "true")
