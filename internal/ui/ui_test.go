@@ -34,5 +34,7 @@ func TestHandler(t *testing.T) {
 		require.True(t, strings.HasPrefix(w.Header().Get("Content-Type"), ctype), "%s: %s", path, w.Header().Get("Content-Type"))
 	}
 	require.Equal(t, http.StatusNotFound, get("/ui/nope.js").Code)
-	require.Equal(t, http.StatusMovedPermanently, get("/ui").Code, "the mux sends /ui to /ui/")
+	w := get("/ui")
+	require.Equal(t, http.StatusTemporaryRedirect, w.Code, "the mux sends /ui to /ui/")
+	require.Equal(t, "/ui/", w.Header().Get("Location"))
 }
