@@ -131,6 +131,8 @@ type Job struct {
 	NextFireTimes      []time.Time `json:"next_fire_times,omitempty"`
 	NextFireTimesLocal []time.Time `json:"next_fire_times_local,omitempty"`
 	LastRun            *Run        `json:"last_run,omitempty"`
+	// DAG names the ad-hoc DAG the job was submitted with (POST /v1/dags), if any.
+	DAG *DAGRef `json:"dag,omitempty"`
 }
 
 // JobPatch is the body of PATCH /v1/jobs/{id}: fields that are present replace the job's.

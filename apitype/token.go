@@ -36,3 +36,16 @@ type CreatedToken struct {
 	Secret string `json:"token"`
 	Token
 }
+
+// Whoami answers GET /v1/whoami: who the caller's credentials make it, so that a client
+// (the web UI) can offer only what the role may do.
+type Whoami struct {
+	// Name is the token's name (or the static token's flag, or the certificate's Common Name).
+	Name    string `json:"name"`
+	TokenID string `json:"token_id,omitempty"`
+	Role    string `json:"role"`
+	// Namespaces, when not empty, are the only namespaces the caller sees and acts in.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Open: the server runs without authentication (stint dev on loopback).
+	Open bool `json:"open,omitempty"`
+}

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/stint-dev/stint/apitype"
 )
@@ -15,6 +17,41 @@ import (
 func (c *Client) SubmitDAG(ctx context.Context, req *apitype.DAGRequest) (*apitype.DAGResponse, error) {
 	var out apitype.DAGResponse
 	if _, err := c.do(ctx, nil, http.MethodPost, "/v1/dags", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetDAG returns an ad-hoc DAG as a whole (GET /v1/dags/{id}): each entry's run with its
+// state and its edges. id is the DAG's id (its first entry's run id) or any entry's run id.
+func (c *Client) GetDAG(ctx context.Context, id string) (*apitype.DAG, error) {
+	path, err := pathOf("get dag", "/v1/dags/", id, "")
+	if err != nil {
+		return nil, err
+	}
+	var out apitype.DAG
+	if _, err := c.do(ctx, nil, http.MethodGet, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListDAGs pages the ad-hoc DAGs (GET /v1/dags) of namespace ("": every namespace the
+// token sees); limit <= 0 is the server's default. A page may hold fewer DAGs than limit
+// and still have a NextCursor: the server bounds the jobs it scans per request.
+func (c *Client) ListDAGs(ctx context.Context, namespace string, limit int, cursor string) (*apitype.DAGList, error) {
+	q := url.Values{}
+	if namespace != "" {
+		q.Set("namespace", namespace)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out apitype.DAGList
+	if _, err := c.do(ctx, nil, http.MethodGet, "/v1/dags", q, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -64,3 +64,33 @@ func TestSubmitDAGProblem(t *testing.T) {
 	require.Equal(t, "runs.load.depends_on[0].ref", p.Errors[0].Field)
 	require.Equal(t, "cycle: load -> transform -> load", p.Errors[0].Message)
 }
+
+func TestGetAndListDAGsCall(t *testing.T) {
+	t.Parallel()
+	runCalls(t, []callCase{
+		{
+			name:   "get dag",
+			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.GetDAG(ctx, "r1") },
+			method: http.MethodGet, path: "/v1/dags/r1",
+			answer: answer{Status: http.StatusOK, Body: `{"id":"r1","namespace":"default","status":"running","created_at":"2026-05-01T10:00:00Z",
+				"entries":[{"name":"a","run":{"id":"r1","status":"succeeded"}},{"name":"b","run":{"id":"r2","status":"running"},"depends_on":[{"ref":"a","condition":"succeeded"}]}]}`},
+			check: func(t *testing.T, got any) {
+				d := got.(*apitype.DAG)
+				require.Equal(t, "running", d.Status)
+				require.Len(t, d.Entries, 2)
+				require.Equal(t, []apitype.Dependency{{Ref: "a", Condition: "succeeded"}}, d.Entries[1].DependsOn)
+			},
+		},
+		{
+			name:   "list dags",
+			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.ListDAGs(ctx, "etl", 2, "0.c") },
+			method: http.MethodGet, path: "/v1/dags", query: "cursor=0.c&limit=2&namespace=etl",
+			answer: answer{Status: http.StatusOK, Body: `{"items":[{"id":"r1","namespace":"etl","entries":3,"created_at":"2026-05-01T10:00:00Z"}],"next_cursor":"1.c"}`},
+			check: func(t *testing.T, got any) {
+				l := got.(*apitype.DAGList)
+				require.Equal(t, 3, l.Items[0].Entries)
+				require.Equal(t, "1.c", l.NextCursor)
+			},
+		},
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/secret"
 	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/ui"
 )
 
 // Config wires an API.
@@ -101,6 +102,10 @@ func New(cfg Config) (*API, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new api: %w", err)
 	}
+	// The web UI's files are open, like the health check: they hold no data, which the
+	// pages fetch from the routes above with the user's token. They are not API routes, so
+	// they are neither in the route table nor in the OpenAPI document.
+	mux.Handle("GET "+ui.Prefix, ui.Handler())
 	a.handler = a.middleware(mux)
 	return a, nil
 }

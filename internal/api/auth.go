@@ -283,3 +283,12 @@ func unscoped(ctx context.Context, what string) error {
 		detail: fmt.Sprintf("the token %q is limited to namespaces %s and may not change %s, which every namespace shares",
 			p.Name, strings.Join(p.Namespaces, ", "), what)}
 }
+
+// whoami serves GET /v1/whoami: the caller's principal.
+func (a *API) whoami(w http.ResponseWriter, r *http.Request) error {
+	p := principalOf(r.Context())
+	writeJSON(w, http.StatusOK, apitype.Whoami{
+		Name: p.Name, TokenID: p.TokenID, Role: string(p.Role), Namespaces: p.Namespaces, Open: a.cfg.Open,
+	})
+	return nil
+}

@@ -60,6 +60,10 @@ var wantPerm = map[string]auth.Perm{ //nolint:gochecknoglobals // a read-only te
 	"POST /v1/pipelines/{name}/runs/{id}/cancel": auth.Operate,
 	"POST /v1/pipelines/{name}/runs/{id}/retry":  auth.Operate,
 
+	"GET /v1/whoami":    auth.Read,
+	"GET /v1/dags":      auth.Read,
+	"GET /v1/dags/{id}": auth.Read,
+
 	"GET /v1/runs":              auth.Read,
 	"GET /v1/runs/{id}":         auth.Read,
 	"POST /v1/runs/{id}/cancel": auth.Operate,

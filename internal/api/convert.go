@@ -54,6 +54,9 @@ func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
 	if lastRun != nil {
 		out.LastRun = runToAPI(lastRun)
 	}
+	if d := s.DAG; d != nil {
+		out.DAG = &apitype.DAGRef{ID: d.ID, Entry: d.Entry}
+	}
 	return out
 }
 

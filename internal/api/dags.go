@@ -1,9 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,5 +182,162 @@ func buildDAG(req *apitype.DAGRequest, now time.Time, lim *Limits, secrets *secr
 			Message: "cycle: " + strings.Join(path, " -> "),
 		}})
 	}
+	markDAG(names, entries)
 	return &dagPlan{ns: ns, names: names, entries: entries, ups: ups}, nil
+}
+
+// markDAG records in each entry's job its place in the DAG (model.DAGMember): the DAG's id
+// is the first entry's run id, and the first entry's job keeps the map of all the runs.
+func markDAG(names []string, entries []scheduler.GraphEntry) {
+	root := entries[0].Run.ID
+	runs := make(map[string]string, len(names))
+	for i, name := range names {
+		runs[name] = entries[i].Run.ID
+	}
+	for i, name := range names {
+		m := &model.DAGMember{ID: root, Entry: name}
+		if i == 0 {
+			m.Runs = runs
+		}
+		entries[i].Job.Spec.DAG = m
+	}
+}
+
+// dagScanPages bounds the pages of jobs one GET /v1/dags reads looking for DAGs.
+const dagScanPages = 10
+
+// getDAG serves GET /v1/dags/{id}: the DAG whose id, or one of whose runs' ids, is {id},
+// with every entry's run and edges. It reads the first entry's job (its map of the runs)
+// and then each run: linear in entries.
+func (a *API) getDAG(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	notFound := func(why string) error {
+		return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf("DAG %q not found: %s", id, why)}
+	}
+	root, rootJob, err := a.dagMember(ctx, id)
+	if err == nil && root != nil && root.ID != id {
+		root, rootJob, err = a.dagMember(ctx, root.ID) // a run of another entry: go to the first
+	}
+	if err != nil {
+		return err
+	}
+	if root == nil || root.Runs == nil {
+		return notFound("no run of a DAG that you can see has this id")
+	}
+	entryOf := make(map[string]string, len(root.Runs)) // run id -> entry
+	for name, runID := range root.Runs {
+		entryOf[runID] = name
+	}
+	runs := make(map[string]*model.Run, len(root.Runs))
+	var list []*model.Run
+	for _, name := range sortedKeys(root.Runs) {
+		run, err := a.store.GetRun(ctx, &store.GetRunParams{ID: root.Runs[name]})
+		if errors.Is(err, model.ErrNotFound) {
+			continue // its job was deleted
+		}
+		if err != nil {
+			return fmt.Errorf("get run %s of DAG %s: %w", root.Runs[name], root.ID, err)
+		}
+		runs[name] = run
+		list = append(list, run)
+	}
+	if err := a.eng.ExplainPending(ctx, list); err != nil {
+		return err
+	}
+	out := apitype.DAG{ID: root.ID, Namespace: rootJob.Namespace, Status: string(model.GroupStatus(runs)),
+		CreatedAt: rootJob.CreatedAt.UTC(), Entries: make([]apitype.DAGEntry, 0, len(runs))}
+	for _, name := range sortedKeys(runs) {
+		run := runs[name]
+		en := apitype.DAGEntry{Name: name, Run: runToAPI(run)}
+		for _, d := range run.DependsOn {
+			dep := apitype.Dependency{Condition: string(d.Condition)}
+			if ref, ok := entryOf[d.RunID]; ok {
+				dep.Ref = ref
+			} else {
+				dep.Run = d.RunID
+			}
+			en.DependsOn = append(en.DependsOn, dep)
+		}
+		out.Entries = append(out.Entries, en)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// dagMember reads the run runID and its job's place in a DAG: nil when the run is not the
+// caller's to see or belongs to no DAG (or its job was deleted).
+func (a *API) dagMember(ctx context.Context, runID string) (*model.DAGMember, *model.Job, error) {
+	run, err := a.store.GetRun(ctx, &store.GetRunParams{ID: runID})
+	if errors.Is(err, model.ErrNotFound) || err == nil && !sees(ctx, run.Namespace) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get run %s: %w", runID, err)
+	}
+	job, err := a.store.GetJob(ctx, &store.GetJobParams{IDOrName: run.JobID})
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %s: %w", run.JobID, err)
+	}
+	return job.Spec.DAG, job, nil
+}
+
+// listDAGs serves GET /v1/dags?namespace=&limit=&cursor=: the DAGs, in the order of their
+// first entry's job name. DAGs have no table of their own, so this scans jobs, at most
+// dagScanPages pages of them per request; the cursor resumes the scan.
+func (a *API) listDAGs(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	ns := q.Get("namespace") // empty: every namespace
+	limit, errs := a.limitParam(q)
+	if ns != "" && !namePattern.MatchString(ns) {
+		errs = append(errs, apitype.FieldError{Field: "namespace", Message: nameRule})
+	}
+	// The cursor is the store's cursor of a page of jobs and how many of that page's jobs
+	// were read already: "<skip>.<store cursor>".
+	skip, cursor := 0, ""
+	if c := q.Get("cursor"); c != "" {
+		n, rest, ok := strings.Cut(c, ".")
+		k, err := strconv.Atoi(n)
+		if !ok || err != nil || k < 0 {
+			errs = append(errs, apitype.FieldError{Field: "cursor", Message: "is not a cursor of GET /v1/dags"})
+		}
+		skip, cursor = k, rest
+	}
+	if len(errs) > 0 {
+		return invalidFields(errs)
+	}
+	ctx := r.Context()
+	p := &store.ListJobsParams{Namespace: ns, Namespaces: scopeOf(ctx), Cursor: cursor, Limit: a.lim.MaxPageSize}
+	out := apitype.DAGList{Items: []*apitype.DAGSummary{}}
+	for range dagScanPages {
+		page, err := a.store.ListJobs(ctx, p)
+		if err != nil {
+			return fmt.Errorf("list jobs: %w", err)
+		}
+		for i := skip; i < len(page.Jobs); i++ {
+			j := page.Jobs[i]
+			d := j.Spec.DAG
+			if d == nil || d.Runs == nil {
+				continue
+			}
+			out.Items = append(out.Items, &apitype.DAGSummary{ID: d.ID, Namespace: j.Namespace, Entries: len(d.Runs), CreatedAt: j.CreatedAt.UTC()})
+			if len(out.Items) == limit && (i+1 < len(page.Jobs) || page.NextCursor != "") {
+				out.NextCursor = fmt.Sprintf("%d.%s", i+1, p.Cursor)
+				writeJSON(w, http.StatusOK, out)
+				return nil
+			}
+		}
+		skip = 0
+		if page.NextCursor == "" {
+			out.NextCursor = ""
+			break
+		}
+		p.Cursor = page.NextCursor
+		out.NextCursor = "0." + page.NextCursor
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }

@@ -35,6 +35,7 @@ func routeTable() []route {
 		{Method: "GET", Path: "/readyz", Perm: auth.Open, Handle: (*API).readyz},
 		{Method: "GET", Path: "/metrics", Perm: auth.Open, Handle: (*API).metrics},
 		{Method: "GET", Path: "/v1/openapi.json", Perm: auth.Open, Handle: (*API).openAPI},
+		{Method: "GET", Path: "/v1/whoami", Perm: auth.Read, Handle: (*API).whoami},
 
 		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Handle: (*API).createJob},
 		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createJobs},
@@ -53,6 +54,8 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/jobs/{id}/resume", Perm: auth.Operate, Handle: (*API).resumeJob},
 		{Method: "POST", Path: "/v1/plan", Perm: auth.Read, Handle: (*API).plan},
 		{Method: "POST", Path: "/v1/dags", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createDAG},
+		{Method: "GET", Path: "/v1/dags", Perm: auth.Read, Handle: (*API).listDAGs},
+		{Method: "GET", Path: "/v1/dags/{id}", Perm: auth.Read, Handle: (*API).getDAG},
 
 		{Method: "GET", Path: "/v1/pipelines", Perm: auth.Read, Handle: (*API).listPipelines},
 		{Method: "PUT", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Submit: true, Handle: (*API).putPipeline},

@@ -40,7 +40,8 @@ func (a *API) getRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listRuns serves GET /v1/runs, newest first. ?job= takes a job id or name (in ?namespace=).
+// listRuns serves GET /v1/runs, newest first, filtered by ?status=, ?queue=, ?worker=,
+// ?namespace= and ?job= (a job id, or a name in ?namespace=, default "default").
 func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	p := &store.ListRunsParams{Queue: q.Get("queue"), WorkerID: q.Get("worker"), Cursor: q.Get("cursor")}
@@ -68,6 +69,13 @@ func (a *API) listRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	p.Limit = limit
 	p.Namespaces = scopeOf(r.Context())
+	if s := q.Get("namespace"); s != "" {
+		if !sees(r.Context(), s) {
+			writeJSON(w, http.StatusOK, apitype.RunList{Items: []*apitype.Run{}})
+			return nil
+		}
+		p.Namespaces = []string{s}
+	}
 	if job := q.Get("job"); job != "" {
 		j, err := a.lookupJob(r.Context(), ns, job)
 		if err != nil {

@@ -109,6 +109,7 @@ func devCommand() *cobra.Command {
 					scheme = "https"
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "stint dev: server and local worker ready on %s://%s\n", scheme, addr)
+				fmt.Fprintf(cmd.ErrOrStderr(), "  web UI: %s://%s/ui/\n", scheme, addr)
 				if cfg.OpenAuth {
 					fmt.Fprintf(cmd.ErrOrStderr(), "  authentication is OFF: any process of this machine that reaches %s can run commands as this user\n"+
 						"  (set STINT_BOOTSTRAP_TOKEN or --api-token to turn it on; stint server always has it on)\n", addr)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -14,7 +15,79 @@ import (
 )
 
 func newDAGsCmd(cfg *config) *cobra.Command {
-	return group("dags", "Submit runs with dependencies between them", newDAGSubmitCmd(cfg))
+	return group("dags", "Submit runs with dependencies between them, and follow them as a whole",
+		newDAGSubmitCmd(cfg), newDAGGetCmd(cfg), newDAGListCmd(cfg))
+}
+
+func newDAGGetCmd(cfg *config) *cobra.Command {
+	cmd := objectCmd(cfg, "get ID", "Show a DAG: the state of the whole and each entry's run and edges, upstream first",
+		(*client.Client).GetDAG, showWith(cfg.printDAGState))
+	cmd.Long = `Show a DAG submitted with stint dags submit (GET /v1/dags/{id}): the state of the whole
+(running while an entry has not ended; then failed, cancelled or succeeded), and each entry
+with its run, state and the entries (or outside runs) it depends on. ID is the DAG's id, the
+run id of its first entry by name, or the run id of any of its entries.`
+	return cmd
+}
+
+func newDAGListCmd(cfg *config) *cobra.Command {
+	var (
+		limit  int
+		cursor string
+	)
+	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "List DAGs (of --namespace, else every namespace): id, entries, created", Args: args()}
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many DAGs (default: the server's page size)")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
+	asJSON := addJSONFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if limit < 0 {
+			return Usagef("--limit: must not be negative")
+		}
+		call := func(c *client.Client, ctx context.Context) (*apitype.DAGList, error) {
+			return c.ListDAGs(ctx, cfg.namespace, limit, cursor)
+		}
+		return callAndPrint(cmd, cfg, *asJSON, call, func(w io.Writer, list *apitype.DAGList) error {
+			t := newTable(w, "ID", "NAMESPACE", "ENTRIES", "CREATED")
+			for _, d := range list.Items {
+				t.row(d.ID, d.Namespace, fmt.Sprint(d.Entries), cfg.ago(&d.CreatedAt))
+			}
+			return flushPage(cmd, t, list.NextCursor)
+		})
+	}
+	return cmd
+}
+
+// printDAGState shows a DAG as a whole, then a table of its entries, upstream first.
+func (cfg *config) printDAGState(w io.Writer, d *apitype.DAG) error {
+	t := newTable(w)
+	t.row("DAG:", d.ID)
+	t.row("Namespace:", d.Namespace)
+	t.row("Status:", d.Status)
+	t.row("Created:", cfg.when(&d.CreatedAt))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	runs := make(map[string]*apitype.Run, len(d.Entries))
+	entries := make(map[string]apitype.DAGEntry, len(d.Entries))
+	for _, en := range d.Entries {
+		runs[en.Name], entries[en.Name] = en.Run, en
+	}
+	t = newTable(w, "ENTRY", "RUN", "STATUS", "DEPENDS ON", "STARTED", "DURATION", "ERROR")
+	for _, name := range stepOrder(runs) {
+		en, r := entries[name], runs[name]
+		deps := make([]string, len(en.DependsOn))
+		for i, dep := range en.DependsOn {
+			deps[i] = dep.Ref
+			if dep.Ref == "" {
+				deps[i] = "run " + dep.Run
+			}
+			if dep.Condition != "" && dep.Condition != "succeeded" {
+				deps[i] += ":" + dep.Condition
+			}
+		}
+		t.row(name, r.ID, runStatus(r), orDash(strings.Join(deps, ",")), cfg.ago(r.StartedAt), cfg.elapsed(r.StartedAt, r.FinishedAt), orDash(r.Error))
+	}
+	return t.flush()
 }
 
 func newDAGSubmitCmd(cfg *config) *cobra.Command {

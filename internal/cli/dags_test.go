@@ -102,3 +102,33 @@ func TestSubmitAfter(t *testing.T) {
 		{name: "with --cron", args: []string{"submit", "--after", "r1", "--cron", "@daily", "--handler", "noop"}, code: 2, stderr: "--after with --cron"},
 	})
 }
+
+func TestDAGGetAndList(t *testing.T) {
+	t.Parallel()
+	dag := `{"id":"r1","namespace":"etl","status":"failed","created_at":"2026-05-01T10:00:00Z","entries":[
+		{"name":"alert","run":{"id":"r4","status":"queued","depends_on":[{"run":"r2","condition":"failed"}]},"depends_on":[{"ref":"transform","condition":"failed"}]},
+		{"name":"extract","run":{"id":"r1","status":"succeeded"}},
+		{"name":"load","run":{"id":"r3","status":"skipped","depends_on":[{"run":"r2","condition":"succeeded"}]},"depends_on":[{"ref":"transform","condition":"succeeded"},{"run":"r0","condition":"finished"}]},
+		{"name":"transform","run":{"id":"r2","status":"failed","error":"exit 1","depends_on":[{"run":"r1","condition":"succeeded"}]},"depends_on":[{"ref":"extract","condition":"succeeded"}]}]}`
+	runCLICases(t, []cliCase{
+		{
+			name:      "get: upstream first, edges by entry",
+			args:      []string{"dags", "get", "r3"},
+			exchanges: []exchange{{method: "GET", path: "/v1/dags/r3", answer: dag}},
+			stdoutHas: []string{"DAG:        r1", "Status:     failed",
+				"ENTRY      RUN  STATUS     DEPENDS ON                 STARTED",
+				"extract    r1   succeeded  -",
+				"transform  r2   failed     extract                    -        -         exit 1\n" +
+					"alert      r4   queued     transform:failed ",
+				"load       r3   skipped    transform,run r0:finished"},
+		},
+		{
+			name: "list with a namespace and a next page",
+			args: []string{"--namespace", "etl", "dags", "list", "--limit", "1"},
+			exchanges: []exchange{{method: "GET", path: "/v1/dags", query: "limit=1&namespace=etl",
+				answer: `{"items":[{"id":"r1","namespace":"etl","entries":4,"created_at":"2026-05-01T10:00:00Z"}],"next_cursor":"1.x"}`}},
+			stdoutHas: []string{"ID  NAMESPACE  ENTRIES  CREATED", "r1  etl        4"},
+			stderr:    "1.x",
+		},
+	})
+}

@@ -53,6 +53,19 @@ type JobSpec struct {
 	Schedule     *Schedule     `json:"schedule,omitempty"`
 	Concurrency  Concurrency   `json:"concurrency"`
 	Tags         []string      `json:"tags,omitempty"`
+	// DAG places the job in the ad-hoc DAG it was submitted with (POST /v1/dags); nil for
+	// any other job. The API sets it, never the user.
+	DAG *DAGMember `json:"dag,omitempty"`
+}
+
+// DAGMember is a job's place in an ad-hoc DAG. A DAG has no row of its own: its id is the
+// run id of its first entry (by name), and that entry's job keeps the map of every entry to
+// its run, so that the whole is read from any of its runs.
+type DAGMember struct {
+	ID    string `json:"id"`
+	Entry string `json:"entry"`
+	// Runs maps each entry's name to its run id; set on the first entry's job only.
+	Runs map[string]string `json:"runs,omitempty"`
 }
 
 // Requirements are what one attempt of a job needs from a worker.

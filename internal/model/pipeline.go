@@ -68,13 +68,16 @@ const (
 	PipelineCancelled PipelineRunStatus = "cancelled" // every step is final, none failed, one was cancelled
 )
 
-// Status is the state of the whole, from its steps' runs: running while any is not final;
-// then failed if any failed, cancelled if any was cancelled, succeeded otherwise (a step
-// skipped because its condition was not met, such as an alert on failure, does not fail
-// the whole).
-func (p *PipelineRun) Status() PipelineRunStatus {
+// Status is the state of the whole, from its steps' runs (GroupStatus).
+func (p *PipelineRun) Status() PipelineRunStatus { return GroupStatus(p.Steps) }
+
+// GroupStatus is the state of runs that make a whole (a pipeline run's steps, an ad-hoc
+// DAG's entries): running while any is not final; then failed if any failed, cancelled if
+// any was cancelled, succeeded otherwise (a run skipped because its condition was not met,
+// such as an alert on failure, does not fail the whole).
+func GroupStatus(runs map[string]*Run) PipelineRunStatus {
 	failed, cancelled := false, false
-	for _, r := range p.Steps {
+	for _, r := range runs {
 		switch {
 		case !r.Status.Final():
 			return PipelineRunning
