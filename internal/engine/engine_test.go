@@ -336,3 +336,37 @@ func TestQueuedRunsSayWhyTheyWait(t *testing.T) {
 	require.NoError(t, e.ExplainPending(ctx, []*model.Run{r}))
 	require.Equal(t, model.PendingConcurrencyLimit, r.PendingCode)
 }
+
+// cancelOnLease is a store whose LeaseRuns cancels the poll's context once it has leased,
+// as a worker that dies while its poll is being answered does.
+type cancelOnLease struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (s *cancelOnLease) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store.Leased, error) {
+	l, err := s.Store.LeaseRuns(ctx, p)
+	s.cancel()
+	return l, err
+}
+
+func TestLeaseOfAGonePollEndsLostAtOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, b := setup(t, func(c *Config) { c.Store = &cancelOnLease{Store: c.Store, cancel: cancel} })
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{MaxAttempts: 1})
+	register(t, e, "w1")
+
+	_, err := e.Lease(ctx, "w1", &LeaseParams{Max: 1})
+	require.ErrorIs(t, err, context.Canceled, "the poll is gone: no answer")
+
+	// The attempt ended lost at once, without the clock moving to the lease's expiry, and
+	// the run is queued again without spending its one attempt: a disruption.
+	got, err := b.store.GetRun(context.Background(), &store.GetRunParams{ID: run.ID})
+	require.NoError(t, err)
+	require.Equal(t, model.RunQueued, got.Status)
+	require.Equal(t, 1, got.Disruptions)
+	require.Len(t, got.Attempts, 1)
+	require.Equal(t, model.AttemptLost, got.Attempts[0].Status)
+	require.Equal(t, scheduler.LeaseUndelivered, got.Attempts[0].Error)
+}

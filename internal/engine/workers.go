@@ -11,6 +11,7 @@ import (
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/scheduler"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -249,6 +250,13 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 			if len(leased.Leases) < p.Max && e.rateQueues.Load() {
 				e.timers.Notify() // a rate-limited queue may have run out of turns: see service.Releaser
 			}
+			if ctx.Err() != nil && len(leased.Leases) > 0 {
+				// The poll's client went away (its worker died or hung up) while these were
+				// leased: its answer will reach nobody. End them now, as lost, rather than a
+				// lease TTL later.
+				e.undelivered(ctx, leased.Leases)
+				return nil, fmt.Errorf("lease for %s: %w", workerID, ctx.Err())
+			}
 			resp.Leases = append(resp.Leases, leased.Leases...)
 			e.obs.Leased(leased.Leases, now)
 			if len(leased.Leases) > 0 {
@@ -287,6 +295,21 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 			return resp, nil
 		}
 	}
+}
+
+// undelivered ends, as lost, attempts whose leases were granted to a poll that is gone.
+// Ending them is a disruption (see scheduler.Decide): the runs are queued again at once
+// without spending their retries.
+func (e *Engine) undelivered(ctx context.Context, leases []*model.Lease) {
+	cs := make([]store.Completion, len(leases))
+	for i, l := range leases {
+		cs[i] = store.Completion{RunID: l.Run.ID, Token: l.Token, Status: model.AttemptLost, Error: scheduler.LeaseUndelivered}
+	}
+	if _, err := e.Complete(context.WithoutCancel(ctx), cs); err != nil {
+		e.log.Warn("ending undelivered leases: they end when their lease runs out", "runs", len(cs), "err", err)
+		return
+	}
+	e.log.Info("leases never delivered: their runs are queued again", "runs", len(cs))
 }
 
 // leaseSpacing returns how long w's next lease transaction should wait so that it begins

@@ -9,6 +9,10 @@ const (
 	// WorkerRestarted is the Error of an attempt ended lost because its worker registered
 	// again with a new session.
 	WorkerRestarted = "worker restarted (new session)"
+	// LeaseUndelivered is the Error of an attempt ended lost because the lease poll that
+	// took it was gone (its worker died or hung up) before the answer went out: nobody runs
+	// it.
+	LeaseUndelivered = "lease never delivered (the worker's poll was gone)"
 	// JobDeleted is the Error of a run cancelled because its job was deleted.
 	JobDeleted = "job deleted"
 	// CancelledByRequest is the Error of a run cancelled through the API without a reason.
