@@ -71,6 +71,8 @@ type rigConfig struct {
 	store string
 	// dataDir is the first server's --data directory ("": a temporary one).
 	dataDir string
+	// serverArgs are more flags of every server.
+	serverArgs []string
 }
 
 // sqliteStore as rigConfig.store runs the rig's one server on SQLite.
@@ -108,6 +110,7 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 		if cfg.leaseTTL != "" {
 			s.args = append(s.args, "--lease-ttl", cfg.leaseTTL)
 		}
+		s.args = append(s.args, cfg.serverArgs...)
 		r.servers = append(r.servers, s)
 		urls[i] = s.url()
 		c, err := client.New(s.url(), client.WithToken(adminToken), client.WithHTTPClient(r.answers.client()))
