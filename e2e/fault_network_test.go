@@ -18,8 +18,9 @@ import (
 // TestFaultWorkerCutOff cuts a worker off the network while it runs a job: the worker's
 // connections to the server go through a proxy that stops forwarding anything (cutProxy),
 // as a partition that drops packets does. One server and a worker run a stream of one-off
-// jobs meanwhile. The server's lease TTL is 4 s: this test is about the lease, and a short
-// one makes its expiry come soon.
+// jobs meanwhile. The server's lease TTL is 6 s: this test is about the lease, and a short
+// one makes its expiry come soon, while its kill margin (a tenth) stays well above how late
+// a timer fires on a loaded machine.
 //
 // The job on the cut-off worker (it holds a lock for as long as any process of its attempt
 // lives, and its first attempt runs until killed) must be killed by its worker before the
@@ -29,7 +30,7 @@ import (
 // the cut-off worker takes work again. Every run succeeded, and the clients saw no error.
 func TestFaultWorkerCutOff(t *testing.T) {
 	t.Parallel()
-	const ttl = 4 * time.Second
+	const ttl = 6 * time.Second
 	r := startRig(t, rigConfig{servers: 1, workers: 1, leaseTTL: ttl.String(), store: sqliteStore})
 	p := r.startProducer(uint64(time.Now().UnixNano()), 250*time.Millisecond, 3)
 	ctx := context.Background()
