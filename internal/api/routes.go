@@ -35,6 +35,7 @@ func routeTable() []route {
 		{Method: "GET", Path: "/readyz", Perm: auth.Open, Handle: (*API).readyz},
 		{Method: "GET", Path: "/metrics", Perm: auth.Open, Handle: (*API).metrics},
 		{Method: "GET", Path: "/v1/openapi.json", Perm: auth.Open, Handle: (*API).openAPI},
+		{Method: "GET", Path: "/v1/version", Perm: auth.Read, Handle: (*API).version},
 
 		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Handle: (*API).createJob},
 		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createJobs},
