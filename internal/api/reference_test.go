@@ -14,11 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/auth"
+	"github.com/stint-dev/stint/internal/doccheck"
 	"github.com/stint-dev/stint/internal/model"
 )
 
@@ -119,7 +119,7 @@ func renderReference(t *testing.T, root map[string]any) string {
 		var links []string
 		for _, rt := range byTag[tag] {
 			title := rt.Method + " " + rt.Path
-			links = append(links, "["+title+"](#"+slug(title)+")")
+			links = append(links, "["+title+"](#"+doccheck.Slug(title)+")")
 		}
 		d.printf("- **%s**: %s\n", tag, strings.Join(links, " · "))
 	}
@@ -314,7 +314,7 @@ func (d *refdoc) typeOf(s map[string]any) string {
 	}
 	if r, ok := s["$ref"].(string); ok {
 		name := r[strings.LastIndex(r, "/")+1:]
-		return "[" + name + "](#" + slug(name) + ")"
+		return "[" + name + "](#" + doccheck.Slug(name) + ")"
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[key].([]any); ok {
@@ -500,18 +500,4 @@ func rolesFor(p auth.Perm) string {
 		}
 	}
 	return strings.Join(roles, ", ")
-}
-
-// slug is the anchor of a Markdown heading, as internal/doccheck (and GitHub) make it.
-func slug(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
