@@ -2,6 +2,8 @@ module github.com/stint-dev/stint
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/chromedp/cdproto v0.0.0-20260320225252-cf654f46fc63
 	github.com/chromedp/chromedp v0.15.0

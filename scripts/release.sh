@@ -32,6 +32,9 @@ if ! echo "$VERSION" | grep -Eq '^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$'; t
 fi
 TARGETS=${TARGETS:-$DEFAULT_TARGETS}
 DIST=${DIST:-dist}
+# Releases are built with the Go release go.mod's toolchain line names (it carries the
+# standard library's security fixes), fetched by the go command if this machine's is older.
+export GOTOOLCHAIN=${GOTOOLCHAIN_RELEASE:-$(sed -n 's/^toolchain //p' go.mod)}
 COMMIT=${COMMIT:-$(git rev-parse HEAD)}
 DATE=${DATE:-$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ "$COMMIT")}
 LDFLAGS="-s -w -X $PKG.Version=$VERSION -X $PKG.Commit=$COMMIT -X $PKG.Date=$DATE"
