@@ -302,7 +302,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 
 		now := at(20 * time.Second)
-		hb, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{
+		hb, err := f.heartbeat(store.Beat{
 			WorkerID: "w",
 			Held: []store.LeaseRef{
 				{RunID: a.Run.ID, Token: a.Token},
@@ -310,9 +310,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 				{RunID: c.Run.ID, Token: "stale"},
 				{RunID: "unknown", Token: "x"},
 			},
-			LeaseTTL: time.Minute,
-			Now:      now,
-		})
+		}, time.Minute, now)
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{c.Run.ID, "unknown"}, hb.Lost)
 		require.Equal(t, []string{b.Run.ID}, hb.Cancel)
@@ -331,12 +329,12 @@ func testDispatch(t *testing.T, open OpenFunc) {
 
 		// Another worker cannot heartbeat a lease that is not its own.
 		f.register("w2", "s1", now)
-		hb, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w2", Held: []store.LeaseRef{{RunID: a.Run.ID, Token: a.Token}}, LeaseTTL: time.Hour, Now: now})
+		hb, err = f.heartbeat(store.Beat{WorkerID: "w2", Held: []store.LeaseRef{{RunID: a.Run.ID, Token: a.Token}}}, time.Hour, now)
 		require.NoError(t, err)
 		require.Equal(t, []string{a.Run.ID}, hb.Lost)
 		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(a.Run.ID).LeaseExpiresAt)
 
-		_, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "nobody", LeaseTTL: time.Minute, Now: now})
+		_, err = f.heartbeat(store.Beat{WorkerID: "nobody"}, time.Minute, now)
 		require.ErrorIs(t, err, model.ErrNotFound)
 	})
 
