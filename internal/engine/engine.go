@@ -248,8 +248,10 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goLoop(ctx, e.submits.run)
 		e.goLoop(ctx, e.completes.run)
 		e.goLoop(ctx, e.logs.run)
-		e.goLoop(ctx, e.beats.run)
 	}
+	// One heartbeat committer: its flushes are short, and one gathering goroutine makes the
+	// batches Committers times bigger than several would (each spaces its own flushes).
+	e.goLoop(ctx, e.beats.run)
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
 		cancel()
