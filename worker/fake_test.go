@@ -46,6 +46,7 @@ type fakeServer struct {
 	chunks         []apitype.LogChunk
 	events         []string // "log RUN" and "complete RUN", in arrival order
 	heartbeats     []apitype.HeartbeatRequest
+	hbTimeouts     []time.Duration // how long each heartbeat's context had left when it came
 
 	onRegister  func() error
 	onLease     func() error
@@ -147,9 +148,12 @@ func (s *fakeServer) Lease(ctx context.Context, _ string, req *apitype.LeaseRequ
 	}
 }
 
-func (s *fakeServer) Heartbeat(_ context.Context, _ string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
+func (s *fakeServer) Heartbeat(ctx context.Context, _ string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if d, ok := ctx.Deadline(); ok {
+		s.hbTimeouts = append(s.hbTimeouts, time.Until(d))
+	}
 	if s.onHeartbeat != nil {
 		if err := s.onHeartbeat(); err != nil {
 			return nil, err

@@ -70,10 +70,13 @@ func (a *Agent) expireLoop(ctx context.Context) {
 
 // beat sends one heartbeat and reports whether the server answered.
 func (a *Agent) beat(ctx context.Context) bool {
-	refs, ats := a.heldRefs()
+	// Leases due to be killed are killed first, not listed (the server could renew them);
+	// start, read before the list, is no later than the request is sent.
 	start := a.now()
+	kill := a.expire(start)
+	refs, ats := a.heldRefs()
 	gen := a.regGen.Load()
-	hctx, cancel := context.WithTimeout(ctx, a.heartbeatTimeout())
+	hctx, cancel := context.WithTimeout(ctx, a.heartbeatTimeout(start, kill))
 	resp, err := a.srv.Heartbeat(hctx, a.ID(), &apitype.HeartbeatRequest{Session: a.Session(), Held: refs})
 	cancel()
 	if err != nil {
@@ -107,12 +110,19 @@ func (a *Agent) renewed(ats []*attempt, at time.Time) {
 	}
 }
 
-// heartbeatTimeout bounds one heartbeat: half the lease TTL, at least a second. A slow
-// store answer is waited for rather than cut off at the interval (which only turned a
+// heartbeatTimeout bounds one heartbeat sent at now: half the lease TTL, at least a second.
+// A slow store answer is waited for rather than cut off at the interval (which only turned a
 // heartbeat that would have succeeded into an error and a retry); a failed heartbeat is
-// retried with backoff while the leases last.
-func (a *Agent) heartbeatTimeout() time.Duration {
-	return max(a.ttl()/2, a.interval(), time.Second)
+// retried with backoff while the leases last. But never past kill, when a held lease is to
+// be killed (see expire; zero: none): the loop kills between heartbeats, so a heartbeat
+// still waiting then would let the attempt run on past its time, and past the server's
+// expiry, whatever the interval.
+func (a *Agent) heartbeatTimeout(now, kill time.Time) time.Duration {
+	d := max(a.ttl()/2, a.interval(), time.Second)
+	if !kill.IsZero() {
+		d = min(d, max(kill.Sub(now), time.Millisecond))
+	}
+	return d
 }
 
 // expire treats leases of running attempts not renewed within the TTL less killMargin as lost,

@@ -189,3 +189,65 @@ func TestKillWhileHeartbeatHangs(t *testing.T) {
 	expiry := h.lastRenewal().Add(ttl)
 	require.True(t, killed.Before(expiry), "killed %s after the server's expiry", killed.Sub(expiry))
 }
+
+// A heartbeat is never waited for past the kill time of a held lease: the loop kills between
+// heartbeats, so one hanging until its timeout (half the TTL) would otherwise keep an
+// attempt running past its kill time, and past the server's expiry.
+func TestHeartbeatTimeoutEndsAtTheKill(t *testing.T) {
+	t.Parallel()
+	const ttl = 15 * time.Second
+	clk := &manualClock{t: time.Unix(1_700_000_000, 0)}
+	s := newFake()
+	s.ttl, s.hbInterval = ttl, ttl/3
+	a, err := New(Config{Server: s, ID: "w1", Now: clk.now, Handlers: map[string]Handler{
+		"hold": func(ctx context.Context, _ *Task) error { <-ctx.Done(); return nil },
+	}})
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, a.register(ctx))
+	a.mu.Lock()
+	a.attemptParent = context.Background()
+	a.mu.Unlock()
+
+	// Nothing held: half the TTL.
+	require.Equal(t, ttl/2, a.heartbeatTimeout(clk.now(), a.expire(clk.now())))
+
+	a.accept(&apitype.LeaseResponse{Leases: []apitype.Lease{handlerLease("r", "hold")}}, nil)
+	kill := a.expire(clk.now())
+	require.Equal(t, clk.now().Add(ttl-killMargin(ttl)), kill)
+	require.Equal(t, ttl/2, a.heartbeatTimeout(clk.now(), kill), "the kill is further off than half the TTL")
+
+	// Heartbeats fail until 12 s after the lease came: the next one may wait 1.5 s at most.
+	clk.advance(12 * time.Second)
+	require.Equal(t, 1500*time.Millisecond, a.heartbeatTimeout(clk.now(), kill))
+	require.True(t, a.beat(ctx))
+	s.mu.Lock()
+	left := s.hbTimeouts[len(s.hbTimeouts)-1]
+	s.mu.Unlock()
+	require.LessOrEqual(t, left, 1500*time.Millisecond, "the heartbeat's context ends at the kill")
+}
+
+// At the interval the server gives (a third of the lease TTL; engine.DefaultHeartbeatInterval),
+// a worker whose heartbeat hangs until its timeout still has time for a retry before it
+// kills its attempts: one lost heartbeat costs no attempt. The heartbeat loop's worst case
+// after a renewal at 0: the next heartbeat at the interval hangs for its whole timeout, and
+// the retry comes one backoff later; it must come before the kill, TTL less the margin.
+func TestIntervalLeavesTimeForARetry(t *testing.T) {
+	t.Parallel()
+	retry := backoffMin // the first backoff is at most this
+	for _, ttl := range []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, time.Minute, 10 * time.Minute} {
+		for _, interval := range []time.Duration{ttl / 3, ttl / 5} {
+			s := newFake()
+			s.ttl, s.hbInterval = ttl, interval
+			a, err := New(Config{Server: s, ID: "w1", Handlers: map[string]Handler{"noop": func(context.Context, *Task) error { return nil }}})
+			require.NoError(t, err)
+			require.NoError(t, a.register(t.Context()))
+			renewed := time.Unix(1_700_000_000, 0)
+			kill := renewed.Add(ttl - killMargin(ttl))
+			sent := renewed.Add(interval)
+			failed := sent.Add(a.heartbeatTimeout(sent, kill))
+			require.True(t, failed.Add(retry).Before(kill),
+				"ttl %s, interval %s: the retry at %s comes after the kill at %s", ttl, interval, failed.Add(retry).Sub(renewed), kill.Sub(renewed))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -129,7 +130,10 @@ func devCommand() *cobra.Command {
 }
 
 func serverCommand() *cobra.Command {
-	var f serverFlags
+	var (
+		f       serverFlags
+		profile string
+	)
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run a stint server (API, worker protocol, scheduler loops); workers run separately",
@@ -139,10 +143,25 @@ func serverCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if profile != "" {
+				out, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer out.Close()
+				if err := pprof.StartCPUProfile(out); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return RunServer(cmd.Context(), cfg)
 		},
 	}
 	f.register(cmd)
+	// For stint bench (--cpuprofile with the server processes it starts): the profile is
+	// written when the server stops.
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the server to this file")
+	_ = cmd.Flags().MarkHidden("cpuprofile")
 	return cmd
 }
 

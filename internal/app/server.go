@@ -183,6 +183,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		// with SQLite, 16 producers of single jobs reach ~6,000/s instead of ~5,000/s, for
 		// at most 5 ms more submit-to-start latency. See BENCHMARKS.md.
 		LeaseLinger: 5 * time.Millisecond, CompleteLinger: 2 * time.Millisecond,
+		// One statement records the heartbeats of many workers: 2,000 idle workers cost
+		// the server and the database a fraction of one statement each (BENCHMARKS.md,
+		// "Workers at scale").
+		HeartbeatLinger: 50 * time.Millisecond,
 		// Cron runs of jobs without concurrency limits are created this far ahead of their
 		// instant, so that thousands of jobs due on one second only need promoting then.
 		CronLead: cronLead,

@@ -30,7 +30,7 @@ const DefaultAgents = 2000
 // runAgents: Config.Agents simulated agents in this process speak the worker protocol over
 // HTTP to servers the bench starts as processes (Config.Servers, default 1; several need
 // PostgreSQL), or to Config.Server with the servers' process ids in Config.PIDs. Each agent
-// registers, heartbeats once per the interval the server gives (3 s by default) and keeps
+// registers, heartbeats once per the interval the server gives (5 s by default) and keeps
 // one long lease poll open (wait 30 s, the Go agent's), as a `stint worker` does. The agents
 // serve a handler kind of their own: idle by default (no job has it, they lease nothing),
 // or, with Config.Hold, busy: the bench submits Hold runs per agent of that kind, each

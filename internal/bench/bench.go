@@ -51,7 +51,10 @@ type Config struct {
 	PIDs []int
 	// WorkerBinary is the stint executable those processes run (default: this one).
 	WorkerBinary string
-	Handler      string // no-op handler kind (default "noop")
+	// ServerProfile, when set, makes each server process started for Servers (and for the
+	// agents workload) write a CPU profile of its life to ServerProfile.<id> (s1, s2...).
+	ServerProfile string
+	Handler       string // no-op handler kind (default "noop")
 	// CPU, when above 0, makes each job of drain and steady ask that many CPUs, so that
 	// leases take the placing path (the local worker offers the host's CPUs).
 	CPU       float64

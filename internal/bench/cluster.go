@@ -69,7 +69,12 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 		return nil, errors.New("--servers: needs --store sqlite (one server) or a postgres:// URL")
 	}
 	for i := 1; i <= n; i++ {
-		p, err := startServerProc(ctx, bin, "s"+strconv.Itoa(i), cl.storeURL, dataDir, token)
+		id := "s" + strconv.Itoa(i)
+		var extra []string
+		if cfg.ServerProfile != "" {
+			extra = []string{"--cpuprofile", cfg.ServerProfile + "." + id}
+		}
+		p, err := startServerProc(ctx, bin, id, cl.storeURL, dataDir, token, extra...)
 		if err != nil {
 			cl.stop()
 			return nil, err

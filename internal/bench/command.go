@@ -69,6 +69,7 @@ memory from /proc.`,
 				return fmt.Errorf("--producers: must be at least 1, got %d", cfg.Producers)
 			}
 			if profile != "" {
+				cfg.ServerProfile = profile
 				f, err := os.Create(profile)
 				if err != nil {
 					return fmt.Errorf("--cpuprofile: %w", err)
@@ -110,6 +111,6 @@ memory from /proc.`,
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
 	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs, a big store's history (plans: 1000000 unless given; see BENCHMARKS.md, Scale)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
-	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file")
+	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file, and of each server process the bench starts (--servers, agents) to this file.s1, .s2...")
 	return cmd
 }

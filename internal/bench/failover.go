@@ -45,9 +45,9 @@ var listenRe = regexp.MustCompile(`stint server listening.*addr=(\S+)`)
 
 // startServerProc runs `stint server` with id on storeURL, with token as its admin token
 // (STINT_BOOTSTRAP_TOKEN), and waits until it listens.
-func startServerProc(ctx context.Context, bin, id, storeURL, dataDir, token string) (*serverProc, error) {
-	cmd := exec.Command(bin, "server", "--addr", "127.0.0.1:0", "--store", storeURL, "--data", dataDir,
-		"--id", id, "--log-level", "info")
+func startServerProc(ctx context.Context, bin, id, storeURL, dataDir, token string, extra ...string) (*serverProc, error) {
+	cmd := exec.Command(bin, append([]string{"server", "--addr", "127.0.0.1:0", "--store", storeURL, "--data", dataDir,
+		"--id", id, "--log-level", "info"}, extra...)...)
 	cmd.Env = append(os.Environ(), "STINT_BOOTSTRAP_TOKEN="+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

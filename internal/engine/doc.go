@@ -1,9 +1,10 @@
 // Package engine is the server's core. It sits between the API and the store and does three
 // things the store cannot do alone:
 //
-//   - Group commit. Concurrent submissions, completions and log chunks are collected by
-//     committers and written in one transaction per batch, so a burst of requests shares one
-//     fsync instead of paying one each. A caller gets its answer only after its batch
+//   - Group commit. Concurrent submissions, completions, log chunks and heartbeats are
+//     collected by committers and written in one transaction per batch, so a burst of
+//     requests shares one fsync instead of paying one each (and thousands of workers'
+//     heartbeats one statement per HeartbeatLinger). A caller gets its answer only after its batch
 //     committed (invariant 1).
 //   - Wake-ups. Workers long-poll Lease; the engine parks them on a broadcast signal that is
 //     fired the moment a run becomes queued (a submission, a promotion, a retry), so no

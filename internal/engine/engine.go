@@ -28,7 +28,8 @@ type Config struct {
 	// LeaseTTL is how long a lease lives without a heartbeat; a worker silent that long
 	// has its attempts ended as lost. Default 15s.
 	LeaseTTL time.Duration
-	// HeartbeatInterval is what workers are told to use. Default LeaseTTL/5.
+	// HeartbeatInterval is what workers are told to use. Default LeaseTTL/3
+	// (DefaultHeartbeatInterval).
 	HeartbeatInterval time.Duration
 	// MaxLeaseWait caps a worker's long poll. Default 30s.
 	MaxLeaseWait time.Duration
@@ -46,6 +47,11 @@ type Config struct {
 	// CompleteLinger spaces the group commits of completions the same way: a flush waits
 	// until this after the previous one began, gathering what comes meanwhile. Zero: none.
 	CompleteLinger time.Duration
+	// HeartbeatLinger spaces the group commits of heartbeats the same way, so that the
+	// heartbeats of many workers are recorded by one statement: with thousands of workers
+	// the heartbeats are a steady stream of small writes. It delays each heartbeat's answer
+	// by at most this, which the interval and the lease TTL dwarf. Zero: none.
+	HeartbeatLinger time.Duration
 	// Rand returns uniform numbers in [0, 1) for retry jitter. Default math/rand/v2.
 	Rand func() float64
 	// CronLead is how far ahead of its instant a cron job without a concurrency limit
@@ -89,6 +95,15 @@ type Config struct {
 	Observer Observer
 }
 
+// DefaultHeartbeatInterval is Config.HeartbeatInterval's default for a lease TTL: a third
+// of it. A worker kills an attempt whose lease it could not renew a tenth of the TTL before
+// the lease would expire (worker.Agent), so at this interval two heartbeats, and the
+// retries of a failed one, fit in the life of a renewal before that: one heartbeat lost or
+// answered late costs no attempt. A shorter interval buys more tries at the price of more
+// requests: 2,000 workers at the default TTL (15 s) send 400 heartbeats a second at a
+// third, 667 at a fifth (BENCHMARKS.md, "Workers at scale").
+func DefaultHeartbeatInterval(leaseTTL time.Duration) time.Duration { return leaseTTL / 3 }
+
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
 // polls, short enough that a best fit that never asks (busy with other kinds of work)
 // delays a run by no more than that.
@@ -105,6 +120,7 @@ type Engine struct {
 	submits   *committer[store.NewJob, store.CreateJobResult]
 	completes *committer[store.Completion, store.CompletionResult]
 	logs      *committer[model.LogChunk, error]
+	beats     *committer[store.Beat, store.HeartbeatResult]
 
 	// The wake-ups, shared with the other servers through Config.Notifier.
 	work    *topic // a run became queued
@@ -162,7 +178,7 @@ func New(cfg Config) *Engine {
 		cfg.LeaseTTL = 15 * time.Second
 	}
 	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = cfg.LeaseTTL / 5
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval(cfg.LeaseTTL)
 	}
 	if cfg.MaxLeaseWait <= 0 {
 		cfg.MaxLeaseWait = 30 * time.Second
@@ -213,6 +229,8 @@ func New(cfg Config) *Engine {
 	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
 	e.completes.spacing, e.completes.clock = cfg.CompleteLinger, cfg.Clock
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
+	e.beats = newCommitter(cfg.MaxBatch, e.flushHeartbeats)
+	e.beats.spacing, e.beats.clock = cfg.HeartbeatLinger, cfg.Clock
 	e.newServices()
 	if cfg.Stepped {
 		e.steppers = []*service.Stepper{e.elector.Stepper(), e.promoter.Stepper(), e.releaser.Stepper()}
@@ -238,6 +256,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goLoop(ctx, e.completes.run)
 		e.goLoop(ctx, e.logs.run)
 	}
+	// One heartbeat committer: its flushes are short, and one gathering goroutine makes the
+	// batches Committers times bigger than several would (each spaces its own flushes).
+	e.goLoop(ctx, e.beats.run)
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
 		cancel()

@@ -12,10 +12,13 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-// peer is a second server over b's store and clock (its services are not started: one
-// server runs them, as a cluster's leader does).
-func peer(b *testBundle) *Engine {
-	return New(Config{Store: b.store, Clock: b.clk, Logger: slog.New(slog.DiscardHandler), LeaseTTL: 10e9})
+// peer is a second server over b's store and clock (Stepped: its services are not started,
+// one server runs them, as a cluster's leader does; its group committers run).
+func peer(t *testing.T, b *testBundle) *Engine {
+	e := New(Config{Store: b.store, Clock: b.clk, Logger: slog.New(slog.DiscardHandler), LeaseTTL: 10e9, Stepped: true})
+	require.NoError(t, e.Start(t.Context()))
+	t.Cleanup(e.Stop)
+	return e
 }
 
 func TestAnotherServerServesTheSession(t *testing.T) {
@@ -25,7 +28,7 @@ func TestAnotherServerServesTheSession(t *testing.T) {
 	reg, err := e.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"}})
 	require.NoError(t, err)
 	run := submit(t, e, b, b.clk.Now(), model.RetryPolicy{})
-	other := peer(b)
+	other := peer(t, b)
 
 	for _, tc := range []struct {
 		name, session string
@@ -67,7 +70,7 @@ func TestReattachKeepsAttempts(t *testing.T) {
 	// The server died; the worker re-attaches to another with its session and leases, one
 	// of them with a token that is not the store's.
 	b.clk.Advance(time.Second)
-	other := peer(b)
+	other := peer(t, b)
 	got, err := other.Register(ctx, &RegisterParams{ID: "w1", Capacity: model.Capacity{Slots: 2}, Handlers: []string{"noop"},
 		Resume: reg.Session, Held: []store.LeaseRef{
 			{RunID: kept.ID, Token: tokens[kept.ID]},

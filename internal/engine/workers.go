@@ -102,9 +102,7 @@ func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration
 	}
 	if reg.Resumed && len(p.Held) > 0 {
 		// Renew the kept leases now, and tell the worker which of the others to kill.
-		hb, err := e.store.Heartbeat(ctx, &store.HeartbeatParams{
-			WorkerID: p.ID, Session: w.Session, Held: p.Held, LeaseTTL: e.cfg.LeaseTTL, Now: now,
-		})
+		hb, err := e.beat(ctx, store.Beat{WorkerID: p.ID, Session: w.Session, Held: p.Held})
 		if err != nil {
 			return nil, fmt.Errorf("register worker %s: renew held leases: %w", p.ID, err)
 		}
@@ -356,9 +354,7 @@ func (e *Engine) Heartbeat(ctx context.Context, workerID string, p *HeartbeatPar
 			return nil, fmt.Errorf("heartbeat from %s: %w", workerID, ErrUnknownWorker)
 		}
 	}
-	res, err := e.store.Heartbeat(ctx, &store.HeartbeatParams{
-		WorkerID: workerID, Session: p.Session, Held: p.Held, LeaseTTL: e.cfg.LeaseTTL, Now: e.clock.Now(),
-	})
+	res, err := e.beat(ctx, store.Beat{WorkerID: workerID, Session: p.Session, Held: p.Held})
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, fmt.Errorf("heartbeat from %s: %w", workerID, ErrUnknownWorker)
 	}
@@ -372,6 +368,23 @@ func (e *Engine) Heartbeat(ctx context.Context, workerID string, p *HeartbeatPar
 		e.mu.Unlock()
 	}
 	return &HeartbeatResult{HeartbeatResult: *res, Drain: drain}, nil
+}
+
+// beat records one heartbeat, group-committed with those of other workers (see
+// Config.HeartbeatLinger); an unknown worker or session is model.ErrNotFound.
+func (e *Engine) beat(ctx context.Context, b store.Beat) (*store.HeartbeatResult, error) {
+	res, err := e.beats.do(ctx, e.stop, []store.Beat{b})
+	if err != nil {
+		return nil, err
+	}
+	if res[0].Err != nil {
+		return nil, res[0].Err
+	}
+	return &res[0], nil
+}
+
+func (e *Engine) flushHeartbeats(ctx context.Context, beats []store.Beat) ([]store.HeartbeatResult, error) {
+	return e.store.Heartbeat(ctx, &store.HeartbeatParams{Beats: beats, LeaseTTL: e.cfg.LeaseTTL, Now: e.clock.Now()})
 }
 
 // AppendLogs stores log chunks, group-committed, stamped with the time they arrived. It

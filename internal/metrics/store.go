@@ -56,8 +56,8 @@ func (s *timedStore) CompleteAttempts(ctx context.Context, p *store.CompleteAtte
 	return timed(s.m, "CompleteAttempts", func() ([]store.CompletionResult, error) { return s.Store.CompleteAttempts(ctx, p) })
 }
 
-func (s *timedStore) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	return timed(s.m, "Heartbeat", func() (*store.HeartbeatResult, error) { return s.Store.Heartbeat(ctx, p) })
+func (s *timedStore) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.HeartbeatResult, error) {
+	return timed(s.m, "Heartbeat", func() ([]store.HeartbeatResult, error) { return s.Store.Heartbeat(ctx, p) })
 }
 
 func (s *timedStore) RescueExpired(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error) {

@@ -254,8 +254,8 @@ func (c *crashStore) CompleteAttempts(ctx context.Context, p *store.CompleteAtte
 	return call(c, true, "CompleteAttempts", func() ([]store.CompletionResult, error) { return c.inner.CompleteAttempts(ctx, p) })
 }
 
-func (c *crashStore) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	return call(c, true, "Heartbeat", func() (*store.HeartbeatResult, error) { return c.inner.Heartbeat(ctx, p) })
+func (c *crashStore) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.HeartbeatResult, error) {
+	return call(c, true, "Heartbeat", func() ([]store.HeartbeatResult, error) { return c.inner.Heartbeat(ctx, p) })
 }
 
 func (c *crashStore) RescueExpired(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error) {

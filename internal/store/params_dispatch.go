@@ -93,18 +93,24 @@ type LeaseRef struct {
 	Token string
 }
 
-// HeartbeatParams are the arguments of Heartbeat.
+// HeartbeatParams are the arguments of Heartbeat: the heartbeats of one or more workers,
+// recorded together.
 type HeartbeatParams struct {
-	WorkerID string
-	// Session, when not empty, must be the worker's current session: a heartbeat of another
-	// session is model.ErrNotFound (that process must register again).
-	Session  string
-	Held     []LeaseRef
+	Beats    []Beat
 	LeaseTTL time.Duration
 	Now      time.Time
 }
 
-// HeartbeatResult tells a worker what to stop.
+// Beat is one heartbeat of a worker: the leases it says it holds.
+type Beat struct {
+	WorkerID string
+	// Session, when not empty, must be the worker's current session: a heartbeat of another
+	// session is model.ErrNotFound (that process must register again).
+	Session string
+	Held    []LeaseRef
+}
+
+// HeartbeatResult tells a worker what to stop: the answer to one Beat.
 type HeartbeatResult struct {
 	Lost   []string // run ids whose lease is no longer the worker's: kill them
 	Cancel []string // run ids asked to cancel: stop them and complete as cancelled
@@ -113,6 +119,9 @@ type HeartbeatResult struct {
 	Ended []string
 	// Draining says the worker was asked to drain (its State is draining).
 	Draining bool
+	// Err is model.ErrNotFound when the worker is unknown or Session is not its session;
+	// nothing of that beat was recorded. The other fields are then empty.
+	Err error
 }
 
 // RescueExpiredParams bound one rescue pass.

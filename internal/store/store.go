@@ -214,19 +214,21 @@ type Store interface {
 	// completion of a run that does not exist is refused the same way, and so is a second
 	// completion of one run in the same batch (the first spent the lease).
 	CompleteAttempts(ctx context.Context, p *CompleteAttemptsParams) ([]CompletionResult, error)
-	// Heartbeat records that a worker is alive and extends the lease of every run it holds
-	// (LeaseExpiresAt = Now+LeaseTTL). Of the leases the worker says it holds, it returns
-	// those no longer valid (Lost: kill them) and those whose run was asked to cancel.
-	// Precisely: only the Held leases that are still valid (run running, same token, same
-	// worker) are extended; a lease the store has for the worker but the worker does not
-	// list is left to expire and be rescued. It sets LastHeartbeat = Now and leaves State
-	// alone. An unknown worker is model.ErrNotFound, and so is one whose session is not
-	// Session (when set).
+	// Heartbeat records heartbeats of workers, all in one transaction, and returns one
+	// result per Beat, in order. Each beat records that its worker is alive and extends the
+	// lease of every run it holds (LeaseExpiresAt = Now+LeaseTTL). Of the leases the worker
+	// says it holds, its result names those no longer valid (Lost: kill them) and those
+	// whose run was asked to cancel. Precisely: only the Held leases that are still valid
+	// (run running, same token, same worker) are extended; a lease the store has for the
+	// worker but the worker does not list is left to expire and be rescued. It sets
+	// LastHeartbeat = Now and leaves State alone. An unknown worker, or one whose session
+	// is not the beat's Session (when set), gets Err = model.ErrNotFound and changes
+	// nothing; the other beats are recorded. Beats of one worker may repeat in a batch.
 	//
 	// A held lease that is not valid is Ended, not Lost, when the latest attempt of its run
 	// by this worker is recorded with a status other than lost: the worker's completion
 	// was accepted (a heartbeat sent before its answer arrived). Draining reports State.
-	Heartbeat(ctx context.Context, p *HeartbeatParams) (*HeartbeatResult, error)
+	Heartbeat(ctx context.Context, p *HeartbeatParams) ([]HeartbeatResult, error)
 	// RescueExpired ends every attempt whose lease expired before Now (at most Limit) as
 	// lost, applying the retry rules of Completion, and returns the runs as they are after,
 	// each with Attempts holding the attempt that ended (its worker, to tell it), followed by

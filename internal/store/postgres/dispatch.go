@@ -482,135 +482,196 @@ func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, err
 	return out, nil
 }
 
-// heartbeatSQL records a heartbeat of worker $1 (of session $6, when not empty) at $2 and
-// extends to $5 the leases of ($3, $4) that are still its own; it returns a row for the
-// worker (true, id, draining) and one per extended lease (false, run id, cancel requested).
-// A worker of another session changes nothing. The input is sorted by run id and each run
-// is locked through a lateral primary-key lookup, so runs are locked in id order, as every
-// batch does (a listed run that is no longer the worker's is locked too, for the
-// statement's length, and not extended).
+// heartbeatSQL records the heartbeats of workers $1 (each of session $2, when not empty)
+// at $3 and extends to $8 the leases ($4 run, $5 token) that are still the listed worker's
+// ($6) and whose beat's session ($7) is the worker's; it returns a row per worker it found
+// (true, id, session, draining) and one per extended lease (false, run id, worker id,
+// cancel requested). A beat of another session changes nothing. The input is sorted (beats
+// by worker id, leases by run id) and each worker and run is locked through a lateral
+// primary-key lookup, so both are locked in id order, as every batch does (a listed run
+// that is no longer the worker's is locked too, for the statement's length, and not
+// extended). Beats of one worker may repeat.
 //
-// The plan must not depend on statistics (see TestPlans), as in endSQL: the lookup names
+// The plan must not depend on statistics (see TestPlans), as in endSQL: the lookups name
 // the id alone, and status, worker and token are tested on the locked row outside it. A
 // join of runs with the input on those columns was planned, on a fresh database, as a walk
 // of runs_running_queue (every running run of every worker) with the input scanned once
 // per run of the worker: each heartbeat cost all running runs plus held x held, which
-// 1,000 agents holding 4 runs each made take seconds (BENCHMARKS.md, Scale).
+// 1,000 agents holding 4 runs each made take seconds (BENCHMARKS.md, Scale). Likewise each
+// lease's session is read from its worker's row by primary key, not matched against the
+// batch's workers.
 const heartbeatSQL = `WITH w AS (
-		UPDATE workers SET last_heartbeat = $2 WHERE id = $1 AND ($6 = '' OR session = $6)
-		RETURNING id, state
+		UPDATE workers w SET last_heartbeat = $3
+		FROM (
+			SELECT l.id FROM unnest($1::text[], $2::text[]) AS b(worker_id, session)
+			CROSS JOIN LATERAL (
+				SELECT k.id, k.session FROM workers k
+				WHERE k.id = b.worker_id
+				FOR UPDATE
+				LIMIT 1
+			) l
+			WHERE b.session = '' OR b.session = l.session
+		) found
+		WHERE w.id = found.id
+		RETURNING w.id, w.session, w.state
 	), held AS MATERIALIZED (
-		SELECT h.run_id AS id FROM unnest($3::text[], $4::text[]) AS h(run_id, token)
+		SELECT h.run_id AS id FROM unnest($4::text[], $5::text[], $6::text[], $7::text[]) AS h(run_id, token, worker_id, session)
 		CROSS JOIN LATERAL (
 			SELECT r.status, r.worker_id, r.lease_token FROM runs r
 			WHERE r.id = h.run_id
 			FOR UPDATE
 			LIMIT 1
 		) l
-		WHERE EXISTS (SELECT 1 FROM w) AND l.status = 'running' AND l.worker_id = $1 AND l.lease_token = h.token
+		WHERE l.status = 'running' AND l.worker_id = h.worker_id AND l.lease_token = h.token
+			AND (SELECT h.session = '' OR k.session = h.session FROM workers k WHERE k.id = h.worker_id)
 	), ext AS (
-		UPDATE runs r SET lease_expires_at = $5 FROM held WHERE r.id = held.id
-		RETURNING r.id, r.cancel_requested
+		UPDATE runs r SET lease_expires_at = $8 FROM held WHERE r.id = held.id
+		RETURNING r.id, r.worker_id, r.cancel_requested
 	)
-	SELECT true, id, state = 'draining' FROM w
+	SELECT true, id, session, state = 'draining' FROM w
 	UNION ALL
-	SELECT false, id, cancel_requested FROM ext`
+	SELECT false, id, worker_id, cancel_requested FROM ext`
 
-// lastAttemptsSQL returns, of the runs $1, the status of the latest attempt worker $2 ended.
-const lastAttemptsSQL = `SELECT DISTINCT ON (run_id) run_id, status FROM attempts
-	WHERE run_id = ANY($1) AND worker_id = $2 ORDER BY run_id, n DESC`
+// lastAttemptsSQL returns, of the runs $1, the status of the latest attempt each worker
+// ended.
+const lastAttemptsSQL = `SELECT DISTINCT ON (run_id, worker_id) run_id, worker_id, status FROM attempts
+	WHERE run_id = ANY($1) ORDER BY run_id, worker_id, n DESC`
 
-// Heartbeat records that a worker is alive and extends the leases it says it holds that are
-// still its own, in one statement. See store.Store.Heartbeat.
-func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	now := utc(p.Now)
-	held := slices.Clone(p.Held)
-	slices.SortFunc(held, func(a, b store.LeaseRef) int { return strings.Compare(a.RunID, b.RunID) })
-	ids := make([]string, len(held))
-	tokens := make([]string, len(held))
-	for i, h := range held {
-		ids[i], tokens[i] = h.RunID, h.Token
+// heartbeatArgs are heartbeatSQL's arguments for p.
+func heartbeatArgs(p *store.HeartbeatParams) []any {
+	beats := slices.Clone(p.Beats)
+	slices.SortFunc(beats, func(a, b store.Beat) int { return strings.Compare(a.WorkerID, b.WorkerID) })
+	workers, sessions := make([]string, len(beats)), make([]string, len(beats))
+	type ref struct{ run, token, worker, session string }
+	var held []ref
+	for i, b := range beats {
+		workers[i], sessions[i] = b.WorkerID, b.Session
+		for _, h := range b.Held {
+			held = append(held, ref{h.RunID, h.Token, b.WorkerID, b.Session})
+		}
 	}
+	slices.SortFunc(held, func(a, b ref) int { return strings.Compare(a.run, b.run) })
+	ids, tokens := make([]string, len(held)), make([]string, len(held))
+	hworkers, hsessions := make([]string, len(held)), make([]string, len(held))
+	for i, h := range held {
+		ids[i], tokens[i], hworkers[i], hsessions[i] = h.run, h.token, h.worker, h.session
+	}
+	return []any{workers, sessions, utc(p.Now), ids, tokens, hworkers, hsessions, utc(p.Now.Add(p.LeaseTTL))}
+}
+
+// Heartbeat records the heartbeats of workers and extends the leases they say they hold
+// that are still their own, in one statement. See store.Store.Heartbeat.
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.HeartbeatResult, error) {
 	var (
-		found bool
-		valid map[string]bool
-		res   *store.HeartbeatResult
+		found map[string]workerBeat // by worker id
+		valid map[runWorker]bool    // extended leases: cancel requested
 	)
+	args := heartbeatArgs(p)
 	err := s.retry(ctx, func() error {
-		found, valid = false, make(map[string]bool, len(p.Held))
-		res = &store.HeartbeatResult{Lost: []string{}, Cancel: []string{}}
-		rows, err := s.pool.Query(ctx, heartbeatSQL, p.WorkerID, now, ids, tokens, utc(p.Now.Add(p.LeaseTTL)), p.Session)
+		found, valid = make(map[string]workerBeat, len(p.Beats)), make(map[runWorker]bool)
+		rows, err := s.pool.Query(ctx, heartbeatSQL, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var (
-				isWorker, cancel bool
-				runID            string
+				isWorker, flag bool
+				id, other      string
 			)
-			if err := rows.Scan(&isWorker, &runID, &cancel); err != nil {
+			if err := rows.Scan(&isWorker, &id, &other, &flag); err != nil {
 				return err
 			}
 			if isWorker {
-				found, res.Draining = true, cancel
-				continue
-			}
-			valid[runID] = true
-			if cancel {
-				res.Cancel = append(res.Cancel, runID)
+				found[id] = workerBeat{session: other, draining: flag}
+			} else {
+				valid[runWorker{id, other}] = flag
 			}
 		}
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, translate(err, "heartbeat from %s", p.WorkerID)
+		return nil, translate(err, "heartbeat of %d workers", len(p.Beats))
 	}
-	if !found {
-		return nil, fmt.Errorf("heartbeat from %s: worker: %w", p.WorkerID, model.ErrNotFound)
-	}
-	for _, h := range p.Held {
-		if !valid[h.RunID] && !slices.Contains(res.Lost, h.RunID) {
-			res.Lost = append(res.Lost, h.RunID)
+	out := make([]store.HeartbeatResult, len(p.Beats))
+	var lost []runWorker
+	for i, b := range p.Beats {
+		w, ok := found[b.WorkerID]
+		if !ok || b.Session != "" && b.Session != w.session {
+			out[i].Err = fmt.Errorf("heartbeat from %s: worker: %w", b.WorkerID, model.ErrNotFound)
+			continue
 		}
-	}
-	if len(res.Lost) > 0 {
-		if err := s.splitEnded(ctx, p.WorkerID, res); err != nil {
-			return nil, fmt.Errorf("heartbeat from %s: %w", p.WorkerID, err)
+		res := &out[i]
+		res.Draining, res.Lost, res.Cancel = w.draining, []string{}, []string{}
+		for _, h := range b.Held {
+			cancel, ok := valid[runWorker{h.RunID, b.WorkerID}]
+			switch {
+			case !ok && !slices.Contains(res.Lost, h.RunID):
+				res.Lost = append(res.Lost, h.RunID)
+				lost = append(lost, runWorker{h.RunID, b.WorkerID})
+			case ok && cancel && !slices.Contains(res.Cancel, h.RunID):
+				res.Cancel = append(res.Cancel, h.RunID)
+			}
 		}
+		slices.Sort(res.Cancel)
 	}
-	slices.Sort(res.Cancel)
-	return res, nil
+	if len(lost) == 0 {
+		return out, nil
+	}
+	runs := make([]string, len(lost))
+	for i, l := range lost {
+		runs[i] = l.run
+	}
+	ended, err := s.endedBy(ctx, runs)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of %d workers: %w", len(p.Beats), err)
+	}
+	for i, b := range p.Beats {
+		if out[i].Err != nil || len(out[i].Lost) == 0 {
+			continue
+		}
+		res := &out[i]
+		kept := res.Lost[:0]
+		for _, run := range res.Lost {
+			if ended[runWorker{run, b.WorkerID}] {
+				res.Ended = append(res.Ended, run)
+			} else {
+				kept = append(kept, run)
+			}
+		}
+		res.Lost = kept
+	}
+	return out, nil
 }
 
-// splitEnded moves from res.Lost to res.Ended the runs whose latest attempt by the worker
-// was recorded with a status other than lost: the worker's completion was accepted.
-func (s *Store) splitEnded(ctx context.Context, workerID string, res *store.HeartbeatResult) error {
-	rows, err := s.pool.Query(ctx, lastAttemptsSQL, res.Lost, workerID)
+// workerBeat is what heartbeatSQL returns of a worker.
+type workerBeat struct {
+	session  string
+	draining bool
+}
+
+// runWorker is a lease of run to worker.
+type runWorker struct{ run, worker string }
+
+// endedBy returns, for the runs, the (run, worker) pairs whose latest attempt by that
+// worker was recorded with a status other than lost: the worker's completion was accepted.
+func (s *Store) endedBy(ctx context.Context, runs []string) (map[runWorker]bool, error) {
+	rows, err := s.pool.Query(ctx, lastAttemptsSQL, runs)
 	if err != nil {
-		return translate(err, "last attempts")
+		return nil, translate(err, "last attempts")
 	}
-	ended := map[string]bool{}
-	var runID, status string
-	_, err = pgx.ForEachRow(rows, []any{&runID, &status}, func() error {
+	ended := map[runWorker]bool{}
+	var runID, workerID, status string
+	_, err = pgx.ForEachRow(rows, []any{&runID, &workerID, &status}, func() error {
 		if status != string(model.AttemptLost) {
-			ended[runID] = true
+			ended[runWorker{runID, workerID}] = true
 		}
 		return nil
 	})
 	if err != nil {
-		return translate(err, "last attempts")
+		return nil, translate(err, "last attempts")
 	}
-	lost := res.Lost[:0]
-	for _, id := range res.Lost {
-		if ended[id] {
-			res.Ended = append(res.Ended, id)
-		} else {
-			lost = append(lost, id)
-		}
-	}
-	res.Lost = lost
-	return nil
+	return ended, nil
 }
 
 // ending is one attempt to end and what becomes of its run (scheduler.Decide): for a

@@ -146,7 +146,13 @@ func (s *Store) ExplainHot(ctx context.Context, p *ExplainParams) ([]Explained, 
 		es[i] = decided(store.Completion{RunID: ids[i], Token: tokens[i], Status: model.AttemptSucceeded}, now)
 	}
 	later := utc(p.Now.Add(time.Hour))
-	if err := explain("heartbeat", heartbeatSQL, workerID, now, ids, tokens, exp, session); err != nil {
+	held := make([]store.LeaseRef, len(ids))
+	for i := range ids {
+		held[i] = store.LeaseRef{RunID: ids[i], Token: tokens[i]}
+	}
+	beat := &store.HeartbeatParams{Beats: []store.Beat{{WorkerID: workerID, Session: session, Held: held}},
+		LeaseTTL: exp.Sub(now), Now: p.Now}
+	if err := explain("heartbeat", heartbeatSQL, heartbeatArgs(beat)...); err != nil {
 		return nil, err
 	}
 	if err := explain("rescue: expired leases (an hour later)", fmt.Sprintf(lockForEndSQL, policyOf(0), expiredWhere, " SKIP LOCKED"), later, batch); err != nil {

@@ -73,9 +73,13 @@ func hotPlanCases(now time.Time) []planCase {
 			[]string{"Index Cond: (id = c.run_id)", "Index Cond: (id = (cur.run_id)::text)"},
 			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
 		// Each listed lease is found by primary key: not by walking an index of running
-		// runs (every worker's) and matching the input against each.
-		{"heartbeat", heartbeatSQL, []any{"w", now, ids, ids, now, "s"}, []string{"Index Cond: (id = h.run_id)", "Index Cond: (id = (held.id)::text)"},
-			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker", "Join Filter"}, noScan...)},
+		// runs (every worker's) and matching the input against each; each worker of the
+		// batch, and each lease's worker, likewise.
+		{"heartbeat", heartbeatSQL, heartbeatArgs(&store.HeartbeatParams{Now: now, LeaseTTL: time.Minute, Beats: []store.Beat{
+			{WorkerID: "w", Session: "s", Held: []store.LeaseRef{{RunID: ids[0], Token: "t"}, {RunID: ids[1], Token: "t"}}},
+			{WorkerID: "w2", Held: []store.LeaseRef{{RunID: ids[1], Token: "t"}}}}}),
+			[]string{"Index Cond: (id = h.run_id)", "Index Cond: (id = (held.id)::text)", "Index Cond: (id = b.worker_id)", "Index Cond: (id = h.worker_id)"},
+			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker", "Join Filter", "Seq Scan on workers"}, noScan...)},
 		// The insert joins its own inputs; it reads no table.
 		{"submit", insertPlainSQL, textJSON(plainArgs), []string{"Insert on jobs", "Insert on runs"},
 			[]string{"Seq Scan", "Scan using runs", "Scan using jobs"}},
@@ -306,6 +310,12 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	_, _, err := s.RegisterWorker(ctx, &store.RegisterWorkerParams{ID: "w", Session: "s", Capacity: model.Capacity{Slots: 10000}, Now: now})
+	require.NoError(t, err)
+	// A fleet: the heartbeat of many workers must find each by primary key.
+	_, err = s.pool.Exec(ctx, `INSERT INTO workers (id, session, labels, cap_cpu, cap_memory_mb, cap_gpu, cap_slots,
+			state, registered_at, last_heartbeat, handlers, commands)
+		SELECT 'fleet-' || i, 's', 'null', 1, 1024, 0, 4, 'active', $1, $1, '["noop"]', false
+		FROM generate_series(1, 2000) AS i`, now)
 	require.NoError(t, err)
 	fillRuns(t, s, now, 3)
 	var ls []*model.Lease

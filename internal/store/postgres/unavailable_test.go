@@ -98,7 +98,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 		"probe":  func() error { return s.ProbeWrite(ctx) },
 		"ping":   func() error { return s.Ping(ctx) },
 		"heartbeat": func() error {
-			_, err := s.Heartbeat(ctx, &store.HeartbeatParams{WorkerID: "w", Now: now, LeaseTTL: time.Second})
+			_, err := s.Heartbeat(ctx, &store.HeartbeatParams{Beats: []store.Beat{{WorkerID: "w"}}, Now: now, LeaseTTL: time.Second})
 			return err
 		},
 	} {

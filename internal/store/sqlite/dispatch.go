@@ -537,48 +537,60 @@ func (e *ender) flush() error {
 }
 
 // Heartbeat extends the worker's valid leases and says which to stop.
-func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) (*store.HeartbeatResult, error) {
-	out := &store.HeartbeatResult{}
+func (s *Store) Heartbeat(ctx context.Context, p *store.HeartbeatParams) ([]store.HeartbeatResult, error) {
+	out := make([]store.HeartbeatResult, len(p.Beats))
 	err := s.write(ctx, func(t *wtx) error {
-		*out = store.HeartbeatResult{}
-		var state string
-		err := t.tx.QueryRowContext(t.ctx, `UPDATE workers SET last_heartbeat = ?1
-			WHERE id = ?2 AND (?3 = '' OR session = ?3) RETURNING state`, micros(p.Now), p.WorkerID, p.Session).Scan(&state)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("worker %s: %w", p.WorkerID, model.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		out.Draining = state == string(model.WorkerDraining)
-		extend := t.stmt(t.ws.extendLease)
-		expires := micros(p.Now.Add(p.LeaseTTL))
-		for _, h := range p.Held {
-			var cancel int
-			err := extend.QueryRowContext(t.ctx, expires, h.RunID, h.Token, p.WorkerID).Scan(&cancel)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				var status string
-				err := t.tx.QueryRowContext(t.ctx, `SELECT status FROM attempts WHERE run_id = ? AND worker_id = ?
-					ORDER BY n DESC LIMIT 1`, h.RunID, p.WorkerID).Scan(&status)
-				switch {
-				case err == nil && status != string(model.AttemptLost):
-					out.Ended = append(out.Ended, h.RunID)
-				case err == nil || errors.Is(err, sql.ErrNoRows):
-					out.Lost = append(out.Lost, h.RunID)
-				default:
-					return fmt.Errorf("last attempt of run %s: %w", h.RunID, err)
-				}
-			case err != nil:
-				return fmt.Errorf("extend lease of run %s: %w", h.RunID, err)
-			case cancel != 0:
-				out.Cancel = append(out.Cancel, h.RunID)
+		for i := range p.Beats {
+			res, err := t.heartbeat(&p.Beats[i], p.Now, p.LeaseTTL)
+			if err != nil {
+				return err
 			}
+			out[i] = *res
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return nil, fmt.Errorf("heartbeat of %d workers: %w", len(p.Beats), err)
+	}
+	return out, nil
+}
+
+// heartbeat records one beat in t (see store.Store.Heartbeat): an unknown worker or another
+// session is the result's Err.
+func (t *wtx) heartbeat(b *store.Beat, now time.Time, ttl time.Duration) (*store.HeartbeatResult, error) {
+	var state string
+	err := t.tx.QueryRowContext(t.ctx, `UPDATE workers SET last_heartbeat = ?1
+		WHERE id = ?2 AND (?3 = '' OR session = ?3) RETURNING state`, micros(now), b.WorkerID, b.Session).Scan(&state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &store.HeartbeatResult{Err: fmt.Errorf("heartbeat from %s: worker: %w", b.WorkerID, model.ErrNotFound)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("worker %s: %w", b.WorkerID, err)
+	}
+	out := &store.HeartbeatResult{Draining: state == string(model.WorkerDraining)}
+	extend := t.stmt(t.ws.extendLease)
+	expires := micros(now.Add(ttl))
+	for _, h := range b.Held {
+		var cancel int
+		err := extend.QueryRowContext(t.ctx, expires, h.RunID, h.Token, b.WorkerID).Scan(&cancel)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			var status string
+			err := t.tx.QueryRowContext(t.ctx, `SELECT status FROM attempts WHERE run_id = ? AND worker_id = ?
+				ORDER BY n DESC LIMIT 1`, h.RunID, b.WorkerID).Scan(&status)
+			switch {
+			case err == nil && status != string(model.AttemptLost):
+				out.Ended = append(out.Ended, h.RunID)
+			case err == nil || errors.Is(err, sql.ErrNoRows):
+				out.Lost = append(out.Lost, h.RunID)
+			default:
+				return nil, fmt.Errorf("last attempt of run %s: %w", h.RunID, err)
+			}
+		case err != nil:
+			return nil, fmt.Errorf("extend lease of run %s: %w", h.RunID, err)
+		case cancel != 0:
+			out.Cancel = append(out.Cancel, h.RunID)
+		}
 	}
 	return out, nil
 }

@@ -394,7 +394,7 @@ func testRaceHeartbeatVersusComplete(t *testing.T, open OpenFunc) {
 	err = race(4, func(i int) error {
 		if i%2 == 0 {
 			for k := range 10 {
-				if _, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w", Held: held, LeaseTTL: time.Minute, Now: at(time.Duration(k) * time.Second)}); err != nil {
+				if _, err := f.heartbeat(store.Beat{WorkerID: "w", Held: held}, time.Minute, at(time.Duration(k)*time.Second)); err != nil {
 					return err
 				}
 			}

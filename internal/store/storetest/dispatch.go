@@ -302,7 +302,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 
 		now := at(20 * time.Second)
-		hb, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{
+		hb, err := f.heartbeat(store.Beat{
 			WorkerID: "w",
 			Held: []store.LeaseRef{
 				{RunID: a.Run.ID, Token: a.Token},
@@ -310,9 +310,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 				{RunID: c.Run.ID, Token: "stale"},
 				{RunID: "unknown", Token: "x"},
 			},
-			LeaseTTL: time.Minute,
-			Now:      now,
-		})
+		}, time.Minute, now)
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{c.Run.ID, "unknown"}, hb.Lost)
 		require.Equal(t, []string{b.Run.ID}, hb.Cancel)
@@ -331,13 +329,72 @@ func testDispatch(t *testing.T, open OpenFunc) {
 
 		// Another worker cannot heartbeat a lease that is not its own.
 		f.register("w2", "s1", now)
-		hb, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w2", Held: []store.LeaseRef{{RunID: a.Run.ID, Token: a.Token}}, LeaseTTL: time.Hour, Now: now})
+		hb, err = f.heartbeat(store.Beat{WorkerID: "w2", Held: []store.LeaseRef{{RunID: a.Run.ID, Token: a.Token}}}, time.Hour, now)
 		require.NoError(t, err)
 		require.Equal(t, []string{a.Run.ID}, hb.Lost)
 		require.Equal(t, timep(now.Add(time.Minute)), f.getRun(a.Run.ID).LeaseExpiresAt)
 
-		_, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "nobody", LeaseTTL: time.Minute, Now: now})
+		_, err = f.heartbeat(store.Beat{WorkerID: "nobody"}, time.Minute, now)
 		require.ErrorIs(t, err, model.ErrNotFound)
+	})
+
+	// One call records the heartbeats of many workers: each beat is answered as it would be
+	// alone, a beat of an unknown worker or another session fails alone and changes nothing,
+	// and beats of one worker may repeat (a retry that crossed the first).
+	t.Run("HeartbeatBatch", func(t *testing.T) {
+		f := setup(t, open)
+		j, _ := f.submit("a", func(j *model.Job) { j.Spec.Retry.MaxAttempts = 2 })
+		f.createRuns(f.run(j), f.run(j), f.run(j))
+		f.register("w1", "s1", t0)
+		f.register("w2", "s2", t0)
+		f.register("w3", "s3", t0)
+		require.NoError(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w3", State: model.WorkerDraining}))
+		l1 := f.lease("w1", 2, t0)
+		require.Len(t, l1, 2)
+		l2 := f.leaseOne("w2", t0)
+		l3 := f.leaseOne("w3", t0)
+		_, err := f.s.CancelRuns(f.ctx, &store.CancelRunsParams{RunIDs: []string{l1[1].Run.ID}, Now: t0})
+		require.NoError(t, err)
+		ref := func(l *model.Lease) store.LeaseRef { return store.LeaseRef{RunID: l.Run.ID, Token: l.Token} }
+
+		now := at(20 * time.Second)
+		res, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{LeaseTTL: time.Minute, Now: now, Beats: []store.Beat{
+			{WorkerID: "w2", Session: "s-old", Held: []store.LeaseRef{ref(l2)}},
+			{WorkerID: "w1", Session: "s1", Held: []store.LeaseRef{ref(l1[0]), ref(l1[1]), ref(l2)}},
+			{WorkerID: "nobody", Held: []store.LeaseRef{ref(l3)}},
+			{WorkerID: "w3", Held: []store.LeaseRef{ref(l3)}},
+			{WorkerID: "w1", Held: []store.LeaseRef{ref(l1[0])}},
+		}})
+		require.NoError(t, err)
+		require.Len(t, res, 5)
+		require.ErrorIs(t, res[0].Err, model.ErrNotFound, "another session of w2")
+		require.NoError(t, res[1].Err)
+		require.Equal(t, []string{l2.Run.ID}, res[1].Lost, "w2's lease is not w1's")
+		require.Equal(t, []string{l1[1].Run.ID}, res[1].Cancel)
+		require.False(t, res[1].Draining)
+		require.ErrorIs(t, res[2].Err, model.ErrNotFound, "an unknown worker")
+		require.NoError(t, res[3].Err)
+		require.Empty(t, res[3].Lost)
+		require.True(t, res[3].Draining)
+		require.NoError(t, res[4].Err)
+		require.Empty(t, res[4].Lost, "w1 again: its lease is valid")
+		require.Empty(t, res[4].Cancel)
+
+		renewed := timep(now.Add(time.Minute))
+		require.Equal(t, renewed, f.getRun(l1[0].Run.ID).LeaseExpiresAt)
+		require.Equal(t, renewed, f.getRun(l1[1].Run.ID).LeaseExpiresAt)
+		require.Equal(t, renewed, f.getRun(l3.Run.ID).LeaseExpiresAt)
+		require.Equal(t, timep(at(30*time.Second)), f.getRun(l2.Run.ID).LeaseExpiresAt, "w2's beat of another session extends nothing")
+		for w, want := range map[string]time.Time{"w1": now, "w2": t0, "w3": now} {
+			got, err := f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: w})
+			require.NoError(t, err)
+			require.Equal(t, want, got.LastHeartbeat, "last heartbeat of %s", w)
+		}
+
+		// A batch of nothing changes nothing.
+		res, err = f.s.Heartbeat(f.ctx, &store.HeartbeatParams{LeaseTTL: time.Minute, Now: now})
+		require.NoError(t, err)
+		require.Empty(t, res)
 	})
 
 	t.Run("RescueExpired", func(t *testing.T) {

@@ -229,7 +229,7 @@ func testRuns(t *testing.T, open OpenFunc) {
 
 		// The worker hears of it on its heartbeat, stops, and the run ends cancelled.
 		f.register("w", "s1", now)
-		hb, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w", Held: []store.LeaseRef{{RunID: running.ID, Token: l[0].Token}}, LeaseTTL: time.Minute, Now: now})
+		hb, err := f.heartbeat(store.Beat{WorkerID: "w", Held: []store.LeaseRef{{RunID: running.ID, Token: l[0].Token}}}, time.Minute, now)
 		require.NoError(t, err)
 		require.Equal(t, []string{running.ID}, hb.Cancel)
 		require.Empty(t, hb.Lost)

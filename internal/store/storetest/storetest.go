@@ -201,6 +201,21 @@ func (f *fx) finish(l *model.Lease, status model.AttemptStatus, exit *int, now t
 	return res.Run
 }
 
+// heartbeat sends the one beat b (see store.Store.Heartbeat) and returns its result, or its
+// Err.
+func (f *fx) heartbeat(b store.Beat, ttl time.Duration, now time.Time) (*store.HeartbeatResult, error) {
+	f.t.Helper()
+	res, err := f.s.Heartbeat(f.ctx, &store.HeartbeatParams{Beats: []store.Beat{b}, LeaseTTL: ttl, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	require.Len(f.t, res, 1)
+	if res[0].Err != nil {
+		return nil, res[0].Err
+	}
+	return &res[0], nil
+}
+
 // getRun reads a run and requires it exists.
 func (f *fx) getRun(runID string) *model.Run {
 	f.t.Helper()

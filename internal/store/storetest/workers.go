@@ -248,8 +248,7 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.Len(t, ls, 2)
 		held := []store.LeaseRef{{RunID: ls[0].Run.ID, Token: ls[0].Token}, {RunID: ls[1].Run.ID, Token: ls[1].Token}}
 		hb := func(session string) (*store.HeartbeatResult, error) {
-			return f.s.Heartbeat(f.ctx, &store.HeartbeatParams{WorkerID: "w", Session: session, Held: held,
-				LeaseTTL: time.Minute, Now: at(time.Second)})
+			return f.heartbeat(store.Beat{WorkerID: "w", Session: session, Held: held}, time.Minute, at(time.Second))
 		}
 		_, err := hb("s0")
 		require.ErrorIs(t, err, model.ErrNotFound, "another session's heartbeat")
