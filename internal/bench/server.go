@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/app"
 )
 
@@ -60,7 +61,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			DataDir:     dataDir,
 			StoreURL:    storeURL,
 			LocalWorker: cfg.Workers == 0,
-			LocalSlots:  cfg.Slots,
+			LocalCapacity: apitype.Capacity{Slots: cfg.Slots},
 			Logger:      cfg.Logger,
 			Ready:       func(addr string) { ready <- addr },
 		})
