@@ -42,6 +42,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.userToken, "api-token", "", "a static bearer token that acts as an admin token; API tokens: stint tokens create")
 	fl.StringVar(&f.wkrToken, "worker-token", "", "a static bearer token that acts as a worker token for any worker id")
 	fl.StringVar(&f.bootstrap, "bootstrap-token", "", "an admin token's secret (at least 32 characters) the server makes sure is stored")
+	hideFromCommandLine(fl, "bootstrap-token")
 	fl.StringVar(&f.tls.Cert, "tls-cert", "", "serve HTTPS only with this certificate (PEM, the chain after it; reloaded when it changes); needs --tls-key")
 	fl.StringVar(&f.tls.Key, "tls-key", "", "the private key of --tls-cert (PEM)")
 	fl.StringVar(&f.tls.ClientCA, "client-ca", "", "CA bundle (PEM) of workers' client certificates: one it signed authenticates a worker as its Common Name; needs --tls-cert")

@@ -47,6 +47,17 @@ var (
 	}, inherited: []string{"server", "token", "ca"}}
 )
 
+// noCommandLine marks a setting that takes its value from the environment or the config
+// file only: a secret the process list must not show (see hideFromCommandLine).
+const noCommandLine = "stint-no-command-line"
+
+// hideFromCommandLine makes the flag name of fl a setting of the environment and the config
+// file only: hidden from --help, and refused on the command line.
+func hideFromCommandLine(fl *pflag.FlagSet, name string) {
+	_ = fl.SetAnnotation(name, noCommandLine, []string{"true"})
+	_ = fl.MarkHidden(name)
+}
+
 // The flags of the configuration layer itself.
 const (
 	configFlag      = "config"
@@ -130,6 +141,9 @@ func loadSettings(cmd *cobra.Command, spec envSpec) (*settings, error) {
 			} else {
 				s.sources[f.Name] = pathSrc
 			}
+		case f.Changed && f.Annotations[noCommandLine] != nil:
+			return nil, cli.Usagef("--%s: not taken on the command line, where the process list shows it: set %s or the config file's %q",
+				f.Name, env, f.Name)
 		case f.Changed:
 			s.sources[f.Name] = settingSource{kind: "flag"}
 		case os.Getenv(env) != "":

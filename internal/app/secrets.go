@@ -15,25 +15,27 @@ import (
 // devKeyFile is the key file `stint dev` keeps in its data directory when given no key.
 const devKeyFile = "secret.key"
 
-// registerSecretKey adds --secret-key and --secret-key-file to a server's flags.
+// registerSecretKey adds the settings secret-key (environment and config file only) and
+// --secret-key-file to a server's flags.
 func registerSecretKey(fl *pflag.FlagSet, key, file *string) {
 	fl.StringVar(key, "secret-key", "",
 		"the key that encrypts secret env values and webhook secrets: the hex or base64 of 32 random bytes (or use --secret-key-file)")
+	hideFromCommandLine(fl, "secret-key")
 	fl.StringVar(file, "secret-key-file", "",
 		"file holding the key that encrypts secret env values and webhook secrets: the hex or base64 of 32 random bytes, "+
 			"then any older keys that still decrypt")
 }
 
-// loadSecretKeys reads the server's secret keys from text (--secret-key) or the key file
+// loadSecretKeys reads the server's secret keys from text (secret-key) or the key file
 // (not both); nil when neither is set. A key file that others may read is refused.
 func loadSecretKeys(text, file string) (*secret.Keys, error) {
 	switch {
 	case text != "" && file != "":
-		return nil, errors.New("secret key: --secret-key and --secret-key-file are both set: give one")
+		return nil, errors.New("secret key: STINT_SECRET_KEY (secret-key) and --secret-key-file are both set: give one")
 	case text != "":
 		k, err := secret.Parse(text)
 		if err != nil {
-			return nil, fmt.Errorf("--secret-key: %w", err)
+			return nil, fmt.Errorf("STINT_SECRET_KEY (secret-key): %w", err)
 		}
 		return k, nil
 	case file == "":
