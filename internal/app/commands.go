@@ -80,10 +80,11 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	}, nil
 }
 
-func devCommand() *cobra.Command { return newDevCommand(capacity.OS()) }
+func devCommand() *cobra.Command { return newDevCommand(capacity.OS(), guardCommand()) }
 
-// newDevCommand returns stint dev, whose local worker offers what host has.
-func newDevCommand(host capacity.Host) *cobra.Command {
+// newDevCommand returns stint dev, whose local worker offers what host has and starts guard
+// as its guard process (none when nil).
+func newDevCommand(host capacity.Host, guard []string) *cobra.Command {
 	var f serverFlags
 	var local capacityFlags
 	var cmds commandFlags
@@ -115,7 +116,7 @@ func newDevCommand(host capacity.Host) *cobra.Command {
 					keyNote += " (made now; keep it with the data)"
 				}
 			}
-			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guardCommand()
+			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guard
 			// Without any token, stint dev stays open, on loopback only (RunServer refuses
 			// another address); any token turns authentication on as for stint server.
 			cfg.OpenAuth = cfg.UserToken == "" && cfg.WorkerToken == "" && cfg.BootstrapToken == ""

@@ -20,7 +20,7 @@ import (
 // output (stdout and stderr together).
 func runStint(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	root := cli.NewRoot(serverCommand(), newDevCommand(capacity.Host{}), newWorkerCommand((&fakeHost{}).host(), nil))
+	root := cli.NewRoot(serverCommand(), newDevCommand(capacity.Host{}, nil), newWorkerCommand((&fakeHost{}).host(), nil))
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
