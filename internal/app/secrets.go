@@ -31,11 +31,11 @@ func registerSecretKey(fl *pflag.FlagSet, key, file *string) {
 func loadSecretKeys(text, file string) (*secret.Keys, error) {
 	switch {
 	case text != "" && file != "":
-		return nil, errors.New("secret key: STINT_SECRET_KEY (secret-key) and --secret-key-file are both set: give one")
+		return nil, errors.New("secret key: STINT_SECRET_KEY (or the config file's secret-key) and --secret-key-file are both set: give one")
 	case text != "":
 		k, err := secret.Parse(text)
 		if err != nil {
-			return nil, fmt.Errorf("STINT_SECRET_KEY (secret-key): %w", err)
+			return nil, fmt.Errorf("STINT_SECRET_KEY: %w", err)
 		}
 		return k, nil
 	case file == "":

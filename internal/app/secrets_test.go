@@ -46,7 +46,7 @@ func TestLoadSecretKeys(t *testing.T) {
 		err  string
 	}{
 		"both":               {env: key, file: func(t *testing.T) string { return writeKey(t, key, 0o600) }, err: "both set"},
-		"a short key":        {env: "c2hvcnQ=", err: "STINT_SECRET_KEY (secret-key): key 1: decodes to 5 bytes, want 32"},
+		"a short key":        {env: "c2hvcnQ=", err: "STINT_SECRET_KEY: key 1: decodes to 5 bytes, want 32"},
 		"a file others read": {file: func(t *testing.T) string { return writeKey(t, key, 0o644) }, err: "readable by others"},
 		"no file":            {file: func(t *testing.T) string { return filepath.Join(t.TempDir(), "none") }, err: "no such file"},
 		"an empty file":      {file: func(t *testing.T) string { return writeKey(t, "# nothing\n", 0o600) }, err: "no key"},
