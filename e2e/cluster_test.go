@@ -66,10 +66,10 @@ func startClusterWorker(t *testing.T, servers string, id string) *fleetWorker {
 }
 
 // startClusterWorkerWith is startClusterWorker with a worker token made beforehand, for a
-// worker restarted while no server may be up to make one.
-func startClusterWorkerWith(t *testing.T, servers, id, token string) *fleetWorker {
+// worker restarted while no server may be up to make one, and more flags.
+func startClusterWorkerWith(t *testing.T, servers, id, token string, args ...string) *fleetWorker {
 	t.Helper()
-	cmd := exec.Command(stintBin, "worker", "--server", servers, "--id", id, "--slots", "4", "--log-level", "info")
+	cmd := exec.Command(stintBin, append([]string{"worker", "--server", servers, "--id", id, "--slots", "4", "--log-level", "info"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = stintEnv("STINT_TOKEN=" + token)
 	w := &fleetWorker{id: id, cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}

@@ -44,14 +44,21 @@ type depsDAG struct {
 // depsPost posts body as JSON to srv's path and returns the status and the answer.
 func depsPost(t *testing.T, srv *proc, path string, body any) (int, []byte) {
 	t.Helper()
+	return sendJSON(t, srv, http.MethodPost, path, body)
+}
+
+// sendJSON sends body as JSON to srv's path with method and returns the status and the
+// answer.
+func sendJSON(t *testing.T, srv *proc, method, path string, body any) (int, []byte) {
+	t.Helper()
 	b, err := json.Marshal(body)
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, srv.url()+path, bytes.NewReader(b))
+	req, err := http.NewRequest(method, srv.url()+path, bytes.NewReader(b))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+srv.token)
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err, "POST %s", path)
+	require.NoError(t, err, "%s %s", method, path)
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)

@@ -9,4 +9,10 @@
 // fixed sequence, or servers and workers by a seeded random plan (STINT_CHAOS_SEED,
 // STINT_CHAOS_DURATION). They check invariants 2, 4 and 6 across the kills: every run
 // succeeds, each cron instant has exactly one run, and only a worker's death loses an attempt.
+//
+// The fault suite (TestFault..., fault_*_test.go) runs the same rig under one fault each: a
+// PostgreSQL of its own stopped and restarted, SQLite's disk filled, a worker cut off the
+// network, slow and hostile clients, issue 12's nested key template. After each, every
+// accepted job succeeded, no other run failed, and every error a client saw was clear.
+// docs/reliability.md has the table of what they measure.
 package e2e

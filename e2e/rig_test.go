@@ -53,6 +53,7 @@ type rig struct {
 	servers []*clusterServer // server i is named s<i+1>, its --id
 	clients []*client.Client // one per server, at its fixed address
 	all     *client.Client   // every server, for reads that must survive any one's death
+	answers *answerLog       // what the clients above got that was not a success
 	workers []*rigWorker     // worker i is w<i+1>
 	marks   string           // where every attempt of the rig's jobs leaves a file as it starts
 
@@ -64,16 +65,35 @@ type rig struct {
 // rigConfig shapes a rig.
 type rigConfig struct {
 	servers, workers int
-	leaseTTL         string // the servers' --lease-ttl
+	leaseTTL         string // the servers' --lease-ttl ("": the default)
+	// store is the servers' --store: "" for a fresh database on STINT_TEST_DATABASE_URL,
+	// sqliteStore for SQLite in the server's data directory (one server only).
+	store string
+	// dataDir is the first server's --data directory ("": a temporary one).
+	dataDir string
+	// serverArgs are more flags of every server.
+	serverArgs []string
 }
 
-// startRig starts the servers on a fresh PostgreSQL database (skipping the test without
-// one), then the workers, each given every server's address starting at a different one
-// so that they spread over the servers, and waits until a server leads.
+// sqliteStore as rigConfig.store runs the rig's one server on SQLite.
+const sqliteStore = "sqlite"
+
+// startRig starts the servers on their store (by default a fresh PostgreSQL database,
+// skipping the test without one), then the workers, each given every server's address
+// starting at a different one so that they spread over the servers, and waits until a
+// server leads.
 func startRig(t *testing.T, cfg rigConfig) *rig {
 	t.Helper()
-	db := freshPostgres(t)
-	r := &rig{t: t, up: map[string]bool{}, marks: t.TempDir()}
+	var storeArgs []string
+	switch cfg.store {
+	case "":
+		storeArgs = []string{"--store", freshPostgres(t)}
+	case sqliteStore:
+		require.Equal(t, 1, cfg.servers, "SQLite serves one server")
+	default:
+		storeArgs = []string{"--store", cfg.store}
+	}
+	r := &rig{t: t, up: map[string]bool{}, marks: t.TempDir(), answers: newAnswerLog()}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("what was killed and started:\n%s", joinEvents(r.log()))
@@ -81,16 +101,24 @@ func startRig(t *testing.T, cfg rigConfig) *rig {
 	})
 	urls := make([]string, cfg.servers)
 	for i := range cfg.servers {
+		data := t.TempDir()
+		if i == 0 && cfg.dataDir != "" {
+			data = cfg.dataDir
+		}
 		s := &clusterServer{addr: freeAddr(t)}
-		s.args = []string{"--store", db, "--data", t.TempDir(), "--lease-ttl", cfg.leaseTTL, "--id", serverName(i)}
+		s.args = append(slices.Clone(storeArgs), "--data", data, "--id", serverName(i))
+		if cfg.leaseTTL != "" {
+			s.args = append(s.args, "--lease-ttl", cfg.leaseTTL)
+		}
+		s.args = append(s.args, cfg.serverArgs...)
 		r.servers = append(r.servers, s)
 		urls[i] = s.url()
-		c, err := client.New(s.url(), client.WithToken(adminToken))
+		c, err := client.New(s.url(), client.WithToken(adminToken), client.WithHTTPClient(r.answers.client()))
 		require.NoError(t, err)
 		r.clients = append(r.clients, c)
 	}
 	var err error
-	r.all, err = client.New(strings.Join(urls, ","), client.WithToken(adminToken))
+	r.all, err = client.New(strings.Join(urls, ","), client.WithToken(adminToken), client.WithHTTPClient(r.answers.client()))
 	require.NoError(t, err)
 	for i := range r.servers {
 		r.start(serverName(i))

@@ -346,6 +346,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	rpc, stopRPC := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { a.heartbeatLoop(rpc) })
+	wg.Go(func() { a.expireLoop(rpc) })
 	wg.Go(func() { a.shipLoop(rpc) })
 	wg.Go(func() { a.leaseLoop(rpc) })
 	err := a.supervise(ctx)

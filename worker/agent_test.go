@@ -546,3 +546,45 @@ func TestQueuedCompletionOutlivesTheLeaseTTL(t *testing.T) {
 	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
 	require.NotContains(t, logs.String(), "killing attempt")
 }
+
+// A lease answer may name a run in lost and lease it again: the server ended the old
+// attempt's lease (it expired) and then gave the run back to this worker. lost names the
+// lease held before the answer: the old attempt is killed and the new one runs to its end.
+// (Killing the new one instead made the server expire it, push lost and lease the run to
+// this worker again, until the run had used up its disruptions and failed.)
+func TestLostAndLeasedAgainInOneAnswer(t *testing.T) {
+	t.Parallel()
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("old attempt held: %v", held), func(t *testing.T) {
+			t.Parallel()
+			s := newFake()
+			started, stopped := make(chan struct{}), make(chan error, 1)
+			startAgent(t, s, func(c *Config) {
+				c.Handlers["hold"] = func(ctx context.Context, _ *Task) error {
+					close(started)
+					<-ctx.Done()
+					stopped <- context.Cause(ctx)
+					return nil
+				}
+			})
+			if held {
+				s.add(handlerLease("r", "hold"))
+				s.await(t, "attempt 1 running", func() bool {
+					return len(s.events) > 0 || len(s.heartbeats) > 0 && len(s.heartbeats[len(s.heartbeats)-1].Held) == 1
+				})
+			}
+			again := handlerLease("r", "noop")
+			again.Attempt, again.Token = 2, "tok-r-2"
+			s.push(func(s *fakeServer) {
+				s.lost = append(s.lost, "r")
+				s.queue = append(s.queue, again)
+			})
+			c := s.awaitCompletion(t, "r")
+			require.Equal(t, "tok-r-2", c.Token, "the new attempt completes")
+			require.Equal(t, "succeeded", c.Status)
+			if held {
+				require.ErrorIs(t, recv(t, stopped), ErrLeaseLost, "the old attempt is killed")
+			}
+		})
+	}
+}

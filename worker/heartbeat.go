@@ -18,34 +18,49 @@ func killMargin(ttl time.Duration) time.Duration {
 }
 
 // heartbeatLoop sends one heartbeat per interval carrying every held lease, and acts on the
-// answer. When heartbeats fail it retries sooner, and once a lease comes within killMargin of
-// its TTL without a successful heartbeat it treats the lease as lost: the server may give the
-// run to someone else once the TTL has passed, so the attempt is killed before that and not
-// reported.
+// answer. When heartbeats fail it retries sooner. It kills nothing itself: expireLoop kills
+// the attempts whose leases it could not renew in time.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	var b backoff
 	timer := time.NewTimer(a.interval())
 	defer timer.Stop()
-	next := a.now().Add(a.interval())
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
-		if now := a.now(); !now.Before(next) {
-			if a.beat(ctx) {
-				b.reset()
-				next = now.Add(a.interval())
-			} else {
-				if ctx.Err() != nil {
-					return
-				}
-				next = a.now().Add(min(b.next(), a.interval()))
-			}
+		start := a.now()
+		if a.beat(ctx) {
+			b.reset()
+			timer.Reset(max(start.Add(a.interval()).Sub(a.now()), time.Millisecond))
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		timer.Reset(min(b.next(), a.interval()))
+	}
+}
+
+// expireLoop treats a lease that comes within killMargin of its TTL without a successful
+// heartbeat as lost (expire): the server may give the run to someone else once the TTL has
+// passed, so the attempt is killed before that and not reported. It runs apart from the
+// heartbeats because a heartbeat can wait on a network that no longer answers for
+// heartbeatTimeout, far longer than the margin: a kill must not wait for it.
+func (a *Agent) expireLoop(ctx context.Context) {
+	timer := time.NewTimer(a.interval())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
 		}
 		now := a.now()
-		d := next.Sub(now)
+		// A lease granted meanwhile is due no sooner than the TTL less the margin from now.
+		ttl := a.ttl()
+		d := min(a.interval(), ttl-killMargin(ttl))
 		if exp := a.expire(now); !exp.IsZero() && exp.Sub(now) < d {
 			d = exp.Sub(now)
 		}

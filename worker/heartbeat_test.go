@@ -113,3 +113,79 @@ func TestKillMargin(t *testing.T) {
 		require.Equal(t, tc.want, killMargin(tc.ttl), "ttl %s", tc.ttl)
 	}
 }
+
+// hangingHeartbeats is a worker protocol whose heartbeats, once hang is called, get no answer
+// until they time out, as behind a network that drops every packet. It notes when the last
+// heartbeat that succeeded was sent.
+type hangingHeartbeats struct {
+	Server
+	mu     sync.Mutex
+	hung   bool
+	lastOK time.Time
+}
+
+func (h *hangingHeartbeats) hang() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hung = true
+}
+
+func (h *hangingHeartbeats) lastRenewal() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastOK
+}
+
+func (h *hangingHeartbeats) Heartbeat(ctx context.Context, id string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error) {
+	sent := time.Now()
+	h.mu.Lock()
+	hung := h.hung
+	h.mu.Unlock()
+	if hung {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	resp, err := h.Server.Heartbeat(ctx, id, req)
+	if err == nil && len(req.Held) > 0 {
+		h.mu.Lock()
+		h.lastOK = sent
+		h.mu.Unlock()
+	}
+	return resp, err
+}
+
+// A heartbeat that gets no answer waits up to its timeout (half the TTL here), longer than
+// the kill margin; the kill does not wait for it: the attempt is killed before the lease's
+// expiry on the server, the TTL after the last renewal that reached it. (Driven by the
+// agent's own loops on the real clock: the TTL is 4 s, its margin 400 ms.)
+func TestKillWhileHeartbeatHangs(t *testing.T) {
+	t.Parallel()
+	const ttl = 4 * time.Second
+	s := newFake()
+	s.ttl, s.hbInterval = ttl, ttl/5
+	h := &hangingHeartbeats{Server: s}
+	started, stopped := make(chan struct{}), make(chan time.Time, 1)
+	a, err := New(Config{Server: h, ID: "w1", Handlers: map[string]Handler{
+		"hold": func(ctx context.Context, _ *Task) error {
+			close(started)
+			<-ctx.Done()
+			stopped <- time.Now()
+			return nil
+		},
+	}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	s.add(handlerLease("r", "hold"))
+	recv(t, started)
+	eventually(t, "a heartbeat renewing the lease", func() bool { return !h.lastRenewal().IsZero() })
+	h.hang()
+	killed := recv(t, stopped)
+	expiry := h.lastRenewal().Add(ttl)
+	require.True(t, killed.Before(expiry), "killed %s after the server's expiry", killed.Sub(expiry))
+}

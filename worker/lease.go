@@ -73,7 +73,13 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 
 // accept takes the leases of a poll's answer, starts as many as there are free slots (the
 // rest wait in the backlog), then applies the pushes. start is a buffer to reuse.
+//
+// The answer's lost names leases held before it: they are killed first, before the new
+// attempts start (the server has already freed what they were booked, GPUs included, and may
+// have given it to the new ones), and before the new leases are taken, since a run may be in
+// both: its old lease expired and the server leased it to this worker again.
 func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt {
+	a.applyPushes(resp.Lost, nil, false)
 	if n := len(resp.Leases); n > 0 {
 		now := a.now()
 		batch := make([]attempt, n) // one allocation for the batch
@@ -101,9 +107,6 @@ func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt
 		for _, old := range replaced {
 			old.markLost()
 		}
-		// Lost leases are killed before the new attempts start: the server has already freed
-		// what they were booked, GPUs included, and may have given it to the new ones.
-		a.applyPushes(resp.Lost, nil, false)
 		if a.killing.Load() {
 			// Granted by a poll that raced the end of the drain: report them at once.
 			for i := range batch {
@@ -117,6 +120,6 @@ func (a *Agent) accept(resp *apitype.LeaseResponse, start []*attempt) []*attempt
 		a.applyPushes(nil, resp.Cancel, resp.Drain)
 		return start
 	}
-	a.applyPushes(resp.Lost, resp.Cancel, resp.Drain)
+	a.applyPushes(nil, resp.Cancel, resp.Drain)
 	return start
 }

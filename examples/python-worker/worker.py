@@ -299,6 +299,9 @@ class Worker:
                     self.draining.wait(delay)
                     delay = min(delay * 2, 5.0)
                 continue
+            # lost names leases held before this answer; a run may also be leased again in
+            # it (its old lease expired): kill the old attempt first, then start the new one.
+            self.apply(r.get("lost"), None, None)
             for lease in r.get("leases") or []:
                 at = Attempt(self, lease)
                 with self.mu:
@@ -310,7 +313,7 @@ class Worker:
                     old.stop("lost")
                     self.attempt_done(old, released=True)
                 threading.Thread(target=at.run, daemon=True).start()
-            self.apply(r.get("lost"), r.get("cancel"), r.get("drain"))
+            self.apply(None, r.get("cancel"), r.get("drain"))
 
     def apply(self, lost, cancel, drain):
         for run_id in lost or []:

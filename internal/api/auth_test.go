@@ -30,6 +30,7 @@ var wantPerm = map[string]auth.Perm{ //nolint:gochecknoglobals // a read-only te
 	"GET /readyz":          auth.Open,
 	"GET /metrics":         auth.Open,
 	"GET /v1/openapi.json": auth.Open,
+	"GET /v1/version":      auth.Read,
 
 	"POST /v1/jobs":                   auth.Operate,
 	"POST /v1/jobs/batch":             auth.Operate,

@@ -36,6 +36,7 @@ func routeTable() []route {
 		{Method: "GET", Path: "/metrics", Perm: auth.Open, Handle: (*API).metrics},
 		{Method: "GET", Path: "/v1/openapi.json", Perm: auth.Open, Handle: (*API).openAPI},
 		{Method: "GET", Path: "/v1/whoami", Perm: auth.Read, Handle: (*API).whoami},
+		{Method: "GET", Path: "/v1/version", Perm: auth.Read, Handle: (*API).version},
 
 		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Handle: (*API).createJob},
 		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createJobs},

@@ -10,12 +10,20 @@ import (
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/store"
+	"github.com/stint-dev/stint/internal/version"
 )
 
 // openAPIDocument is the OpenAPI 3.1 description of every route, served as is.
 //
 //go:embed openapi.json
 var openAPIDocument []byte
+
+// version serves GET /v1/version: the server's build and the store schema it knows.
+func (a *API) version(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, version.Get().Wire(store.SchemaVersion))
+	return nil
+}
 
 // healthz serves GET /healthz: the process is alive.
 func (a *API) healthz(w http.ResponseWriter, _ *http.Request) error {

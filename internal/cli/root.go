@@ -54,6 +54,8 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		SilenceErrors:    true,
 		SilenceUsage:     true,
 	}
+	root.Version = localVersion().Version // --version prints the whole build, as `stint version` does
+	root.SetVersionTemplate(versionTemplate())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&cfg.server, "server", defaultServer,
@@ -81,6 +83,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newDAGsCmd(cfg),
 		newPipelinesCmd(cfg),
 		newTokensCmd(cfg),
+		newVersionCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

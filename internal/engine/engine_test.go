@@ -370,3 +370,33 @@ func TestLeaseOfAGonePollEndsLostAtOnce(t *testing.T) {
 	require.Equal(t, model.AttemptLost, got.Attempts[0].Status)
 	require.Equal(t, scheduler.LeaseUndelivered, got.Attempts[0].Error)
 }
+
+// A run whose lease expired on w1 and that w1 leased again is not pushed to w1 as lost: the
+// push names runs, and is about the old attempt, so a worker applying it would kill the new
+// one. That holds whether the push is pending when w1 leases the run again (the same answer)
+// or comes after (the rescuer pushes once its transaction has committed, and w1 may have
+// leased the run meanwhile).
+func TestLostPushSparesARunLeasedAgain(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	register(t, e, "w1")
+	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	require.Len(t, lease(t, e, "w1", 1, 0).Leases, 1)
+
+	expired := t0.Add(10*time.Second + time.Millisecond)
+	waitTimerBy(t, b, expired)
+	b.clk.Set(expired)
+	waitFor(t, func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.workers["w1"].lost) > 0
+	}, "the lost push pending for w1")
+	again := lease(t, e, "w1", 1, 0)
+	require.Len(t, again.Leases, 1, "the run, retried at once (a disruption), leased to w1 again")
+	require.Equal(t, 2, again.Leases[0].Run.Attempt)
+	require.Empty(t, again.Lost, "the push is about attempt 1")
+
+	e.pushLost([]*model.Run{getRun(t, b, run.ID)}) // a push arriving after the new lease
+	require.Empty(t, lease(t, e, "w1", 0, 0).Lost)
+	require.Equal(t, model.RunRunning, getRun(t, b, run.ID).Status)
+}

@@ -264,6 +264,9 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 			}
 			held = leased.HeldUntil
 		}
+		if len(resp.Lost) > 0 {
+			resp.Lost = e.stillLost(ctx, workerID, resp.Lost)
+		}
 		if len(resp.Leases) > 0 || len(resp.Cancel) > 0 || len(resp.Lost) > 0 || resp.Drain || wait <= 0 {
 			return resp, nil
 		}
@@ -443,4 +446,21 @@ func (e *Engine) capacityFreed(ended []*model.Run) {
 			return
 		}
 	}
+}
+
+// stillLost returns the runs of lost (whose leases the rescuer ended, to push to workerID)
+// that workerID does not hold again. A run leased to it once more since, in this answer or
+// an earlier one, is running there under a new attempt: the push is about the old attempt,
+// and a worker that applied it by run id would kill the new one. A run the store cannot say
+// is pushed as before.
+func (e *Engine) stillLost(ctx context.Context, workerID string, lost []string) []string {
+	out := lost[:0]
+	for _, id := range lost {
+		r, err := e.store.GetRun(ctx, &store.GetRunParams{ID: id})
+		if err == nil && r.Status == model.RunRunning && r.WorkerID == workerID {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
 }

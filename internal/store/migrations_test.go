@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"os"
 	"testing"
 	"testing/fstest"
 
@@ -92,4 +93,17 @@ func TestSchemaNewerErrorNamesBothVersions(t *testing.T) {
 	t.Parallel()
 	err := &SchemaNewerError{Database: 12, Known: 9}
 	require.Equal(t, "database schema is at 0012, this stint knows up to 0009: upgrade stint", err.Error())
+}
+
+// TestSchemaVersionIsNewestMigration: SchemaVersion names the newest migration of each
+// engine, so a new migration cannot ship without it.
+func TestSchemaVersionIsNewestMigration(t *testing.T) {
+	t.Parallel()
+	for _, engine := range []string{"sqlite", "postgres"} {
+		ms, err := LoadMigrations(os.DirFS(engine), "migrations")
+		require.NoError(t, err, engine)
+		require.NotEmpty(t, ms, engine)
+		require.Equal(t, ms[len(ms)-1].Version, SchemaVersion,
+			"%s's newest migration is %s: set store.SchemaVersion to it", engine, ms[len(ms)-1].Name)
+	}
 }

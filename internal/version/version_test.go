@@ -18,19 +18,26 @@ func TestGet(t *testing.T) {
 
 func TestFromInfo(t *testing.T) {
 	t.Parallel()
-	base := Build{Version: "v1", Commit: "unknown", GoVersion: "go1.26"}
+	vcs := func(rev, at, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.time", Value: at}, {Key: "vcs.modified", Value: modified}}
+	}
 	for _, c := range []struct {
-		name     string
-		settings []debug.BuildSetting
-		want     string
+		name       string
+		base       Build
+		settings   []debug.BuildSetting
+		commit, at string
 	}{
-		{"no vcs", nil, "unknown"},
-		{"clean", []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "false"}}, "abc123"},
-		{"dirty", []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}, "abc123-dirty"},
+		{"no vcs", Build{Commit: "unknown"}, nil, "unknown", ""},
+		{"clean", Build{Commit: "unknown"}, vcs("abc123", "2026-01-02T03:04:05Z", "false"), "abc123", "2026-01-02T03:04:05Z"},
+		{"dirty", Build{Commit: "unknown"}, vcs("abc123", "2026-01-02T03:04:05Z", "true"), "abc123-dirty", "2026-01-02T03:04:05Z"},
+		{"set by the linker", Build{Commit: "def456", Date: "2026-02-01T00:00:00Z"}, vcs("abc123", "2026-01-02T03:04:05Z", "true"), "def456", "2026-02-01T00:00:00Z"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := fromInfo(base, &debug.BuildInfo{Settings: c.settings})
-			require.Equal(t, c.want, got.Commit)
+			t.Parallel()
+			c.base.Version = "v1"
+			got := fromInfo(c.base, &debug.BuildInfo{Settings: c.settings})
+			require.Equal(t, c.commit, got.Commit)
+			require.Equal(t, c.at, got.Date)
 			require.Equal(t, "v1", got.Version)
 		})
 	}

@@ -1,0 +1,22 @@
+# Builds, tests and releases stint. The release itself is scripts/release.sh; docs/release.md
+# describes the steps around it.
+
+VERSION ?=
+GO ?= go
+
+.PHONY: build test release clean
+
+# build: a stint binary for this machine, as the release builds it (version "dev").
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o stint ./cmd/stint
+
+# test: every test, as the README says (PostgreSQL suites run when STINT_TEST_DATABASE_URL is set).
+test:
+	$(GO) test ./...
+
+# release: static binaries for linux and darwin on amd64 and arm64, and SHA256SUMS, in dist/.
+release:
+	VERSION=$(VERSION) scripts/release.sh
+
+clean:
+	rm -rf dist stint
