@@ -72,6 +72,7 @@ var wantPerm = map[string]auth.Perm{ //nolint:gochecknoglobals // a read-only te
 	"GET /v1/runs/{id}/logs":    auth.Read,
 
 	"GET /v1/cluster":             auth.Read,
+	"GET /v1/doctor":              auth.Read,
 	"GET /v1/workers":             auth.Read,
 	"GET /v1/workers/{id}":        auth.Read,
 	"POST /v1/workers/{id}/drain": auth.Operate,

@@ -76,6 +76,7 @@ func routeTable() []route {
 		{Method: "GET", Path: "/v1/runs/{id}/logs", Perm: auth.Read, Handle: (*API).runLogs},
 
 		{Method: "GET", Path: "/v1/cluster", Perm: auth.Read, Handle: (*API).getCluster},
+		{Method: "GET", Path: "/v1/doctor", Perm: auth.Read, Handle: (*API).doctor},
 		{Method: "GET", Path: "/v1/workers", Perm: auth.Read, Handle: (*API).listWorkers},
 		{Method: "GET", Path: "/v1/workers/{id}", Perm: auth.Read, Handle: (*API).getWorker},
 		{Method: "POST", Path: "/v1/workers/{id}/drain", Perm: auth.Operate, Handle: (*API).drainWorker},

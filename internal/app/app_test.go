@@ -134,7 +134,11 @@ func TestServerLimitFlags(t *testing.T) {
 		var f serverFlags
 		cmd := &cobra.Command{Use: "server"}
 		f.register(cmd)
+		registerConfig(cmd, serverEnv)
 		require.NoError(t, cmd.ParseFlags(args))
+		if _, err := loadSettings(cmd, serverEnv); err != nil {
+			return ServerConfig{}, err
+		}
 		return f.config(cmd)
 	}
 	t.Run("defaults", func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/internal/capacity"
 )
 
 // Commands returns the subcommands that run stint processes: dev, server and worker.
@@ -23,27 +25,31 @@ type serverFlags struct {
 	userToken, wkrToken string
 	logLevel, logFormat string
 	tls                 TLSFiles
+	bootstrap           string
+	secretKey           string
 	secretKeyFile       string
 	limits              limitFlags
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.addr, "addr", envOr("STINT_ADDR", "127.0.0.1:8080"), "listen address (env STINT_ADDR)")
-	fl.StringVar(&f.data, "data", envOr("STINT_DATA", "./stint-data"), "data directory for the embedded store (env STINT_DATA)")
-	fl.StringVar(&f.store, "store", os.Getenv("STINT_STORE"), "store URL: sqlite:///path/file.db or a postgres:// URL (default: SQLite in --data; env STINT_STORE)")
-	fl.StringVar(&f.id, "id", os.Getenv("STINT_SERVER_ID"), "this server's id in the cluster (env STINT_SERVER_ID; default hostname-pid, or hostname with SQLite)")
-	fl.StringVar(&f.advertise, "advertise-addr", os.Getenv("STINT_ADVERTISE_ADDR"), "address clients and workers reach this server at, shown by stint cluster (env STINT_ADVERTISE_ADDR; default the listen address)")
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "listen address")
+	fl.StringVar(&f.data, "data", "./stint-data", "data directory for the embedded store")
+	fl.StringVar(&f.store, "store", "", "store URL: sqlite:///path/file.db or a postgres:// URL (default: SQLite in --data)")
+	fl.StringVar(&f.id, "id", "", "this server's id in the cluster (default hostname-pid, or hostname with SQLite)")
+	fl.StringVar(&f.advertise, "advertise-addr", "", "address clients and workers reach this server at, shown by stint cluster (default the listen address)")
 	fl.DurationVar(&f.leaderTTL, "leader-ttl", 0, "leader lease: a dead leader is replaced within about 1.25 x this; renewed every quarter of it (default 1s with PostgreSQL, 10s with SQLite)")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", 15*time.Second, "how long a worker may go without a heartbeat before its attempts are lost")
-	fl.StringVar(&f.userToken, "api-token", os.Getenv("STINT_API_TOKEN"), "a static bearer token that acts as an admin token (env STINT_API_TOKEN); API tokens: stint tokens create")
-	fl.StringVar(&f.wkrToken, "worker-token", os.Getenv("STINT_WORKER_TOKEN"), "a static bearer token that acts as a worker token for any worker id (env STINT_WORKER_TOKEN)")
-	fl.StringVar(&f.tls.Cert, "tls-cert", os.Getenv("STINT_TLS_CERT"), "serve HTTPS only with this certificate (PEM, the chain after it; reloaded when it changes); needs --tls-key (env STINT_TLS_CERT)")
-	fl.StringVar(&f.tls.Key, "tls-key", os.Getenv("STINT_TLS_KEY"), "the private key of --tls-cert (PEM; env STINT_TLS_KEY)")
-	fl.StringVar(&f.tls.ClientCA, "client-ca", os.Getenv("STINT_CLIENT_CA"), "CA bundle (PEM) of workers' client certificates: one it signed authenticates a worker as its Common Name; needs --tls-cert (env STINT_CLIENT_CA)")
-	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
-	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
-	registerSecretKey(fl, &f.secretKeyFile)
+	fl.StringVar(&f.userToken, "api-token", "", "a static bearer token that acts as an admin token; API tokens: stint tokens create")
+	fl.StringVar(&f.wkrToken, "worker-token", "", "a static bearer token that acts as a worker token for any worker id")
+	fl.StringVar(&f.bootstrap, "bootstrap-token", "", "an admin token's secret (at least 32 characters) the server makes sure is stored")
+	hideFromCommandLine(fl, "bootstrap-token")
+	fl.StringVar(&f.tls.Cert, "tls-cert", "", "serve HTTPS only with this certificate (PEM, the chain after it; reloaded when it changes); needs --tls-key")
+	fl.StringVar(&f.tls.Key, "tls-key", "", "the private key of --tls-cert (PEM)")
+	fl.StringVar(&f.tls.ClientCA, "client-ca", "", "CA bundle (PEM) of workers' client certificates: one it signed authenticates a worker as its Common Name; needs --tls-cert")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	registerSecretKey(fl, &f.secretKey, &f.secretKeyFile)
 	f.limits.register(fl)
 }
 
@@ -62,33 +68,44 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
-	keys, err := loadSecretKeys(f.secretKeyFile)
+	keys, err := loadSecretKeys(f.secretKey, f.secretKeyFile)
 	if err != nil {
 		return ServerConfig{}, err
 	}
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
-		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"), TLS: f.tls,
+		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: f.bootstrap, TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
 		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys,
 	}, nil
 }
 
-func devCommand() *cobra.Command {
+func devCommand() *cobra.Command { return newDevCommand(capacity.OS(), guardCommand()) }
+
+// newDevCommand returns stint dev, whose local worker offers what host has and starts guard
+// as its guard process (none when nil).
+func newDevCommand(host capacity.Host, guard []string) *cobra.Command {
 	var f serverFlags
-	var slots int
+	var local capacityFlags
 	var cmds commandFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a server with a local worker on the embedded store: a first try in one command",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := loadSettings(cmd, serverEnv)
+			if err != nil || set.print {
+				return printSettings(cmd, set, err)
+			}
 			cfg, err := f.config(cmd)
 			if err != nil {
 				return err
 			}
-			cfg.LocalWorker, cfg.LocalSlots = true, slots
+			if err := local.validate(cmd); err != nil {
+				return err
+			}
+			cfg.LocalWorker, cfg.LocalCapacity = true, local.detect(cmd, host, cfg.Logger, localSlotsPerCPU)
 			keyNote := ""
 			if cfg.Secrets == nil { // works out of the box: a key of its own, kept with the data
 				keys, path, created, err := devSecretKeys(cfg.DataDir)
@@ -100,7 +117,7 @@ func devCommand() *cobra.Command {
 					keyNote += " (made now; keep it with the data)"
 				}
 			}
-			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guardCommand()
+			cfg.LocalPassEnv, cfg.LocalGuard = cmds.passEnv, guard
 			// Without any token, stint dev stays open, on loopback only (RunServer refuses
 			// another address); any token turns authentication on as for stint server.
 			cfg.OpenAuth = cfg.UserToken == "" && cfg.WorkerToken == "" && cfg.BootstrapToken == ""
@@ -124,8 +141,9 @@ func devCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().IntVar(&slots, "slots", 0, "attempts the local worker runs at once (default 4 x CPUs)")
+	local.register(cmd.Flags(), "4 per CPU offered")
 	cmds.registerPassEnv(cmd.Flags())
+	registerConfig(cmd, serverEnv)
 	return cmd
 }
 
@@ -139,6 +157,10 @@ func serverCommand() *cobra.Command {
 		Short: "Run a stint server (API, worker protocol, scheduler loops); workers run separately",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := loadSettings(cmd, serverEnv)
+			if err != nil || set.print {
+				return printSettings(cmd, set, err)
+			}
 			cfg, err := f.config(cmd)
 			if err != nil {
 				return err
@@ -158,18 +180,10 @@ func serverCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
-	// For stint bench (--cpuprofile with the server processes it starts): the profile is
-	// written when the server stops.
-	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the server to this file")
-	_ = cmd.Flags().MarkHidden("cpuprofile")
+	// stint bench --cpuprofile sets it for the server processes it starts.
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile of the server to this file when it stops")
+	registerConfig(cmd, serverEnv)
 	return cmd
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {

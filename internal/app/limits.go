@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -87,7 +86,6 @@ type limitFlags struct {
 	readHeader, read, write, idle      time.Duration
 	maxConns, maxPending               int
 	submitRate                         string
-	envErrs                            []error
 }
 
 func (f *limitFlags) register(fl *pflag.FlagSet) {
@@ -118,45 +116,23 @@ func (f *limitFlags) register(fl *pflag.FlagSet) {
 		"connections from one address still sending their first request header (slowloris; 0: no cap)")
 	f.submitRate = DefaultSubmitRate
 	fl.StringVar(&f.submitRate, "submit-rate", DefaultSubmitRate,
-		`submissions per client (bearer token, else address): "N/DURATION", over it a 429 ("0": no limit; env STINT_SUBMIT_RATE)`)
-	f.fromEnv(fl, "submit-rate")
-}
-
-// envName is the environment variable of a flag: STINT_ and the flag in capitals.
-func envName(flag string) string {
-	return "STINT_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
-
-// fromEnv sets flag from its environment variable, when set; a bad value is reported by
-// config.
-func (f *limitFlags) fromEnv(fl *pflag.FlagSet, flag string) {
-	if v, ok := os.LookupEnv(envName(flag)); ok {
-		if err := fl.Set(flag, v); err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("%s: %w", envName(flag), err))
-		}
-	}
+		`submissions per client (bearer token, else address): "N/DURATION", over it a 429 ("0": no limit)`)
 }
 
 func (f *limitFlags) sizeFlag(fl *pflag.FlagSet, v *byteSize, name, usage string) {
-	fl.Var(v, name, fmt.Sprintf("limit: %s, in bytes or with KiB, MiB, GiB (env %s)", usage, envName(name)))
-	f.fromEnv(fl, name)
+	fl.Var(v, name, fmt.Sprintf("limit: %s, in bytes or with KiB, MiB, GiB", usage))
 }
 
 func (f *limitFlags) intFlag(fl *pflag.FlagSet, v *int, def int, name, usage string) {
-	fl.IntVar(v, name, def, fmt.Sprintf("limit: %s (env %s)", usage, envName(name)))
-	f.fromEnv(fl, name)
+	fl.IntVar(v, name, def, "limit: "+usage)
 }
 
 func (f *limitFlags) durFlag(fl *pflag.FlagSet, v *time.Duration, def time.Duration, name, usage string) {
-	fl.DurationVar(v, name, def, fmt.Sprintf("%s (env %s)", usage, envName(name)))
-	f.fromEnv(fl, name)
+	fl.DurationVar(v, name, def, usage)
 }
 
 // config checks the flags and returns the limits they set.
 func (f *limitFlags) config() (api.Limits, HTTPLimits, *model.RateLimit, error) {
-	if len(f.envErrs) > 0 {
-		return api.Limits{}, HTTPLimits{}, nil, f.envErrs[0]
-	}
 	for _, s := range []struct {
 		name string
 		v    byteSize

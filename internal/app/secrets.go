@@ -15,22 +15,24 @@ import (
 // devKeyFile is the key file `stint dev` keeps in its data directory when given no key.
 const devKeyFile = "secret.key"
 
-// registerSecretKey adds --secret-key-file (env STINT_SECRET_KEY_FILE) to a server's flags.
-func registerSecretKey(fl *pflag.FlagSet, file *string) {
-	fl.StringVar(file, "secret-key-file", os.Getenv("STINT_SECRET_KEY_FILE"),
+// registerSecretKey adds the settings secret-key (environment and config file only) and
+// --secret-key-file to a server's flags.
+func registerSecretKey(fl *pflag.FlagSet, key, file *string) {
+	fl.StringVar(key, "secret-key", "",
+		"the key that encrypts secret env values and webhook secrets: the hex or base64 of 32 random bytes (or use --secret-key-file)")
+	hideFromCommandLine(fl, "secret-key")
+	fl.StringVar(file, "secret-key-file", "",
 		"file holding the key that encrypts secret env values and webhook secrets: the hex or base64 of 32 random bytes, "+
-			"then any older keys that still decrypt (env STINT_SECRET_KEY_FILE; or the key itself in STINT_SECRET_KEY)")
+			"then any older keys that still decrypt")
 }
 
-// loadSecretKeys reads the server's secret keys from STINT_SECRET_KEY or the key file
-// (not both); nil when neither is set (an empty variable is not set). A key file that others may read is refused.
-func loadSecretKeys(file string) (*secret.Keys, error) {
-	text := os.Getenv("STINT_SECRET_KEY")
-	inEnv := text != ""
+// loadSecretKeys reads the server's secret keys from text (secret-key) or the key file
+// (not both); nil when neither is set. A key file that others may read is refused.
+func loadSecretKeys(text, file string) (*secret.Keys, error) {
 	switch {
-	case inEnv && file != "":
-		return nil, errors.New("secret key: STINT_SECRET_KEY and --secret-key-file are both set: give one")
-	case inEnv:
+	case text != "" && file != "":
+		return nil, errors.New("secret key: STINT_SECRET_KEY (or the config file's secret-key) and --secret-key-file are both set: give one")
+	case text != "":
 		k, err := secret.Parse(text)
 		if err != nil {
 			return nil, fmt.Errorf("STINT_SECRET_KEY: %w", err)
@@ -78,6 +80,6 @@ func devSecretKeys(dataDir string) (keys *secret.Keys, path string, created bool
 	case !errors.Is(err, fs.ErrExist):
 		return nil, "", false, fmt.Errorf("secret key: %w", err)
 	}
-	keys, err = loadSecretKeys(path)
+	keys, err = loadSecretKeys("", path)
 	return keys, path, created, err
 }

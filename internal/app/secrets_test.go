@@ -19,27 +19,24 @@ func writeKey(t *testing.T, text string, perm os.FileMode) string {
 	return p
 }
 
-// Not parallel: the cases set STINT_SECRET_KEY.
 func TestLoadSecretKeys(t *testing.T) {
+	t.Parallel()
 	key := secret.Generate()
 	want, err := secret.Parse(key)
 	require.NoError(t, err)
 
 	t.Run("none", func(t *testing.T) {
-		t.Setenv("STINT_SECRET_KEY", "")
-		k, err := loadSecretKeys("")
+		k, err := loadSecretKeys("", "")
 		require.NoError(t, err)
 		require.Nil(t, k)
 	})
-	t.Run("from the environment", func(t *testing.T) {
-		t.Setenv("STINT_SECRET_KEY", key)
-		k, err := loadSecretKeys("")
+	t.Run("given itself", func(t *testing.T) {
+		k, err := loadSecretKeys(key, "")
 		require.NoError(t, err)
 		require.Equal(t, want.ID(), k.ID())
 	})
 	t.Run("from a file, with an older key", func(t *testing.T) {
-		t.Setenv("STINT_SECRET_KEY", "")
-		k, err := loadSecretKeys(writeKey(t, key+"\n"+secret.Generate()+"\n", 0o600))
+		k, err := loadSecretKeys("", writeKey(t, key+"\n"+secret.Generate()+"\n", 0o600))
 		require.NoError(t, err)
 		require.Equal(t, want.ID(), k.ID(), "the first key seals")
 	})
@@ -55,12 +52,12 @@ func TestLoadSecretKeys(t *testing.T) {
 		"an empty file":      {file: func(t *testing.T) string { return writeKey(t, "# nothing\n", 0o600) }, err: "no key"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			t.Setenv("STINT_SECRET_KEY", tt.env)
+			t.Parallel()
 			file := ""
 			if tt.file != nil {
 				file = tt.file(t)
 			}
-			_, err := loadSecretKeys(file)
+			_, err := loadSecretKeys(tt.env, file)
 			require.ErrorContains(t, err, tt.err)
 		})
 	}
@@ -68,8 +65,8 @@ func TestLoadSecretKeys(t *testing.T) {
 
 // stint dev makes its key once (0600) and keeps using it.
 func TestDevSecretKeys(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
-	t.Setenv("STINT_SECRET_KEY", "")
 	k1, path, created, err := devSecretKeys(dir)
 	require.NoError(t, err)
 	require.True(t, created)

@@ -8,6 +8,7 @@ import (
 	"io"
 	stdlog "log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -71,13 +72,14 @@ type ServerConfig struct {
 	// --secret-key-file); nil: jobs with secret_env are refused, webhook secrets kept in clear.
 	Secrets *secret.Keys
 
-	// LocalWorker runs a worker inside the server process (stint dev), LocalSlots attempts
-	// at once; its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
+	// LocalWorker runs a worker inside the server process (stint dev) that offers
+	// LocalCapacity (zero CPU: the machine's CPUs; zero slots: 4 per CPU; memory and GPUs as
+	// given); its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
 	// LocalGuard is its guard process (worker.Config.Guard).
-	LocalWorker  bool
-	LocalSlots   int
-	LocalPassEnv []string
-	LocalGuard   []string
+	LocalWorker   bool
+	LocalCapacity apitype.Capacity
+	LocalPassEnv  []string
+	LocalGuard    []string
 
 	Logger *slog.Logger
 	// Ready, if set, receives the listening address once the server accepts requests.
@@ -307,14 +309,18 @@ func (w serverErrors) Write(p []byte) (int, error) {
 // that the server's tokens (STINT_API_TOKEN, STINT_WORKER_TOKEN) never reach them.
 func newLocalWorker(srv worker.Server, cfg ServerConfig, log *slog.Logger) (*worker.Agent, error) {
 	host, _ := os.Hostname()
-	slots := cfg.LocalSlots
-	if slots <= 0 {
-		slots = 4 * runtime.NumCPU()
+	capa := cfg.LocalCapacity
+	if capa.CPU <= 0 {
+		capa.CPU = float64(runtime.NumCPU())
 	}
+	if capa.Slots <= 0 {
+		capa.Slots = localSlotsPerCPU * max(1, int(math.Ceil(capa.CPU)))
+	}
+	log.Info("local worker offers", "cpu", capa.CPU, "memory_mb", capa.MemoryMB, "slots", capa.Slots)
 	w, err := worker.New(worker.Config{
 		Server:   srv,
 		ID:       "local-" + host,
-		Capacity: apitype.Capacity{CPU: float64(runtime.NumCPU()), Slots: slots},
+		Capacity: capa,
 		Handlers: map[string]worker.Handler{"noop": worker.Noop},
 		Commands: true,
 		PassEnv:  cfg.LocalPassEnv,

@@ -30,9 +30,8 @@ func workerCommand() *cobra.Command { return newWorkerCommand(capacity.OS(), gua
 // workerFlags are the flags of stint worker. A capacity flag not given is detected on host.
 type workerFlags struct {
 	id, labels          string
-	cpu                 float64
-	memoryMB            mbFlag
-	gpus, slots         int
+	offer               capacityFlags
+	gpus                int
 	drainTimeout        time.Duration
 	logLevel, logFormat string
 	cert, key           string // client certificate (mutual TLS)
@@ -145,6 +144,10 @@ one worker id it may use.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			set, err := loadSettings(cmd, workerEnv)
+			if err != nil || set.print {
+				return printSettings(cmd, set, err)
+			}
 			log, err := newLogger(f.logLevel, f.logFormat)
 			if err != nil {
 				return cli.Usagef("%w", err)
@@ -207,40 +210,33 @@ one worker id it may use.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.id, "id", os.Getenv("STINT_WORKER_ID"), "worker id (default host-pid; env STINT_WORKER_ID)")
+	fl.StringVar(&f.id, "id", "", "worker id (default host-pid)")
 	fl.StringVar(&f.labels, "labels", "", "labels as k=v,k=v")
-	fl.Float64Var(&f.cpu, "cpu", 0, "CPUs offered (default: detected)")
-	fl.Var(&f.memoryMB, "memory", "memory offered, in MB (default: detected)")
+	f.offer.register(fl, "one per CPU offered")
 	fl.IntVar(&f.gpus, "gpus", 0, "GPUs offered (default: detected with nvidia-smi)")
-	fl.IntVar(&f.slots, "slots", 0, "attempts run at once (default: one per CPU offered)")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", worker.DefaultDrainTimeout,
 		"on SIGTERM or a remote drain, how long running attempts may finish before they are stopped (-1s: no limit)")
 	f.commands.register(fl)
-	fl.StringVar(&f.cert, "cert", os.Getenv("STINT_WORKER_CERT"),
-		"client certificate (PEM) to present to the server (mutual TLS): its Common Name must be --id; reloaded when it changes; needs --key, and no --token (env STINT_WORKER_CERT)")
-	fl.StringVar(&f.key, "key", os.Getenv("STINT_WORKER_KEY"), "the private key of --cert (PEM; env STINT_WORKER_KEY)")
-	fl.StringVar(&f.logLevel, "log-level", envOr("STINT_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
-	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
+	fl.StringVar(&f.cert, "cert", "",
+		"client certificate (PEM) to present to the server (mutual TLS): its Common Name must be --id; reloaded when it changes; needs --key, and no --token")
+	fl.StringVar(&f.key, "key", "", "the private key of --cert (PEM)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	registerConfig(cmd, workerEnv)
 	return cmd
 }
 
 // validate refuses the capacity flags given with values a worker cannot offer.
 func (f *workerFlags) validate(cmd *cobra.Command) error {
 	given := cmd.Flags().Changed
-	if given("cpu") && (f.cpu <= 0 || math.IsInf(f.cpu, 0) || math.IsNaN(f.cpu)) {
-		return cli.Usagef("--cpu: must be a number of CPUs above 0, got %v", f.cpu)
-	}
-	if given("memory") && f.memoryMB < 0 {
-		return cli.Usagef("--memory: must not be negative, got %d", f.memoryMB)
+	if err := f.offer.validate(cmd); err != nil {
+		return err
 	}
 	if given("gpus") && f.gpus < 0 {
 		return cli.Usagef("--gpus: must not be negative, got %d", f.gpus)
 	}
 	if given("drain-timeout") && f.drainTimeout < 0 && f.drainTimeout != -time.Second {
 		return cli.Usagef("--drain-timeout: must be 0 or more, or -1s for no limit, got %s", f.drainTimeout)
-	}
-	if given("slots") && f.slots < 1 {
-		return cli.Usagef("--slots: must be at least 1, got %d", f.slots)
 	}
 	return nil
 }
@@ -250,6 +246,49 @@ func (f *workerFlags) validate(cmd *cobra.Command) error {
 // CUDA_VISIBLE_DEVICES names them (see offeredGPUs); capacity's GPU is their number.
 func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog.Logger) (apitype.Capacity, []string) {
 	given := cmd.Flags().Changed
+	c := f.offer.detect(cmd, host, log, 1)
+	var detected []capacity.GPU
+	if !given("gpus") {
+		detected = host.GPUs(cmd.Context(), log)
+	}
+	gpus := offeredGPUs(detected, given("gpus"), f.gpus)
+	c.GPU = len(gpus)
+	return c, gpus
+}
+
+// capacityFlags are --cpu, --memory and --slots: what a worker offers (stint worker, and
+// the local worker of stint dev), each detected on the host when not given.
+type capacityFlags struct {
+	cpu      float64
+	memoryMB mbFlag
+	slots    int
+}
+
+func (f *capacityFlags) register(fl *pflag.FlagSet, slotsDefault string) {
+	fl.Float64Var(&f.cpu, "cpu", 0, "CPUs offered (default: detected)")
+	fl.Var(&f.memoryMB, "memory", "memory offered, in MB (default: detected)")
+	fl.IntVar(&f.slots, "slots", 0, "attempts run at once (default: "+slotsDefault+")")
+}
+
+// validate refuses the flags given with values a worker cannot offer.
+func (f *capacityFlags) validate(cmd *cobra.Command) error {
+	given := cmd.Flags().Changed
+	if given("cpu") && (f.cpu <= 0 || math.IsInf(f.cpu, 0) || math.IsNaN(f.cpu)) {
+		return cli.Usagef("--cpu: must be a number of CPUs above 0, got %v", f.cpu)
+	}
+	if given("memory") && f.memoryMB < 0 {
+		return cli.Usagef("--memory: must not be negative, got %d", f.memoryMB)
+	}
+	if given("slots") && f.slots < 1 {
+		return cli.Usagef("--slots: must be at least 1, got %d", f.slots)
+	}
+	return nil
+}
+
+// detect returns the CPUs, memory and slots offered: the flags given, what host says for the
+// others, and slotsPerCPU slots per CPU offered (rounded up) unless --slots is given.
+func (f *capacityFlags) detect(cmd *cobra.Command, host capacity.Host, log *slog.Logger, slotsPerCPU int) apitype.Capacity {
+	given := cmd.Flags().Changed
 	c := apitype.Capacity{CPU: f.cpu, MemoryMB: int64(f.memoryMB), Slots: f.slots}
 	if !given("cpu") {
 		c.CPU = host.CPU(log)
@@ -257,17 +296,15 @@ func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog
 	if !given("memory") {
 		c.MemoryMB = host.MemoryMB(log)
 	}
-	var detected []capacity.GPU
-	if !given("gpus") {
-		detected = host.GPUs(cmd.Context(), log)
-	}
-	gpus := offeredGPUs(detected, given("gpus"), f.gpus)
-	c.GPU = len(gpus)
 	if !given("slots") {
-		c.Slots = max(1, int(math.Ceil(c.CPU)))
+		c.Slots = slotsPerCPU * max(1, int(math.Ceil(c.CPU)))
 	}
-	return c, gpus
+	return c
 }
+
+// localSlotsPerCPU are the slots per CPU of stint dev's local worker: a development
+// machine's jobs mostly wait (on the network, on sleep), so it runs more than one per CPU.
+const localSlotsPerCPU = 4
 
 // offeredGPUs names the GPU devices the worker offers: with --gpus n (overridden), "0" to
 // "n-1", the first n indices CUDA knows, since nothing was detected; otherwise the indices of

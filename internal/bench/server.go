@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/app"
 )
 
@@ -55,14 +56,14 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 	done := make(chan error, 1)
 	go func() {
 		done <- app.RunServer(srvCtx, app.ServerConfig{
-			Addr:        "127.0.0.1:0",
-			OpenAuth:    true, // a benchmark's own server on loopback
-			DataDir:     dataDir,
-			StoreURL:    storeURL,
-			LocalWorker: cfg.Workers == 0,
-			LocalSlots:  cfg.Slots,
-			Logger:      cfg.Logger,
-			Ready:       func(addr string) { ready <- addr },
+			Addr:          "127.0.0.1:0",
+			OpenAuth:      true, // a benchmark's own server on loopback
+			DataDir:       dataDir,
+			StoreURL:      storeURL,
+			LocalWorker:   cfg.Workers == 0,
+			LocalCapacity: apitype.Capacity{Slots: cfg.Slots},
+			Logger:        cfg.Logger,
+			Ready:         func(addr string) { ready <- addr },
 		})
 	}()
 	select {

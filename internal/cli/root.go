@@ -74,6 +74,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newQueuesCmd(cfg),
 		newWorkersCmd(cfg),
 		newClusterCmd(cfg),
+		newDoctorCmd(cfg),
 		newCronCmd(cfg),
 		newJobTriggerCmd(cfg),
 		newBackfillCmd(cfg),

@@ -244,6 +244,9 @@ func (e *Engine) Store() store.Store { return e.store }
 // Clock returns the engine's clock.
 func (e *Engine) Clock() clock.Clock { return e.clock }
 
+// ServerID returns this server's id in the cluster.
+func (e *Engine) ServerID() string { return e.cfg.ServerID }
+
 // Start runs the committers and the timer loops until Stop.
 func (e *Engine) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

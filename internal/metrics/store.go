@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/stint-dev/stint/internal/model"
@@ -77,4 +78,21 @@ func (s *timedStore) RegisterWorker(ctx context.Context, p *store.RegisterWorker
 	w, runs, err := s.Store.RegisterWorker(ctx, p)
 	s.m.StoreCall("RegisterWorker", time.Since(start))
 	return w, runs, err
+}
+
+// ProbeWrite passes store.WriteProber through the wrapper (nil when the store has none), so
+// that readiness probes writes.
+func (s *timedStore) ProbeWrite(ctx context.Context) error {
+	if p, ok := s.Store.(store.WriteProber); ok {
+		return p.ProbeWrite(ctx)
+	}
+	return nil
+}
+
+// Schema passes store.SchemaReporter through the wrapper.
+func (s *timedStore) Schema(ctx context.Context) (database, known int, err error) {
+	if r, ok := s.Store.(store.SchemaReporter); ok {
+		return r.Schema(ctx)
+	}
+	return 0, 0, errors.ErrUnsupported
 }
