@@ -54,6 +54,15 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 	if err != nil {
 		return err
 	}
+	backends, err := newBackendWatch(ctx, r.storeURL) // nil unless on PostgreSQL
+	if err != nil {
+		return err
+	}
+	defer backends.close()
+	dbBefore, err := backends.sample(ctx)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := r.setPaused(ctx, false); err != nil {
 		return err
@@ -66,6 +75,10 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 		return err
 	}
 	busy := time.Since(start)
+	dbAfter, err := backends.sample(ctx)
+	if err != nil {
+		return err
+	}
 	ok, err := r.countStatus(ctx, "succeeded")
 	if err != nil {
 		return err
@@ -90,6 +103,13 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, spec func(int)
 		// From the resume until the bench saw the queue empty (a poll later than the
 		// last finish), all server processes together.
 		r.res.add("servers CPU while draining", cpuShare(cpuUsed(procs, procsEnd), busy), "% of a core")
+		r.res.add("servers CPU per run", float64(cpuUsed(procs, procsEnd).Microseconds())/float64(n), "µs")
+	}
+	if backends != nil {
+		// What the database spent per run while draining, whichever server asked: the part
+		// of a run's cost that more servers do not spread.
+		used, _ := backendCPU(dbBefore, dbAfter)
+		r.res.add("PostgreSQL CPU per run", float64(used.Microseconds())/float64(n), "µs")
 	}
 	return nil
 }
