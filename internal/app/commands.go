@@ -24,6 +24,7 @@ type serverFlags struct {
 	tls                 TLSFiles
 	secretKeyFile       string
 	limits              limitFlags
+	retention           retentionFlags
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
@@ -44,6 +45,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	registerSecretKey(fl, &f.secretKeyFile)
 	f.limits.register(fl)
+	f.retention.register(fl)
 }
 
 func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
@@ -61,6 +63,10 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
+	retention, err := f.retention.config()
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	keys, err := loadSecretKeys(f.secretKeyFile)
 	if err != nil {
 		return ServerConfig{}, err
@@ -70,7 +76,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"), TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
-		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys,
+		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys, Retention: retention,
 	}, nil
 }
 

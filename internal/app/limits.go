@@ -87,7 +87,7 @@ type limitFlags struct {
 	readHeader, read, write, idle      time.Duration
 	maxConns, maxPending               int
 	submitRate                         string
-	envErrs                            []error
+	envFlags
 }
 
 func (f *limitFlags) register(fl *pflag.FlagSet) {
@@ -127,9 +127,15 @@ func envName(flag string) string {
 	return "STINT_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// envFlags sets flags from their environment variables and keeps the errors of bad values
+// for the flags' config to report.
+type envFlags struct {
+	envErrs []error
+}
+
 // fromEnv sets flag from its environment variable, when set; a bad value is reported by
 // config.
-func (f *limitFlags) fromEnv(fl *pflag.FlagSet, flag string) {
+func (f *envFlags) fromEnv(fl *pflag.FlagSet, flag string) {
 	if v, ok := os.LookupEnv(envName(flag)); ok {
 		if err := fl.Set(flag, v); err != nil {
 			f.envErrs = append(f.envErrs, fmt.Errorf("%s: %w", envName(flag), err))
@@ -147,7 +153,7 @@ func (f *limitFlags) intFlag(fl *pflag.FlagSet, v *int, def int, name, usage str
 	f.fromEnv(fl, name)
 }
 
-func (f *limitFlags) durFlag(fl *pflag.FlagSet, v *time.Duration, def time.Duration, name, usage string) {
+func (f *envFlags) durFlag(fl *pflag.FlagSet, v *time.Duration, def time.Duration, name, usage string) {
 	fl.DurationVar(v, name, def, fmt.Sprintf("%s (env %s)", usage, envName(name)))
 	f.fromEnv(fl, name)
 }

@@ -85,7 +85,21 @@ type Config struct {
 	// MaxLogBytes caps the output stored per attempt (store.AppendLogsParams.MaxAttemptBytes);
 	// 0: no cap.
 	MaxLogBytes int64
+	// Retention is how long history is kept; while this server leads it deletes what is
+	// past it (service.Retention). The zero policy keeps everything.
+	Retention RetentionPolicy
+	// RetentionBatch and RetentionPause pace those deletes: rows per transaction, and the
+	// pause between two batches. Defaults service.DefaultRetentionBatch and
+	// service.DefaultRetentionPause.
+	RetentionBatch int
+	RetentionPause time.Duration
 }
+
+// RetentionPolicy and RetentionRule are service's, named here for the engine's callers.
+type (
+	RetentionPolicy = service.RetentionPolicy
+	RetentionRule   = service.RetentionRule
+)
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
 // polls, short enough that a best fit that never asks (busy with other kinds of work)
