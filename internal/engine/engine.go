@@ -525,7 +525,8 @@ func (e *Engine) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*
 	return q, nil
 }
 
-// Workers lists workers, marking lost those silent for longer than the lease TTL.
+// Workers lists workers, marking lost those silent for longer than the lease TTL (a worker
+// that left stays drained).
 func (e *Engine) Workers(ctx context.Context) ([]*model.Worker, error) {
 	ws, err := e.store.ListWorkers(ctx)
 	if err != nil {
@@ -549,7 +550,7 @@ func (e *Engine) Worker(ctx context.Context, workerID string) (*model.Worker, er
 }
 
 func (e *Engine) markLost(w *model.Worker, now time.Time) {
-	if now.Sub(w.LastHeartbeat) > e.cfg.LeaseTTL {
+	if w.State != model.WorkerDrained && now.Sub(w.LastHeartbeat) > e.cfg.LeaseTTL {
 		w.State = model.WorkerLost
 	}
 }

@@ -289,7 +289,8 @@ type Store interface {
 	GetWorker(ctx context.Context, p *GetWorkerParams) (*model.Worker, error)
 	// ListWorkers returns every worker by id, with Running and Used filled.
 	ListWorkers(ctx context.Context) ([]*model.Worker, error)
-	// SetWorkerState sets a worker's State (draining, lost).
+	// SetWorkerState sets a worker's State (draining, drained), only while its session is
+	// Session when that is set; model.ErrNotFound when no worker matches.
 	SetWorkerState(ctx context.Context, p *SetWorkerStateParams) error
 
 	// Cluster
