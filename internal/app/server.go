@@ -186,7 +186,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		// instant, so that thousands of jobs due on one second only need promoting then.
 		CronLead: cronLead,
 		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL,
-		Retention: cfg.Retention.Policy, RetentionBatch: cfg.Retention.Batch, RetentionPause: cfg.Retention.Pause})
+		Retention: cfg.Retention.Policy, RetentionBatch: cfg.Retention.Batch, RetentionPause: cfg.Retention.Pause,
+		RetentionInterval: cfg.Retention.Interval})
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}

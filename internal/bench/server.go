@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stint-dev/stint/internal/app"
+	"github.com/stint-dev/stint/internal/engine"
 )
 
 // benchServer is a server the bench started in its own process.
@@ -63,6 +64,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			LocalSlots:  cfg.Slots,
 			Logger:      cfg.Logger,
 			Ready:       func(addr string) { ready <- addr },
+			Retention:   benchRetention(cfg.Retention),
 		})
 	}()
 	select {
@@ -92,6 +94,17 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 		cleanup()
 		return nil, fmt.Errorf("start server: not ready after 60s")
 	}
+}
+
+// benchRetention is the server's retention under --retention d: finished runs go d after
+// they finished, every one of them (no run kept per job), in the server's default batches
+// and pauses, looked for every 100 ms so that deleting starts as soon as there is history.
+func benchRetention(d time.Duration) app.Retention {
+	if d <= 0 {
+		return app.Retention{}
+	}
+	return app.Retention{Policy: engine.RetentionPolicy{Runs: d}, Batch: app.DefaultRetainBatch,
+		Pause: app.DefaultRetainPause, Interval: 100 * time.Millisecond}
 }
 
 // scratchDatabase creates an empty database on the PostgreSQL server of base and returns its

@@ -93,6 +93,9 @@ type Config struct {
 	// service.DefaultRetentionPause.
 	RetentionBatch int
 	RetentionPause time.Duration
+	// RetentionInterval is how often it looks again once nothing is past retention.
+	// Default service.DefaultRetentionInterval.
+	RetentionInterval time.Duration
 }
 
 // RetentionPolicy and RetentionRule are service's, named here for the engine's callers.

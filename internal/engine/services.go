@@ -91,7 +91,7 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 	}
 	retention := service.NewRetention(service.RetentionConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Policy: e.cfg.Retention,
-		Batch: e.cfg.RetentionBatch, Pause: e.cfg.RetentionPause,
+		Batch: e.cfg.RetentionBatch, Pause: e.cfg.RetentionPause, Interval: e.cfg.RetentionInterval,
 	})
 	return []serviceLoop{rescuer, cron, retention}
 }
