@@ -38,6 +38,10 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Metrics, when set, serves GET /metrics.
 	Metrics http.Handler
+	// Requests, when set, is told of every request once answered: the path of the route
+	// pattern it matched ("" when none did, so that raw paths never become labels), its
+	// method, status code and duration.
+	Requests func(route, method string, code int, d time.Duration)
 	// SubmitRate, when set, caps each client's submissions (the routes marked Submit): at
 	// most Rate in any window of Per; more is a 429 with Retry-After. See ratelimit.go.
 	SubmitRate *model.RateLimit

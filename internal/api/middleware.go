@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strings"
 
 	"github.com/stint-dev/stint/internal/id"
 )
@@ -36,6 +37,7 @@ func (a *API) middleware(mux *http.ServeMux) http.Handler {
 
 		rec := &recorder{ResponseWriter: w}
 		start := a.clock.Now()
+		_, pattern := mux.Handler(r)
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -51,12 +53,17 @@ func (a *API) middleware(mux *http.ServeMux) http.Handler {
 			if status == 0 {
 				status = http.StatusOK // nothing written: net/http answers 200
 			}
+			took := a.clock.Now().Sub(start)
 			a.log.DebugContext(r.Context(), "http request", "method", r.Method, "path", r.URL.Path,
-				"route", r.Pattern, "status", status, "bytes", rec.bytes,
-				"duration", a.clock.Now().Sub(start), "request_id", rid)
+				"route", pattern, "status", status, "bytes", rec.bytes,
+				"duration", took, "request_id", rid)
+			if a.cfg.Requests != nil {
+				_, route, _ := strings.Cut(pattern, " ") // "GET /v1/runs/{id}": the method is a label of its own
+				a.cfg.Requests(route, r.Method, status, took)
+			}
 		}()
 
-		if _, pattern := mux.Handler(r); pattern == "" {
+		if pattern == "" {
 			// No route: the mux answers 404, or 405 with an Allow header; make that a
 			// problem document like every other error.
 			mux.ServeHTTP(&muxErrorWriter{recorder: rec}, r)

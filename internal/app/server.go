@@ -23,6 +23,7 @@ import (
 	"github.com/stint-dev/stint/internal/metrics"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/secret"
+	"github.com/stint-dev/stint/internal/version"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -175,7 +176,10 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		return err
 	}
 	lim := cfg.Limits.WithDefaults()
-	e := engine.New(engine.Config{Store: st, Logger: log, LeaseTTL: cfg.LeaseTTL, Committers: committers,
+	// This server's metrics: the engine tells it what it ended, retried and leased, the
+	// store wrapper times the hot calls, the API counts requests (docs/metrics.md).
+	m := metrics.New(version.Get())
+	e := engine.New(engine.Config{Store: m.Store(st), Logger: log, Observer: m, LeaseTTL: cfg.LeaseTTL, Committers: committers,
 		MaxLogBytes: lim.MaxLogBytes,
 		Notifier:    notifier,
 		// Batch the dispatch transactions under a stream of submissions (see engine.Config):
@@ -205,7 +209,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		UserToken:    cfg.UserToken,
 		WorkerToken:  cfg.WorkerToken,
 		Open:         cfg.OpenAuth,
-		Metrics:      metrics.Handler(e, log),
+		Metrics:      m.Handler(e, log),
+		Requests:     m.Request,
 		Limits:       lim,
 		WriteTimeout: h.WriteTimeout,
 		SubmitRate:   cfg.SubmitRate,

@@ -85,6 +85,8 @@ type Config struct {
 	// MaxLogBytes caps the output stored per attempt (store.AppendLogsParams.MaxAttemptBytes);
 	// 0: no cap.
 	MaxLogBytes int64
+	// Observer is told of the runs this server ends, retries and leases. Default: none.
+	Observer Observer
 	// Retention is how long history is kept; while this server leads it deletes what is
 	// past it (service.Retention). The zero policy keeps everything.
 	Retention RetentionPolicy
@@ -115,6 +117,7 @@ type Engine struct {
 	store store.Store
 	clock clock.Clock
 	log   *slog.Logger
+	obs   Observer
 
 	submits   *committer[store.NewJob, store.CreateJobResult]
 	completes *committer[store.Completion, store.CompletionResult]
@@ -202,6 +205,9 @@ func New(cfg Config) *Engine {
 	if cfg.NewID == nil {
 		cfg.NewID = id.New
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
 	if cfg.ServerID == "" {
 		host, _ := os.Hostname()
 		cfg.ServerID = fmt.Sprintf("%s-%d", host, os.Getpid())
@@ -211,6 +217,7 @@ func New(cfg Config) *Engine {
 		store:   cfg.Store,
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
+		obs:     cfg.Observer,
 		work:    newTopic(store.TopicWork, cfg.Notifier),
 		timers:  newTopic(store.TopicTimers, cfg.Notifier),
 		changes: newTopic(store.TopicChanges, cfg.Notifier),
@@ -330,6 +337,7 @@ func (e *Engine) flushSubmits(ctx context.Context, jobs []store.NewJob) ([]store
 	}
 	e.wakeFor(runs)
 	e.pushCancels(replaced)
+	e.obs.Ended(runs)
 	return res, nil
 }
 
@@ -372,6 +380,7 @@ func (e *Engine) Trigger(ctx context.Context, runs []*model.Run) ([]store.Create
 	}
 	e.wakeFor(created)
 	e.pushCancels(replaced)
+	e.obs.Ended(created)
 	return res, nil
 }
 
@@ -479,8 +488,10 @@ func (e *Engine) pushLost(runs []*model.Run) {
 
 // pushCancels tells the workers of running runs that were asked to cancel, through their
 // outstanding long poll; a worker attached to another server is told through that server
-// (and learns it at its next heartbeat in any case).
+// (and learns it at its next heartbeat in any case). Every cancellation passes here, so it
+// also tells the Observer of the runs it ended (and of those it admitted or skipped).
 func (e *Engine) pushCancels(runs []*model.Run) {
+	e.obs.Ended(runs)
 	var remote []store.WorkerRun
 	e.mu.Lock()
 	for _, r := range runs {
@@ -579,4 +590,14 @@ func (e *Engine) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	return qs, nil
+}
+
+// OldestQueued returns the earliest ScheduledFor of each queue's queued runs (see
+// store.Store.OldestQueued).
+func (e *Engine) OldestQueued(ctx context.Context) (map[string]time.Time, error) {
+	oldest, err := e.store.OldestQueued(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oldest queued: %w", err)
+	}
+	return oldest, nil
 }

@@ -62,11 +62,16 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait,
 		LeaseTTL: e.cfg.LeaseTTL, Rand: e.cfg.Rand,
 		OnLost: func(runs []*model.Run) {
+			e.obs.LeasesExpired(runs)
+			e.obs.Ended(runs)
 			e.pushLost(runs)
 			e.wakeFor(runs)
 			e.capacityFreed(runs)
 		},
-		OnResolved: e.wakeFor,
+		OnResolved: func(runs []*model.Run) {
+			e.obs.Ended(runs) // dependants skipped
+			e.wakeFor(runs)
+		},
 	})
 	cron := service.NewCronFirer(service.CronFirerConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.schedChanged.Wait, IdleWait: idle,
@@ -76,6 +81,7 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 			return err
 		},
 		OnFired: func(created, replaced []*model.Run) {
+			e.obs.Ended(created) // skipped by a concurrency policy
 			e.wakeFor(created)
 			e.pushCancels(replaced)
 		},
@@ -109,6 +115,7 @@ func (e *Engine) becomeLeader(ctx context.Context, term int64) {
 	if err != nil {
 		e.log.Error("leader repair: resolve pending dependants", "err", err) // the rescuer retries it
 	}
+	e.obs.Ended(resolved)
 	e.wakeFor(append(admitted, resolved...))
 	services := e.newLeaderServices(term)
 	if e.cfg.Stepped {

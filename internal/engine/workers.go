@@ -111,6 +111,8 @@ func (e *Engine) Register(ctx context.Context, p *RegisterParams) (*Registration
 	}
 	e.attach(w)
 	if len(rescued) > 0 { // a new session: a re-attach ends no attempt
+		e.obs.WorkerRestarted(rescued)
+		e.obs.Ended(rescued)
 		e.log.Warn("worker restarted: its attempts were lost", "worker", p.ID, "runs", len(rescued))
 		e.wakeFor(rescued)
 	}
@@ -248,6 +250,7 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 				e.timers.Notify() // a rate-limited queue may have run out of turns: see service.Releaser
 			}
 			resp.Leases = append(resp.Leases, leased.Leases...)
+			e.obs.Leased(leased.Leases, now)
 			if len(leased.Leases) > 0 {
 				e.changes.Notify()
 			}
@@ -411,7 +414,7 @@ func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([
 	if err != nil {
 		return nil, err
 	}
-	var requeued, ended []*model.Run
+	var requeued, ended, admitted []*model.Run
 	for _, r := range res {
 		if r.Err == nil && r.Run != nil {
 			ended = append(ended, r.Run)
@@ -420,9 +423,13 @@ func (e *Engine) flushCompletions(ctx context.Context, cs []store.Completion) ([
 			}
 		}
 		requeued = append(requeued, r.Admitted...)
+		admitted = append(admitted, r.Admitted...)
 	}
 	e.wakeFor(requeued)
 	e.capacityFreed(ended)
+	e.obs.Retried(ended)
+	e.obs.Ended(ended)
+	e.obs.Ended(admitted) // dependants it skipped
 	e.changes.Notify()
 	return res, nil
 }

@@ -286,6 +286,10 @@ func (c *crashStore) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 	return call(c, false, "ListQueues", func() ([]*model.Queue, error) { return c.inner.ListQueues(ctx) })
 }
 
+func (c *crashStore) OldestQueued(ctx context.Context) (map[string]time.Time, error) {
+	return call(c, false, "OldestQueued", func() (map[string]time.Time, error) { return c.inner.OldestQueued(ctx) })
+}
+
 func (c *crashStore) GetQueue(ctx context.Context, p *store.GetQueueParams) (*model.Queue, error) {
 	return call(c, false, "GetQueue", func() (*model.Queue, error) { return c.inner.GetQueue(ctx, p) })
 }

@@ -16,8 +16,8 @@ import (
 // params_pipelines.go (pipelines and graphs), params_dispatch.go (dispatch, logs,
 // queues, workers), params_cluster.go (servers, leadership), params_tokens.go (API
 // tokens) and params_retention.go (deleting history); a params field that carries the
-// current time is named Now. Methods that need
-// nothing but ctx (Ping, ListQueues, ListWorkers, ListTokens, NextDue, NextLeaseExpiry,
+// current time is named Now. Methods that need nothing but ctx (Ping, ListQueues,
+// OldestQueued, ListWorkers, ListTokens, NextDue, NextLeaseExpiry,
 // NextRelease) take ctx alone, and Close takes nothing.
 type Store interface {
 	// Jobs
@@ -261,6 +261,11 @@ type Store interface {
 	ListQueues(ctx context.Context) ([]*model.Queue, error)
 	// GetQueue returns one queue with Depth filled.
 	GetQueue(ctx context.Context, p *GetQueueParams) (*model.Queue, error)
+	// OldestQueued returns, for each queue that holds queued runs, the earliest
+	// ScheduledFor among them: how long its longest waiting due run has waited is Now
+	// minus that. Queues with no queued run are absent. Each queue is read through the
+	// index of queued runs (a range of it, like the queued depth), never the whole table.
+	OldestQueued(ctx context.Context) (map[string]time.Time, error)
 	// UpdateQueue changes the fields that are set, creating the queue if it does not exist,
 	// and returns it with Depth filled.
 	UpdateQueue(ctx context.Context, p *UpdateQueueParams) (*model.Queue, error)

@@ -141,6 +141,9 @@ func TestPlans(t *testing.T) {
 		{"next lease expiry", nextExpirySQL, nil, []string{"runs_lease_expiry"}, nil},
 		{"worker runs", fmt.Sprintf(lockForEndSQL, policyOf(0), workerRunsWhere, ""), []any{"w"}, []string{"runs_worker"}, nil},
 		{"worker usage", workerSQL + ` WHERE w.id = $1`, []any{"w"}, []string{"runs_worker"}, nil},
+		// Probes of runs_queued, one per queue and priority: never every queued run.
+		{"oldest queued", oldestQueuedSQL, nil, []string{"Scan using runs_queued", "Index Cond: ((queue = g_1.queue) AND (priority < g_1.priority))"},
+			[]string{"Seq Scan on runs", "Sort"}},
 		{"depth of a queue", depthOneSQL, []any{"default"}, []string{"runs_running_queue", "runs_scheduled", "runs_rare_status"}, nil},
 		{"cancel by job", `WITH t AS (SELECT r.id FROM runs r WHERE r.job_id = $3::text AND ` + cancelActive + ` ORDER BY r.id FOR UPDATE)
 			UPDATE runs r SET ` + cancelSet + ` FROM t WHERE r.id = t.id AND ` + cancelActive + ` RETURNING ` + runCols,

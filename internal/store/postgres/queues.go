@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -167,4 +168,45 @@ func (s *Store) queueWithDepth(ctx context.Context, sql string, args ...any) (*m
 		return nil, translate(err, "queue %s: depth", name)
 	}
 	return q, nil
+}
+
+// oldestQueuedSQL finds each queue's earliest queued run with one probe of runs_queued
+// (queue, priority DESC, scheduled_for, id) per priority its queued runs have: the first
+// entry of a priority is its earliest, and the next probe starts below that priority. The
+// cost is queues times distinct priorities, whatever the backlog.
+const oldestQueuedSQL = `WITH RECURSIVE g AS (
+		SELECT q.name AS queue, f.priority, f.scheduled_for FROM queues q
+		CROSS JOIN LATERAL (SELECT r.priority, r.scheduled_for FROM runs r
+			WHERE r.status = 'queued' AND r.queue = q.name
+			ORDER BY r.priority DESC, r.scheduled_for LIMIT 1) f
+		UNION ALL
+		SELECT g.queue, n.priority, n.scheduled_for FROM g
+		CROSS JOIN LATERAL (SELECT r.priority, r.scheduled_for FROM runs r
+			WHERE r.status = 'queued' AND r.queue = g.queue AND r.priority < g.priority
+			ORDER BY r.priority DESC, r.scheduled_for LIMIT 1) n
+	)
+	SELECT queue, min(scheduled_for) FROM g GROUP BY queue`
+
+// OldestQueued returns the earliest ScheduledFor of each queue's queued runs.
+func (s *Store) OldestQueued(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, oldestQueuedSQL)
+	if err != nil {
+		return nil, translate(err, "oldest queued")
+	}
+	defer rows.Close()
+	out := make(map[string]time.Time)
+	for rows.Next() {
+		var (
+			name   string
+			oldest time.Time
+		)
+		if err := rows.Scan(&name, &oldest); err != nil {
+			return nil, translate(err, "oldest queued")
+		}
+		out[name] = oldest.UTC()
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "oldest queued")
+	}
+	return out, nil
 }

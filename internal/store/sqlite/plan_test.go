@@ -42,6 +42,8 @@ func TestQueryPlans(t *testing.T) {
 		{"worker runs", workerRunsSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},
 		{"worker usage", workerUsageSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},
 		{"running in queue", runningCountSQL, 1, []string{"INDEX runs_running (queue=?)"}, nil},
+		{"oldest queued", oldestQueuedSQL, 0, []string{"INDEX runs_queued (queue=? AND priority<?)", "INTEGER PRIMARY KEY (rowid=?)"},
+			[]string{"SCAN runs", "TEMP B-TREE FOR ORDER BY"}},
 		{"depth queued", depthQueuedSQL, 1, []string{"runs_queued (queue=?)"}, nil},
 		{"depth scheduled", depthScheduledSQL, 1, []string{"runs_scheduled"}, nil},
 		{"depth waiting", depthWaitingSQL, 1, []string{"runs_rare_status (status=?)"}, nil},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
@@ -112,4 +113,45 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 		return nil, fmt.Errorf("update queue %q: %w", p.Name, err)
 	}
 	return q, nil
+}
+
+// oldestQueuedSQL finds each queue's earliest queued run with one probe of runs_queued
+// (queue, priority DESC, scheduled_for, id) per priority its queued runs have: the first
+// entry of a priority is its earliest, and the next probe starts below that priority. The
+// cost is queues times distinct priorities, whatever the backlog.
+const oldestQueuedSQL = `WITH RECURSIVE g(queue, priority, oldest) AS (
+		SELECT r.queue, r.priority, r.scheduled_for FROM queues AS q JOIN runs AS r ON r.rowid = (
+			SELECT rowid FROM runs INDEXED BY runs_queued WHERE queue = q.name AND status = 'queued'
+			ORDER BY priority DESC, scheduled_for LIMIT 1)
+		UNION ALL
+		SELECT r.queue, r.priority, r.scheduled_for FROM g JOIN runs AS r ON r.rowid = (
+			SELECT rowid FROM runs INDEXED BY runs_queued WHERE queue = g.queue AND status = 'queued' AND priority < g.priority
+			ORDER BY priority DESC, scheduled_for LIMIT 1)
+	)
+	SELECT queue, min(oldest) FROM g GROUP BY queue`
+
+// OldestQueued returns the earliest ScheduledFor of each queue's queued runs.
+func (s *Store) OldestQueued(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.r.QueryContext(ctx, oldestQueuedSQL)
+	if err != nil {
+		return nil, fmt.Errorf("oldest queued: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]time.Time)
+	for rows.Next() {
+		var (
+			name   string
+			oldest sql.NullInt64
+		)
+		if err := rows.Scan(&name, &oldest); err != nil {
+			return nil, fmt.Errorf("oldest queued: %w", err)
+		}
+		if oldest.Valid {
+			out[name] = fromMicros(oldest.Int64)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("oldest queued: %w", err)
+	}
+	return out, nil
 }

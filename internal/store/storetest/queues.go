@@ -76,6 +76,43 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.Equal(t, qs[0], q)
 	})
 
+	t.Run("OldestQueued", func(t *testing.T) {
+		f := setup(t, open)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "empty", Now: t0})
+		require.NoError(t, err)
+		got, err := f.s.OldestQueued(f.ctx)
+		require.NoError(t, err)
+		require.Empty(t, got, "no queued run, no queue")
+
+		j, _ := f.submit("a", func(j *model.Job) { j.Spec.Queue = "b" })
+		f.createRuns(
+			// The earliest of b is leased first (higher priority) and then no longer queued.
+			f.run(j, func(r *model.Run) { r.ScheduledFor, r.Priority = at(-time.Hour), 5 }),
+			// A lower priority does not hide the oldest queued run.
+			f.run(j, func(r *model.Run) { r.ScheduledFor, r.Priority = at(-time.Minute), -5 }),
+			f.run(j, func(r *model.Run) { r.ScheduledFor = at(-time.Second) }),
+			// Not queued: not due yet, or waiting on a dependency.
+			f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(-2*time.Hour), model.PendingNotDue
+			}),
+			f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunWaiting, at(-3*time.Hour), model.PendingDependencies
+			}),
+			f.run(j, func(r *model.Run) { r.Queue, r.ScheduledFor = model.DefaultQueue, at(-10*time.Second) }),
+		)
+		got, err = f.s.OldestQueued(f.ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string]time.Time{"b": at(-time.Hour), model.DefaultQueue: at(-10 * time.Second)}, got)
+
+		ls := f.lease("w", 1, t0)
+		require.Len(t, ls, 1)
+		require.Equal(t, "b", ls[0].Run.Queue)
+		got, err = f.s.OldestQueued(f.ctx)
+		require.NoError(t, err)
+		require.Equal(t, at(-time.Minute), got["b"], "a leased run is no longer queued")
+		require.Equal(t, time.UTC, got["b"].Location())
+	})
+
 	t.Run("RateLimit", func(t *testing.T) {
 		f := setup(t, open)
 		q, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "mail",
