@@ -72,7 +72,10 @@ type Config struct {
 	// they finished (no run kept per job, batches and pause as the server's defaults), so a
 	// workload on a seeded store runs while retention deletes the seeded history.
 	Retention time.Duration
-	Logger    *slog.Logger
+	// RetentionPause is the server's pause between two delete batches under Retention
+	// (0: the server's default, app.DefaultRetainPause): it bounds the delete rate.
+	RetentionPause time.Duration
+	Logger         *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -250,6 +253,9 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		}
 		deleted := before - after
 		r.res.Params["retention"] = cfg.Retention.String()
+		if cfg.RetentionPause > 0 {
+			r.res.Params["retention pause"] = cfg.RetentionPause.String()
+		}
 		r.res.add("retention deleted", float64(deleted), "runs")
 		r.res.add("retention delete rate", float64(deleted)/elapsed.Seconds(), "runs/s")
 	}

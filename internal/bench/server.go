@@ -64,7 +64,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			LocalSlots:  cfg.Slots,
 			Logger:      cfg.Logger,
 			Ready:       func(addr string) { ready <- addr },
-			Retention:   benchRetention(cfg.Retention),
+			Retention:   benchRetention(cfg.Retention, cfg.RetentionPause),
 		})
 	}()
 	select {
@@ -98,13 +98,17 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 
 // benchRetention is the server's retention under --retention d: finished runs go d after
 // they finished, every one of them (no run kept per job), in the server's default batches
-// and pauses, looked for every 100 ms so that deleting starts as soon as there is history.
-func benchRetention(d time.Duration) app.Retention {
+// with pause between them (0: the server's default), looked for every 100 ms so that
+// deleting starts as soon as there is history.
+func benchRetention(d, pause time.Duration) app.Retention {
 	if d <= 0 {
 		return app.Retention{}
 	}
+	if pause <= 0 {
+		pause = app.DefaultRetainPause
+	}
 	return app.Retention{Policy: engine.RetentionPolicy{Runs: d}, Batch: app.DefaultRetainBatch,
-		Pause: app.DefaultRetainPause, Interval: 100 * time.Millisecond}
+		Pause: pause, Interval: 100 * time.Millisecond}
 }
 
 // scratchDatabase creates an empty database on the PostgreSQL server of base and returns its
