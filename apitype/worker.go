@@ -117,6 +117,11 @@ type HeartbeatRequest struct {
 	Held    []LeaseRef `json:"held"`
 }
 
+// LeaveRequest is the body of POST /v1/workers/{id}/leave: the session that leaves.
+type LeaveRequest struct {
+	Session string `json:"session"`
+}
+
 // HeartbeatResponse tells a worker what to stop: Lost leases are gone (another holder, or
 // expired: kill the attempt, report nothing), Ended ones had their completion recorded
 // (forget the lease, nothing to kill), Cancel runs were asked to cancel.

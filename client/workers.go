@@ -78,6 +78,16 @@ func (c *Client) Heartbeat(ctx context.Context, workerID string, req *apitype.He
 	return &out, nil
 }
 
+// Leave ends the worker's session at its clean exit (POST /v1/workers/{id}/leave).
+func (c *Client) Leave(ctx context.Context, workerID string, req *apitype.LeaveRequest) error {
+	path, err := pathOf("leave", "/v1/workers/", workerID, "/leave")
+	if err != nil {
+		return err
+	}
+	_, err = c.do(withIdempotent(ctx), nil, http.MethodPost, path, nil, req, nil)
+	return err
+}
+
 // AppendLogs sends chunks of attempts' output (POST /v1/attempts/logs).
 func (c *Client) AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error {
 	_, err := c.do(withIdempotent(ctx), nil, http.MethodPost, "/v1/attempts/logs", nil, req, nil)

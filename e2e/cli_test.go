@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/client"
 )
 
 // cli runs the stint binary against srv and returns stdout, stderr and the exit code.
@@ -42,25 +44,30 @@ func TestCLIUserJourney(t *testing.T) {
 	t.Run("submit shell and read its logs", func(t *testing.T) {
 		out, errOut, code := cli(t, srv, "submit", "--wait", "--shell", "echo hi | tr a-z A-Z")
 		require.Equal(t, 0, code, "stdout %s stderr %s", out, errOut)
-		id := runIDFrom(t, out)
+		require.Equal(t, "HI\n", out, "--wait prints the run's output, as docker run does")
+		id := runIDFrom(t, errOut)
+		require.Contains(t, errOut, "run "+id+" succeeded (attempt 1/1)\n", "and how it ended, on stderr")
 		logs, _, code := cli(t, srv, "logs", id)
 		require.Equal(t, 0, code)
 		require.Equal(t, "HI\n", logs)
 	})
 
 	t.Run("environment of a job", func(t *testing.T) {
-		out, _, code := cli(t, srv, "submit", "--wait", "--name", "envcheck", "--arg", "k=v", "--",
+		out, errOut, code := cli(t, srv, "submit", "--wait", "--name", "envcheck", "--arg", "k=v", "--",
 			"sh", "-c", `echo "$STINT_RUN_ID $STINT_ATTEMPT $STINT_JOB $STINT_ARGS"`)
-		require.Equal(t, 0, code, out)
-		id := runIDFrom(t, out)
+		require.Equal(t, 0, code, errOut)
+		id := runIDFrom(t, errOut)
+		require.Equal(t, id+" 1 envcheck {\"k\":\"v\"}\n", out)
 		logs, _, _ := cli(t, srv, "logs", id)
 		require.Equal(t, id+" 1 envcheck {\"k\":\"v\"}\n", logs)
 	})
 
 	t.Run("failure is retried then dead, and listed", func(t *testing.T) {
-		out, _, code := cli(t, srv, "submit", "--wait", "--retries", "2", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
+		out, errOut, code := cli(t, srv, "submit", "--wait", "--retries", "2", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
 		require.Equal(t, 1, code, "a failed run exits 1")
-		id := runIDFrom(t, out)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "oops\n", "the last attempt's stderr, on stderr")
+		id := runIDFrom(t, errOut)
 		js, _, code := cli(t, srv, "runs", "list", "--status", "failed", "--json")
 		require.Equal(t, 0, code)
 		var list apitype.RunList
@@ -88,12 +95,24 @@ func TestCLIUserJourney(t *testing.T) {
 	})
 
 	t.Run("timeout kills the job", func(t *testing.T) {
-		out, _, code := cli(t, srv, "submit", "--wait", "--timeout", "300ms", "--", "sleep", "30")
+		_, errOut, code := cli(t, srv, "submit", "--wait", "--timeout", "300ms", "--", "sleep", "30")
 		require.Equal(t, 1, code)
-		id := runIDFrom(t, out)
+		id := runIDFrom(t, errOut)
 		run := waitRun(t, srv.client(t), id, 10*time.Second)
 		require.Equal(t, "failed", run.Status)
 		require.Equal(t, "timed_out", run.Attempts[0].Status)
+	})
+
+	t.Run("wait timeout leaves the run going", func(t *testing.T) {
+		_, errOut, code := cli(t, srv, "submit", "--wait", "--wait-timeout", "500ms", "--", "sleep", "30")
+		require.Equal(t, 3, code, errOut)
+		require.Contains(t, errOut, "stopped waiting after 500ms (--wait-timeout)")
+		id := runIDFrom(t, errOut)
+		run, err := srv.client(t).GetRun(context.Background(), id)
+		require.NoError(t, err)
+		require.False(t, client.Finished(run), "the run goes on")
+		_, _, code = cli(t, srv, "cancel", id)
+		require.Equal(t, 0, code)
 	})
 
 	t.Run("cancel stops the whole process group", func(t *testing.T) {

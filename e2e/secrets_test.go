@@ -42,6 +42,7 @@ func TestSecretEnv(t *testing.T) {
 	out, errOut, code := cli(t, srv, "submit", "--wait", "--name", "migrate", "--secret-env", "DB_PASSWORD="+value,
 		"--env", "OUT="+file, "--shell", `printf %s "$DB_PASSWORD" > "$OUT"`)
 	require.Zero(t, code, "stdout %s stderr %s", out, errOut)
+	submitted := errOut // the run's states (--wait)
 	b, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, value, string(b), "the process got the secret")
@@ -55,8 +56,8 @@ func TestSecretEnv(t *testing.T) {
 	asJSON, errOut, code := cli(t, srv, "jobs", "get", "migrate", "--json")
 	require.Zero(t, code, errOut)
 	require.Contains(t, asJSON, `"DB_PASSWORD": "***"`)
-	logs, _, _ := cli(t, srv, "logs", runIDFrom(t, out))
-	for what, text := range map[string]string{"stdout": out, "jobs get": human, "jobs get --json": asJSON, "run log": logs,
+	logs, _, _ := cli(t, srv, "logs", runIDFrom(t, submitted))
+	for what, text := range map[string]string{"stdout": out, "stderr": submitted, "jobs get": human, "jobs get --json": asJSON, "run log": logs,
 		"server log": srv.stderr.String(), "worker log": w.out.String()} {
 		require.NotContains(t, text, value, what)
 	}

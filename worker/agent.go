@@ -352,7 +352,25 @@ func (a *Agent) Run(ctx context.Context) error {
 	err := a.supervise(ctx)
 	stopRPC()
 	wg.Wait()
+	a.leave(context.WithoutCancel(ctx))
 	return err
+}
+
+// leave tells the server the session ends, so that the worker is listed as drained (not
+// lost a lease TTL later) and no pending reason counts it meanwhile. One try, for at most
+// FlushTimeout: a worker that cannot say so is called lost once its heartbeats stop.
+func (a *Agent) leave(ctx context.Context) {
+	session := a.Session()
+	if session == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.FlushTimeout)
+	defer cancel()
+	if err := a.srv.Leave(ctx, a.ID(), &apitype.LeaveRequest{Session: session}); err != nil {
+		a.log.Warn("could not tell the server the worker leaves", "err", err)
+		return
+	}
+	a.log.Info("worker left")
 }
 
 // supervise waits for the reason to stop, then drains.

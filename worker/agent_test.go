@@ -402,6 +402,10 @@ func TestDrainWaitsForRunningAttempts(t *testing.T) {
 	require.Equal(t, statusSucceeded, c.Status)
 	_, ok = s.completion("late")
 	require.False(t, ok)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, []string{a.Session()}, s.leaves, "the drained worker says it leaves, once, after its completions")
+	require.Equal(t, []string{"complete r", "leave"}, s.events[len(s.events)-2:])
 }
 
 // A drain pushed by the server ends Run once the running attempts are done.

@@ -51,6 +51,8 @@ func (s *benchServer) Heartbeat(context.Context, string, *apitype.HeartbeatReque
 
 func (s *benchServer) AppendLogs(context.Context, *apitype.LogChunksRequest) error { return nil }
 
+func (s *benchServer) Leave(context.Context, string, *apitype.LeaveRequest) error { return nil }
+
 func (s *benchServer) Complete(_ context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error) {
 	res := make([]apitype.CompletionResult, len(req.Completions))
 	for i, c := range req.Completions {

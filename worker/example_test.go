@@ -87,6 +87,8 @@ func (s *oneRun) Heartbeat(context.Context, string, *apitype.HeartbeatRequest) (
 	return &apitype.HeartbeatResponse{}, nil
 }
 
+func (s *oneRun) Leave(context.Context, string, *apitype.LeaveRequest) error { return nil }
+
 func (s *oneRun) AppendLogs(_ context.Context, req *apitype.LogChunksRequest) error {
 	for _, c := range req.Chunks {
 		fmt.Printf("%s: %s", c.Stream, c.Data)

@@ -44,9 +44,10 @@ type fakeServer struct {
 	maxOutstanding int
 	completions    []apitype.Completion
 	chunks         []apitype.LogChunk
-	events         []string // "log RUN" and "complete RUN", in arrival order
+	events         []string // "log RUN", "complete RUN" and "leave", in arrival order
 	heartbeats     []apitype.HeartbeatRequest
 	hbTimeouts     []time.Duration // how long each heartbeat's context had left when it came
+	leaves         []string        // sessions that left
 
 	onRegister  func() error
 	onLease     func() error
@@ -64,6 +65,15 @@ func newFake() *fakeServer {
 		ttl:         time.Minute,
 		outstanding: make(map[string]bool),
 	}
+}
+
+func (s *fakeServer) Leave(_ context.Context, _ string, req *apitype.LeaveRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.leaves = append(s.leaves, req.Session)
+	s.events = append(s.events, "leave")
+	s.bumpLocked()
+	return nil
 }
 
 // bumpLocked wakes everyone waiting for a change; s.mu held.

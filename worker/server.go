@@ -23,6 +23,7 @@ var ErrUnknownWorker = errors.New("unknown worker")
 //	POST /v1/workers/{id}/heartbeat    Heartbeat
 //	POST /v1/attempts/logs             AppendLogs
 //	POST /v1/attempts/complete         Complete
+//	POST /v1/workers/{id}/leave        Leave
 //
 // A Server must be safe for concurrent use (the agent's lease poll, heartbeat and shipper call
 // it at the same time) and must not keep a request after the method returns. An error that is
@@ -35,4 +36,6 @@ type Server interface {
 	Heartbeat(ctx context.Context, workerID string, req *apitype.HeartbeatRequest) (*apitype.HeartbeatResponse, error)
 	AppendLogs(ctx context.Context, req *apitype.LogChunksRequest) error
 	Complete(ctx context.Context, req *apitype.CompleteRequest) (*apitype.CompleteResponse, error)
+	// Leave says the worker's session ends: the worker exits and takes no more work.
+	Leave(ctx context.Context, workerID string, req *apitype.LeaveRequest) error
 }

@@ -88,6 +88,7 @@ var wantPerm = map[string]auth.Perm{ //nolint:gochecknoglobals // a read-only te
 	"POST /v1/workers/register":       auth.Worker,
 	"POST /v1/workers/{id}/lease":     auth.Worker,
 	"POST /v1/workers/{id}/heartbeat": auth.Worker,
+	"POST /v1/workers/{id}/leave":     auth.Worker,
 	"POST /v1/attempts/logs":          auth.Worker,
 	"POST /v1/attempts/complete":      auth.Worker,
 }
@@ -124,7 +125,8 @@ func (b *testBundle) as(token string) *testBundle {
 // worker ids are w1 (the bound worker token's), other ids name nothing.
 func requestFor(rt route) (string, any) {
 	path := rt.Path
-	if strings.HasPrefix(path, "/v1/workers/{id}/lease") || strings.HasPrefix(path, "/v1/workers/{id}/heartbeat") {
+	if strings.HasPrefix(path, "/v1/workers/{id}/lease") || strings.HasPrefix(path, "/v1/workers/{id}/heartbeat") ||
+		strings.HasPrefix(path, "/v1/workers/{id}/leave") {
 		path = strings.ReplaceAll(path, "{id}", "w1")
 	}
 	path = strings.ReplaceAll(strings.ReplaceAll(path, "{id}", "x"), "{name}", "x")
@@ -133,6 +135,8 @@ func requestFor(rt route) (string, any) {
 		return path, `{"id": "w1", "capacity": {"slots": 1}, "commands": true}`
 	case "POST /v1/workers/{id}/lease":
 		return path, `{"max": 0, "wait": "0s"}`
+	case "POST /v1/workers/{id}/leave":
+		return path, `{"session": "not-this-one"}`
 	case "POST /v1/jobs", "POST /v1/plan":
 		return path, `{"command": ["true"]}`
 	case "POST /v1/tokens":

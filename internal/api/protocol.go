@@ -197,6 +197,23 @@ func (p *Protocol) Heartbeat(ctx context.Context, workerID string, req *apitype.
 	return &apitype.HeartbeatResponse{Lost: res.Lost, Ended: res.Ended, Cancel: res.Cancel, Drain: res.Drain}, nil
 }
 
+// Leave ends a worker's session at its clean exit (POST /v1/workers/{id}/leave): it is
+// listed as drained from then on.
+func (p *Protocol) Leave(ctx context.Context, workerID string, req *apitype.LeaveRequest) error {
+	if req.Session == "" {
+		fe := &fieldErrors{}
+		fe.add("session", "is required: the session that leaves")
+		return wireError(invalidFields(fe.errs))
+	}
+	if err := actAs(ctx, workerID); err != nil {
+		return wireError(err)
+	}
+	if err := p.eng.Leave(ctx, workerID, req.Session); err != nil {
+		return wireError(workerNotFound(workerID, err))
+	}
+	return nil
+}
+
 // heartbeatParams checks a heartbeat.
 func heartbeatParams(req *apitype.HeartbeatRequest) (*engine.HeartbeatParams, error) {
 	fe := &fieldErrors{}

@@ -92,6 +92,7 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/workers/register", Perm: auth.Worker, Handle: (*API).registerWorker},
 		{Method: "POST", Path: "/v1/workers/{id}/lease", Perm: auth.Worker, Handle: (*API).lease},
 		{Method: "POST", Path: "/v1/workers/{id}/heartbeat", Perm: auth.Worker, Handle: (*API).heartbeat},
+		{Method: "POST", Path: "/v1/workers/{id}/leave", Perm: auth.Worker, Handle: (*API).leave},
 		{Method: "POST", Path: "/v1/attempts/logs", Perm: auth.Worker, Body: bodyLogs, Handle: (*API).appendLogs},
 		{Method: "POST", Path: "/v1/attempts/complete", Perm: auth.Worker, Handle: (*API).complete},
 	}

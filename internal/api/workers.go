@@ -124,6 +124,22 @@ func (a *API) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// leave serves POST /v1/workers/{id}/leave; it answers 204.
+func (a *API) leave(w http.ResponseWriter, r *http.Request) error {
+	if err := actAs(r.Context(), r.PathValue("id")); err != nil {
+		return err // before the body is read, as the route's permission is
+	}
+	var req apitype.LeaveRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	if err := a.proto.Leave(r.Context(), r.PathValue("id"), &req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // appendLogs serves POST /v1/attempts/logs; it answers 204.
 func (a *API) appendLogs(w http.ResponseWriter, r *http.Request) error {
 	var req apitype.LogChunksRequest

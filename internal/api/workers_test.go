@@ -190,3 +190,27 @@ func TestLeaseLongPoll(t *testing.T) {
 	cancel()
 	within(t, left, 10*time.Second, "the lease handler to notice the client left")
 }
+
+// A worker that leaves is listed as drained; a leave without a session changes nothing.
+func TestWorkerLeave(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "POST", "/v1/workers/register", `{"id": "w1", "capacity": {"slots": 1}, "commands": true}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var reg apitype.RegisterResponse
+	r.decode(t, &reg)
+
+	r = b.do(t, "POST", "/v1/workers/w1/leave", `{}`)
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Equal(t, "session", r.problem(t).Errors[0].Field)
+	r = b.do(t, "POST", "/v1/workers/w1/leave", apitype.LeaveRequest{Session: "old"})
+	require.Equal(t, http.StatusNotFound, r.status, "body: %s", r.body)
+	var w apitype.Worker
+	b.do(t, "GET", "/v1/workers/w1", nil).decode(t, &w)
+	require.Equal(t, "active", w.State)
+
+	r = b.do(t, "POST", "/v1/workers/w1/leave", apitype.LeaveRequest{Session: reg.Session})
+	require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+	b.do(t, "GET", "/v1/workers/w1", nil).decode(t, &w)
+	require.Equal(t, "drained", w.State)
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/internal/api"
+	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/placement"
 )
@@ -147,6 +148,20 @@ func TestServerLimitFlags(t *testing.T) {
 		require.Equal(t, api.DefaultLimits(), cfg.Limits)
 		require.Equal(t, DefaultHTTPLimits(), cfg.HTTP.resolved())
 		require.Equal(t, &model.RateLimit{Rate: 1000, Per: time.Second}, cfg.SubmitRate)
+		require.Equal(t, Retention{
+			Policy: engine.RetentionPolicy{Runs: 30 * 24 * time.Hour, KeepPerJob: 10, Workers: 24 * time.Hour},
+			Batch:  500, Pause: 100 * time.Millisecond,
+		}, cfg.Retention)
+	})
+	t.Run("retention", func(t *testing.T) {
+		t.Setenv("STINT_RETAIN_WORKERS", "1h")
+		cfg, err := parse(t, "--retain-runs", "0", "--retain-runs-max", "100", "--retain-batch", "50")
+		require.NoError(t, err)
+		require.Equal(t, engine.RetentionPolicy{KeepPerJob: 10, MaxPerJob: 100, Workers: time.Hour}, cfg.Retention.Policy)
+		require.Equal(t, 50, cfg.Retention.Batch)
+		t.Setenv("STINT_RETAIN_RUNS", "a month")
+		_, err = parse(t)
+		require.ErrorContains(t, err, "STINT_RETAIN_RUNS")
 	})
 	t.Run("given", func(t *testing.T) {
 		cfg, err := parse(t, "--max-body", "2MiB", "--max-shell-bytes", "100000", "--max-args-bytes", "8k",
@@ -188,6 +203,10 @@ func TestServerLimitFlags(t *testing.T) {
 		{[]string{"--read-timeout", "-1s"}},
 		{[]string{"--submit-rate", "fast"}},
 		{[]string{"--submit-rate", "10/0s"}},
+		{[]string{"--retain-runs", "-1h"}},
+		{[]string{"--retain-runs-keep", "-1"}},
+		{[]string{"--retain-batch", "0"}},
+		{[]string{"--retain-pause", "0s"}},
 	} {
 		t.Run(strings.Join(bad.args, " "), func(t *testing.T) {
 			_, err := parse(t, bad.args...)

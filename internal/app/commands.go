@@ -29,6 +29,7 @@ type serverFlags struct {
 	secretKey           string
 	secretKeyFile       string
 	limits              limitFlags
+	retention           retentionFlags
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
@@ -51,6 +52,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	registerSecretKey(fl, &f.secretKey, &f.secretKeyFile)
 	f.limits.register(fl)
+	f.retention.register(fl)
 }
 
 func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
@@ -68,6 +70,10 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
+	retention, err := f.retention.config()
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	keys, err := loadSecretKeys(f.secretKey, f.secretKeyFile)
 	if err != nil {
 		return ServerConfig{}, err
@@ -77,7 +83,7 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: f.bootstrap, TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
-		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys,
+		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys, Retention: retention,
 	}, nil
 }
 

@@ -68,6 +68,9 @@ type ServerConfig struct {
 	HTTP       HTTPLimits
 	SubmitRate *model.RateLimit
 
+	// Retention is how long history is kept (the --retain-* flags; zero: for ever).
+	Retention Retention
+
 	// Secrets encrypt secret env values and webhook secrets at rest (STINT_SECRET_KEY,
 	// --secret-key-file); nil: jobs with secret_env are refused, webhook secrets kept in clear.
 	Secrets *secret.Keys
@@ -192,7 +195,9 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		// Cron runs of jobs without concurrency limits are created this far ahead of their
 		// instant, so that thousands of jobs due on one second only need promoting then.
 		CronLead: cronLead,
-		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL})
+		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL,
+		Retention: cfg.Retention.Policy, RetentionBatch: cfg.Retention.Batch, RetentionPause: cfg.Retention.Pause,
+		RetentionInterval: cfg.Retention.Interval})
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}

@@ -19,6 +19,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
@@ -69,7 +71,14 @@ type Config struct {
 	// SeedFinished, when above 0, fills the fresh PostgreSQL store with that many finished
 	// runs (and their jobs and attempts) before the workload runs: see seed.go.
 	SeedFinished int
-	Logger       *slog.Logger
+	// Retention, when above 0, has the bench's server delete finished runs this long after
+	// they finished (no run kept per job, batches and pause as the server's defaults), so a
+	// workload on a seeded store runs while retention deletes the seeded history.
+	Retention time.Duration
+	// RetentionPause is the server's pause between two delete batches under Retention
+	// (0: the server's default, app.DefaultRetainPause): it bounds the delete rate.
+	RetentionPause time.Duration
+	Logger         *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -228,10 +237,47 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		r.res.add("seed write", seeded.wrote.Seconds(), "s")
 		r.res.add("seed vacuum analyze", seeded.vacuumed.Seconds(), "s")
 	}
+	var before int64
+	if cfg.Retention > 0 && storeURL != "" {
+		var err error
+		if before, err = countRuns(ctx, storeURL); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
 	if err := w(ctx, r); err != nil {
 		return nil, fmt.Errorf("bench %s: %w", workload, err)
 	}
+	if cfg.Retention > 0 && storeURL != "" {
+		elapsed := time.Since(start)
+		after, err := countRuns(ctx, storeURL)
+		if err != nil {
+			return nil, err
+		}
+		deleted := before - after
+		r.res.Params["retention"] = cfg.Retention.String()
+		if cfg.RetentionPause > 0 {
+			r.res.Params["retention pause"] = cfg.RetentionPause.String()
+		}
+		r.res.add("retention deleted", float64(deleted), "runs")
+		r.res.add("retention delete rate", float64(deleted)/elapsed.Seconds(), "runs/s")
+	}
 	return r.res, nil
+}
+
+// countRuns counts the runs of the seeded history (its queues, seed-NN) in the store at url:
+// those retention deletes while the workload adds its own.
+func countRuns(ctx context.Context, url string) (int64, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, fmt.Errorf("connect to the store: %w", err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM runs WHERE queue LIKE 'seed-%'`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	return n, nil
 }
 
 // isPostgres reports whether a --store names PostgreSQL.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/app"
+	"github.com/stint-dev/stint/internal/engine"
 )
 
 // benchServer is a server the bench started in its own process.
@@ -64,6 +65,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			LocalCapacity: apitype.Capacity{Slots: cfg.Slots},
 			Logger:        cfg.Logger,
 			Ready:         func(addr string) { ready <- addr },
+			Retention:     benchRetention(cfg.Retention, cfg.RetentionPause),
 		})
 	}()
 	select {
@@ -93,6 +95,21 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 		cleanup()
 		return nil, fmt.Errorf("start server: not ready after 60s")
 	}
+}
+
+// benchRetention is the server's retention under --retention d: finished runs go d after
+// they finished, every one of them (no run kept per job), in the server's default batches
+// with pause between them (0: the server's default), looked for every 100 ms so that
+// deleting starts as soon as there is history.
+func benchRetention(d, pause time.Duration) app.Retention {
+	if d <= 0 {
+		return app.Retention{}
+	}
+	if pause <= 0 {
+		pause = app.DefaultRetainPause
+	}
+	return app.Retention{Policy: engine.RetentionPolicy{Runs: d}, Batch: app.DefaultRetainBatch,
+		Pause: pause, Interval: 100 * time.Millisecond}
 }
 
 // scratchDatabase creates an empty database on the PostgreSQL server of base and returns its

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -19,7 +20,7 @@ type submitFlags struct {
 	concurrency, concurrencyKey, rate                string
 	maxConcurrent                                    int
 	priority, retries, gpu                           int
-	timeout, backoff, delay                          time.Duration
+	timeout, backoff, delay, waitTimeout             time.Duration
 	cpu                                              float64
 	memory                                           memoryFlag
 	runAt                                            timeFlag
@@ -40,9 +41,11 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 			"(--shell, run with /bin/sh -c) or a handler kind served by SDK workers (--handler).\n" +
 			"A job with no --cron schedule gets one run at once, due now, at --run-at or after --delay;\n" +
 			"with --after it waits until the runs named hold their conditions (and is skipped if one never can).\n\n" +
-			"Prints the run and the job it belongs to. With --wait it waits for the run to end and\n" +
-			"prints how it ended; with --follow it streams the run's logs meanwhile. Both exit 0 only\n" +
-			"when the run succeeded.",
+			"Prints the run and the job it belongs to. With --wait it waits for the run to end, as\n" +
+			"docker run does: each change of the run's state, with why it waits, goes to stderr, and\n" +
+			"once it ends its last attempt's stdout goes to stdout and its stderr to stderr. With\n" +
+			"--follow it streams the run's logs meanwhile. Both exit 0 when the run succeeded, 1 when it\n" +
+			"did not, and 3 when --wait-timeout passed first (the run goes on).",
 		Example: "  stint submit -- ./backup.sh /data\n" +
 			"  stint submit --shell 'echo hi; sleep 5' --wait\n" +
 			"  stint submit --name report --queue reports --cpu 2 --memory 4G --retries 3 --backoff 30s -- ./report\n" +
@@ -85,7 +88,8 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.Var(&f.labels, "label", "worker label KEY=VALUE the job needs, repeatable")
 	fl.StringArrayVar(&f.tags, "tag", nil, "tag, repeatable")
 	fl.Var(&f.after, "after", "run only after run RUN_ID succeeded (RUN_ID:failed, RUN_ID:finished for the other conditions), repeatable")
-	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, print how it ended, exit 0 only if it succeeded")
+	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, showing its state changes on stderr, then print its output; exit 0 only if it succeeded")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait or --follow, stop waiting after this and exit 3; the run goes on (0: wait for ever)")
 	fl.BoolVar(&f.follow, "follow", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
 	f.json = addJSONFlag(cmd)
@@ -104,6 +108,10 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		return Usagef("--json and --follow: --follow prints logs, not JSON")
 	case (f.wait || f.follow) && f.cron != "":
 		return Usagef("--cron with --wait or --follow: a scheduled job has no run to wait for")
+	case f.waitTimeout < 0:
+		return Usagef("--wait-timeout: must not be negative")
+	case f.waitTimeout > 0 && !f.wait && !f.follow:
+		return Usagef("--wait-timeout without --wait or --follow: there is no waiting to bound")
 	case len(f.after.deps) > 0 && f.cron != "":
 		return Usagef("--after with --cron: --after holds the job's one run, and a scheduled job has none")
 	}
@@ -133,16 +141,20 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		}
 		fmt.Fprintln(out, id)
 	default:
+		w := out
+		if f.wait {
+			w = errOut // stdout is the run's output, as with docker run
+		}
 		if resp.Run != nil {
-			fmt.Fprintf(out, "run %s %s\n", resp.Run.ID, resp.Run.Status)
+			fmt.Fprintf(w, "run %s %s\n", resp.Run.ID, resp.Run.Status)
 		}
 		if resp.Job.Name != "" && resp.Job.Name != resp.Job.ID {
-			fmt.Fprintf(out, "job %s %s\n", resp.Job.ID, resp.Job.Name)
+			fmt.Fprintf(w, "job %s %s\n", resp.Job.ID, resp.Job.Name)
 		} else {
-			fmt.Fprintf(out, "job %s\n", resp.Job.ID)
+			fmt.Fprintf(w, "job %s\n", resp.Job.ID)
 		}
 		if len(resp.Job.NextFireTimes) > 0 {
-			fmt.Fprintf(out, "next %s\n", cfg.when(&resp.Job.NextFireTimes[0]))
+			fmt.Fprintf(w, "next %s\n", cfg.when(&resp.Job.NextFireTimes[0]))
 		}
 	}
 	if !waiting {
@@ -152,13 +164,26 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		return fmt.Errorf("job %s has no run to wait for", resp.Job.ID)
 	}
 
+	waitCtx := ctx
+	if f.waitTimeout > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeout(ctx, f.waitTimeout)
+		defer cancel()
+	}
 	var run *apitype.Run
-	if f.follow {
-		run, err = followRun(ctx, c, resp.Run.ID, out, errOut)
-	} else {
-		run, err = c.WaitRun(ctx, resp.Run.ID, client.Finished)
+	switch {
+	case f.follow:
+		run, err = followRun(waitCtx, c, resp.Run.ID, out, errOut)
+	case *f.json || f.quiet:
+		run, err = c.WaitRun(waitCtx, resp.Run.ID, client.Finished)
+	default:
+		run, err = waitShowing(waitCtx, c, resp.Run, errOut)
 	}
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(errOut, "stopped waiting after %s (--wait-timeout): run %s goes on\n", f.waitTimeout, resp.Run.ID)
+			return &exitError{code: exitWaitTimeout}
+		}
 		return err
 	}
 	switch {
@@ -169,10 +194,56 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	case f.follow:
 		fmt.Fprintln(errOut, runOutcome(run))
 	case !f.quiet:
-		fmt.Fprintln(out, runOutcome(run))
+		if err := printOutput(ctx, c, run, out, errOut); err != nil {
+			return err
+		}
+		fmt.Fprintln(errOut, runOutcome(run))
 	}
 	if run.Status != "succeeded" {
 		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// exitWaitTimeout is the exit code of a --wait or --follow that --wait-timeout ended.
+const exitWaitTimeout = 3
+
+// waitShowing waits for run to end, printing to w each change of its state, attempt or
+// pending reason (one runOutcome line each, the run as submitted being the first), and
+// returns it as it ended.
+func waitShowing(ctx context.Context, c *client.Client, run *apitype.Run, w io.Writer) (*apitype.Run, error) {
+	last := fmt.Sprintf("run %s %s", run.ID, run.Status) // printed with the submission
+	return c.WaitRun(ctx, run.ID, func(r *apitype.Run) bool {
+		if client.Finished(r) {
+			return true
+		}
+		if line := runOutcome(r); line != last {
+			fmt.Fprintln(w, line)
+			last = line
+		}
+		return false
+	})
+}
+
+// printOutput prints the output of a run's last attempt, its stdout to out and its stderr
+// to errOut; a run that never started has none.
+func printOutput(ctx context.Context, c *client.Client, run *apitype.Run, out, errOut io.Writer) error {
+	if run.Attempt == 0 {
+		return nil
+	}
+	for _, s := range []struct {
+		stream string
+		w      io.Writer
+	}{{"stdout", out}, {"stderr", errOut}} {
+		logs, err := c.Logs(ctx, run.ID, client.LogsOptions{Attempt: run.Attempt, Stream: s.stream})
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(s.w, logs)
+		_ = logs.Close()
+		if err != nil {
+			return fmt.Errorf("read the %s of run %s: %w", s.stream, run.ID, err)
+		}
 	}
 	return nil
 }

@@ -107,11 +107,16 @@ func TestSubmit(t *testing.T) {
 			args: []string{"submit", "--wait", "--shell", "x"},
 			exchanges: []exchange{
 				{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`, status: http.StatusCreated, answer: createdAnswer},
-				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"queued","pending_code":"no_worker_fits"}`},
-				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running","attempt":1}`},
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"queued","pending_code":"no_worker_fits","pending_reason":"no worker is connected"}`},
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"queued","pending_code":"no_worker_fits","pending_reason":"no worker is connected"}`},
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running","attempt":1,"max_attempts":1}`},
 				{method: "GET", path: "/v1/runs/r1", answer: succeededRun},
+				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=1&stream=stdout", contentType: "text/plain", answer: "HI\n"},
+				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=1&stream=stderr", contentType: "text/plain", answer: "note\n"},
 			},
-			stdout: "run r1 queued\njob j1 backup\nrun r1 succeeded (attempt 1/1)\n",
+			stdout: "HI\n",
+			stderr: "run r1 queued\njob j1 backup\nrun r1 queued: no worker is connected\nrun r1 running (attempt 1/1)\n" +
+				"note\nrun r1 succeeded (attempt 1/1)\n",
 		},
 		{
 			name: "wait until it fails",
@@ -119,10 +124,36 @@ func TestSubmit(t *testing.T) {
 			exchanges: []exchange{
 				{method: "POST", path: "/v1/jobs", body: `{"shell":"exit 3"}`, status: http.StatusCreated, answer: createdAnswer},
 				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"failed","attempt":2,"max_attempts":2,"error":"exit code 3"}`},
+				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&stream=stdout", contentType: "text/plain", answer: ""},
+				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&stream=stderr", contentType: "text/plain", answer: "oops\n"},
 			},
-			stdout: "run r1 queued\njob j1 backup\nrun r1 failed (attempt 2/2): exit code 3\n",
+			stdout: "",
+			stderr: "run r1 queued\njob j1 backup\noops\nrun r1 failed (attempt 2/2): exit code 3\n",
 			code:   1,
 		},
+		{
+			name: "wait for a run cancelled before it started: no output",
+			args: []string{"submit", "--wait", "--shell", "x"},
+			exchanges: []exchange{
+				{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`, status: http.StatusCreated, answer: createdAnswer},
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"cancelled","error":"cancelled by a user"}`},
+			},
+			stderr: "run r1 queued\njob j1 backup\nrun r1 cancelled: cancelled by a user\n",
+			code:   1,
+		},
+		{
+			name: "wait timeout: stop waiting, the run goes on",
+			args: []string{"submit", "--wait", "--wait-timeout", "1ns", "--shell", "x"},
+			exchanges: []exchange{
+				{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`, status: http.StatusCreated, answer: createdAnswer},
+			},
+			stderr: "run r1 queued\njob j1 backup\nstopped waiting after 1ns (--wait-timeout): run r1 goes on\n",
+			code:   3,
+		},
+		{name: "negative wait timeout", args: []string{"submit", "--wait", "--wait-timeout", "-1s", "--shell", "x"}, code: 2,
+			stderr: "--wait-timeout: must not be negative"},
+		{name: "wait timeout without waiting", args: []string{"submit", "--wait-timeout", "1s", "--shell", "x"}, code: 2,
+			stderr: "--wait-timeout without --wait"},
 		{
 			name: "wait, json",
 			args: []string{"submit", "--wait", "--json", "--shell", "x"},

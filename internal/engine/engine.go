@@ -93,6 +93,17 @@ type Config struct {
 	MaxLogBytes int64
 	// Observer is told of the runs this server ends, retries and leases. Default: none.
 	Observer Observer
+	// Retention is how long history is kept; while this server leads it deletes what is
+	// past it (service.Retention). The zero policy keeps everything.
+	Retention RetentionPolicy
+	// RetentionBatch and RetentionPause pace those deletes: rows per transaction, and the
+	// pause between two batches. Defaults service.DefaultRetentionBatch and
+	// service.DefaultRetentionPause.
+	RetentionBatch int
+	RetentionPause time.Duration
+	// RetentionInterval is how often it looks again once nothing is past retention.
+	// Default service.DefaultRetentionInterval.
+	RetentionInterval time.Duration
 }
 
 // DefaultHeartbeatInterval is Config.HeartbeatInterval's default for a lease TTL: a third
@@ -103,6 +114,12 @@ type Config struct {
 // requests: 2,000 workers at the default TTL (15 s) send 400 heartbeats a second at a
 // third, 667 at a fifth (BENCHMARKS.md, "Workers at scale").
 func DefaultHeartbeatInterval(leaseTTL time.Duration) time.Duration { return leaseTTL / 3 }
+
+// RetentionPolicy and RetentionRule are service's, named here for the engine's callers.
+type (
+	RetentionPolicy = service.RetentionPolicy
+	RetentionRule   = service.RetentionRule
+)
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease
 // polls, short enough that a best fit that never asks (busy with other kinds of work)
@@ -546,7 +563,8 @@ func (e *Engine) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*
 	return q, nil
 }
 
-// Workers lists workers, marking lost those silent for longer than the lease TTL.
+// Workers lists workers, marking lost those silent for longer than the lease TTL (a worker
+// that left stays drained).
 func (e *Engine) Workers(ctx context.Context) ([]*model.Worker, error) {
 	ws, err := e.store.ListWorkers(ctx)
 	if err != nil {
@@ -570,7 +588,7 @@ func (e *Engine) Worker(ctx context.Context, workerID string) (*model.Worker, er
 }
 
 func (e *Engine) markLost(w *model.Worker, now time.Time) {
-	if now.Sub(w.LastHeartbeat) > e.cfg.LeaseTTL {
+	if w.State != model.WorkerDrained && now.Sub(w.LastHeartbeat) > e.cfg.LeaseTTL {
 		w.State = model.WorkerLost
 	}
 }

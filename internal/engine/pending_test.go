@@ -145,3 +145,37 @@ func TestPendingReasonsFromTheStore(t *testing.T) {
 	r = explain(submitNeeding(model.Requirements{GPU: 8}))
 	require.Equal(t, "no worker fits: 3 registered, 3 lack gpu >= 8", r.PendingReason)
 }
+
+// A worker that left is drained at once: no pending reason calls it busy while its last
+// heartbeat is still within the lease TTL, and it is not called lost after the TTL.
+func TestLeftWorkerIsNotBusy(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	ctx := context.Background()
+	submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	reg, err := e.Register(ctx, &RegisterParams{ID: "w", Capacity: model.Capacity{Slots: 1}, Handlers: []string{"noop"}})
+	require.NoError(t, err)
+	explain := func() string {
+		t.Helper()
+		r := queuedRun(model.Requirements{})
+		require.NoError(t, e.ExplainPending(ctx, []*model.Run{r}))
+		return r.PendingReason
+	}
+	require.Equal(t, "waiting for a free slot: 1 active workers are busy", explain())
+
+	require.ErrorIs(t, e.Leave(ctx, "w", "another session"), ErrUnknownWorker, "a later session does not leave")
+	require.NoError(t, e.Leave(ctx, "w", reg.Session))
+	require.Equal(t, "no worker is connected", explain(), "within the lease TTL of its last heartbeat")
+	w, err := e.Worker(ctx, "w")
+	require.NoError(t, err)
+	require.Equal(t, model.WorkerDrained, w.State)
+	_, err = e.Lease(ctx, "w", &LeaseParams{Max: 1})
+	require.ErrorIs(t, err, ErrUnknownWorker, "its session is over")
+	_, err = e.Lease(ctx, "w", &LeaseParams{Max: 1, Session: reg.Session})
+	require.ErrorIs(t, err, ErrUnknownWorker, "on any server")
+
+	b.clk.Set(b.clk.Now().Add(time.Hour))
+	w, err = e.Worker(ctx, "w")
+	require.NoError(t, err)
+	require.Equal(t, model.WorkerDrained, w.State, "drained, not lost")
+}

@@ -51,7 +51,9 @@ func (e *Engine) newServices() {
 //     wakes late fires nothing;
 //   - the rescuer, because it ends attempts as lost by comparing lease expiries with its
 //     server's clock: one judge of expiry, instead of every server's clock, and one pass
-//     over the cluster's leases instead of N servers racing to end the same attempts.
+//     over the cluster's leases instead of N servers racing to end the same attempts;
+//   - the retention service, when Config.Retention has a rule: one deleter of history per
+//     cluster, whose batches never race another server's.
 //
 // A stopped service cannot start again, so each term gets new ones.
 func (e *Engine) newLeaderServices(term int64) []serviceLoop {
@@ -90,7 +92,14 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 		},
 	})
 	cron.TestSignals.Slept = e.TestSignals.CronSlept
-	return []serviceLoop{rescuer, cron}
+	if !e.cfg.Retention.On() {
+		return []serviceLoop{rescuer, cron}
+	}
+	retention := service.NewRetention(service.RetentionConfig{
+		Store: e.store, Clock: e.clock, Logger: e.log, Policy: e.cfg.Retention,
+		Batch: e.cfg.RetentionBatch, Pause: e.cfg.RetentionPause, Interval: e.cfg.RetentionInterval,
+	})
+	return []serviceLoop{rescuer, cron, retention}
 }
 
 // becomeLeader is the elector's OnElected: it repairs what a crash may have left half

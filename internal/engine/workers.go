@@ -156,8 +156,8 @@ func (e *Engine) conn(ctx context.Context, workerID, session string) (*workerCon
 		return nil, ErrUnknownWorker
 	}
 	w, err := e.store.GetWorker(ctx, &store.GetWorkerParams{ID: workerID})
-	if errors.Is(err, model.ErrNotFound) || err == nil && w.Session != session {
-		return nil, ErrUnknownWorker
+	if errors.Is(err, model.ErrNotFound) || err == nil && (w.Session != session || w.State == model.WorkerDrained) {
+		return nil, ErrUnknownWorker // a session that left (Leave) is over too
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load session: %w", err)
@@ -385,6 +385,30 @@ func (e *Engine) beat(ctx context.Context, b store.Beat) (*store.HeartbeatResult
 
 func (e *Engine) flushHeartbeats(ctx context.Context, beats []store.Beat) ([]store.HeartbeatResult, error) {
 	return e.store.Heartbeat(ctx, &store.HeartbeatParams{Beats: beats, LeaseTTL: e.cfg.LeaseTTL, Now: e.clock.Now()})
+}
+
+// Leave ends a worker's session at its clean exit: the worker becomes drained, takes no
+// more work, and no pending reason counts it. Its attempts still held (a drain that timed
+// out) are left to expire and be rescued. ErrUnknownWorker when session is not the
+// worker's current one (it registered again since).
+func (e *Engine) Leave(ctx context.Context, workerID, session string) error {
+	err := e.store.SetWorkerState(ctx, &store.SetWorkerStateParams{ID: workerID, State: model.WorkerDrained, Session: session})
+	if errors.Is(err, model.ErrNotFound) {
+		return fmt.Errorf("leave of %s: %w", workerID, ErrUnknownWorker)
+	}
+	if err != nil {
+		return fmt.Errorf("leave of %s: %w", workerID, err)
+	}
+	e.mu.Lock()
+	c := e.workers[workerID]
+	if c != nil && c.session == session {
+		delete(e.workers, workerID)
+	}
+	e.mu.Unlock()
+	if c != nil {
+		c.events.Notify() // release a lease poll still held
+	}
+	return nil
 }
 
 // AppendLogs stores log chunks, group-committed, stamped with the time they arrived. It

@@ -95,4 +95,7 @@ const (
 	WorkerActive   WorkerState = "active"
 	WorkerDraining WorkerState = "draining"
 	WorkerLost     WorkerState = "lost"
+	// WorkerDrained: the worker said it left (a clean exit, after a drain). It takes no
+	// work, stays listed so, and is removed after retention.
+	WorkerDrained WorkerState = "drained"
 )

@@ -370,3 +370,15 @@ func (c *crashStore) TouchToken(ctx context.Context, p *store.TouchTokenParams) 
 	_, err := call(c, true, "TouchToken", func() (struct{}, error) { return struct{}{}, c.inner.TouchToken(ctx, p) })
 	return err
 }
+
+func (c *crashStore) PruneRuns(ctx context.Context, p *store.PruneRunsParams) (int, error) {
+	return call(c, true, "PruneRuns", func() (int, error) { return c.inner.PruneRuns(ctx, p) })
+}
+
+func (c *crashStore) PruneWorkers(ctx context.Context, p *store.PruneWorkersParams) (int, error) {
+	return call(c, true, "PruneWorkers", func() (int, error) { return c.inner.PruneWorkers(ctx, p) })
+}
+
+func (c *crashStore) PruneRateLimits(ctx context.Context, p *store.PruneRateLimitsParams) (int, error) {
+	return call(c, true, "PruneRateLimits", func() (int, error) { return c.inner.PruneRateLimits(ctx, p) })
+}

@@ -213,4 +213,7 @@ type GetWorkerParams struct {
 type SetWorkerStateParams struct {
 	ID    string
 	State model.WorkerState
+	// Session, when set, must be the worker's session: a worker that registered again
+	// since is not changed (model.ErrNotFound).
+	Session string
 }

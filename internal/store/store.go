@@ -14,9 +14,10 @@ import (
 // *XxxParams named after it (GetRun takes *GetRunParams), declared by area in
 // params_jobs.go (jobs and runs), params_cron.go (cron, webhooks, limits),
 // params_pipelines.go (pipelines and graphs), params_dispatch.go (dispatch, logs,
-// queues, workers), params_cluster.go (servers, leadership) and params_tokens.go (API
-// tokens); a params field that carries the current time is named Now. Methods that need
-// nothing but ctx (Ping, ListQueues, OldestQueued, ListWorkers, ListTokens, NextDue, NextLeaseExpiry,
+// queues, workers), params_cluster.go (servers, leadership), params_tokens.go (API
+// tokens) and params_retention.go (deleting history); a params field that carries the
+// current time is named Now. Methods that need nothing but ctx (Ping, ListQueues,
+// OldestQueued, ListWorkers, ListTokens, NextDue, NextLeaseExpiry,
 // NextRelease) take ctx alone, and Close takes nothing.
 type Store interface {
 	// Jobs
@@ -295,7 +296,8 @@ type Store interface {
 	GetWorker(ctx context.Context, p *GetWorkerParams) (*model.Worker, error)
 	// ListWorkers returns every worker by id, with Running and Used filled.
 	ListWorkers(ctx context.Context) ([]*model.Worker, error)
-	// SetWorkerState sets a worker's State (draining, lost).
+	// SetWorkerState sets a worker's State (draining, drained), only while its session is
+	// Session when that is set; model.ErrNotFound when no worker matches.
 	SetWorkerState(ctx context.Context, p *SetWorkerStateParams) error
 
 	// Cluster
@@ -334,6 +336,28 @@ type Store interface {
 	// TouchToken sets LastUsedAt = Now when it is unset or before Stale. An unknown id
 	// changes nothing and is no error.
 	TouchToken(ctx context.Context, p *TouchTokenParams) error
+
+	// Retention
+
+	// PruneRuns deletes, in one transaction, at most Limit final runs that PruneRunsParams'
+	// rules select, oldest finish first, with what belongs to them: attempts, log chunks,
+	// slot rows (a retry of the run would take its slot again), dependency edges in either
+	// direction and the pipeline-run step rows, and the pipeline run whose last step went.
+	// It returns how many runs it deleted. A run that is not final is never deleted, and
+	// neither is one whose end is still to be resolved (dep_outbox), one with a dependant
+	// that is not final, or a step of a pipeline run with a step that is not final (or, for
+	// the age rule, that finished at or after Before): a pipeline run goes whole. A cron
+	// run's fired instant goes with it, so a backfill over deleted history fires it again.
+	PruneRuns(ctx context.Context, p *PruneRunsParams) (int, error)
+	// PruneWorkers deletes at most Limit workers (their rows: session, labels, capacity)
+	// whose LastHeartbeat is before Before (lost or drained long ago, whatever State says)
+	// and that hold no running run, and returns how many it deleted. A worker that comes
+	// back registers anew.
+	PruneWorkers(ctx context.Context, p *PruneWorkersParams) (int, error)
+	// PruneRateLimits deletes at most Limit rate-limit rows whose theoretical arrival time
+	// is before Before (a key with a past one admits as a key never used does) and returns
+	// how many it deleted.
+	PruneRateLimits(ctx context.Context, p *PruneRateLimitsParams) (int, error)
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

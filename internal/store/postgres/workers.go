@@ -171,7 +171,8 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*model.Worker, error) {
 
 // SetWorkerState sets a worker's state.
 func (s *Store) SetWorkerState(ctx context.Context, p *store.SetWorkerStateParams) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1`, p.ID, string(p.State))
+	tag, err := s.pool.Exec(ctx, `UPDATE workers SET state = $2 WHERE id = $1 AND ($3 = '' OR session = $3)`,
+		p.ID, string(p.State), p.Session)
 	if err != nil {
 		return translate(err, "set state of worker %s", p.ID)
 	}

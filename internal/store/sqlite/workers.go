@@ -147,7 +147,8 @@ func (s *Store) ListWorkers(ctx context.Context) ([]*model.Worker, error) {
 // SetWorkerState sets a worker's state.
 func (s *Store) SetWorkerState(ctx context.Context, p *store.SetWorkerStateParams) error {
 	err := s.write(ctx, func(t *wtx) error {
-		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET state = ? WHERE id = ?`, string(p.State), p.ID)
+		res, err := t.tx.ExecContext(t.ctx, `UPDATE workers SET state = ?1 WHERE id = ?2 AND (?3 = '' OR session = ?3)`,
+			string(p.State), p.ID, p.Session)
 		if err != nil {
 			return err
 		}

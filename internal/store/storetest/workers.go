@@ -42,6 +42,12 @@ func testWorkers(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Equal(t, model.WorkerDraining, got.State)
 		require.ErrorIs(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "nobody", State: model.WorkerLost}), model.ErrNotFound)
+		require.ErrorIs(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w", State: model.WorkerDrained, Session: "old"}),
+			model.ErrNotFound, "another session: a worker that registered again does not leave")
+		require.NoError(t, f.s.SetWorkerState(f.ctx, &store.SetWorkerStateParams{ID: "w", State: model.WorkerDrained, Session: got.Session}))
+		got, err = f.s.GetWorker(f.ctx, &store.GetWorkerParams{ID: "w"})
+		require.NoError(t, err)
+		require.Equal(t, model.WorkerDrained, got.State)
 
 		// Registering again makes it active.
 		w, _ = f.register("w", "s1", at(2*time.Minute))
