@@ -53,6 +53,17 @@ type JobSpec struct {
 	Schedule     *Schedule     `json:"schedule,omitempty"`
 	Concurrency  Concurrency   `json:"concurrency"`
 	Tags         []string      `json:"tags,omitempty"`
+	// Alerts tunes the alert rules for this job (nil: the server's defaults).
+	Alerts *JobAlerts `json:"alerts,omitempty"`
+}
+
+// JobAlerts are a job's own thresholds of the alert rules (internal/alerting); a zero
+// field keeps the server's default.
+type JobAlerts struct {
+	Off                 bool          `json:"off,omitempty"`                  // no alert about this job or its runs
+	ConsecutiveFailures int           `json:"consecutive_failures,omitempty"` // failed runs in a row that fire job_failing
+	LateAfter           time.Duration `json:"late_after,omitempty"`           // a cron instant not started this long after it fires cron_late
+	MaxDuration         time.Duration `json:"max_duration,omitempty"`         // a run running longer fires run_too_long
 }
 
 // Requirements are what one attempt of a job needs from a worker.
