@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stint-dev/stint/internal/alerting"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
@@ -365,4 +366,26 @@ func (c *crashStore) RevokeToken(ctx context.Context, p *store.RevokeTokenParams
 func (c *crashStore) TouchToken(ctx context.Context, p *store.TouchTokenParams) error {
 	_, err := call(c, true, "TouchToken", func() (struct{}, error) { return struct{}{}, c.inner.TouchToken(ctx, p) })
 	return err
+}
+
+func (c *crashStore) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*alerting.Facts, error) {
+	return call(c, false, "AlertFacts", func() (*alerting.Facts, error) { return c.inner.AlertFacts(ctx, p) })
+}
+
+func (c *crashStore) ApplyAlerts(ctx context.Context, p *store.ApplyAlertsParams) error {
+	_, err := call(c, true, "ApplyAlerts", func() (struct{}, error) { return struct{}{}, c.inner.ApplyAlerts(ctx, p) })
+	return err
+}
+
+func (c *crashStore) ListAlerts(ctx context.Context, p *store.ListAlertsParams) ([]alerting.Alert, error) {
+	return call(c, false, "ListAlerts", func() ([]alerting.Alert, error) { return c.inner.ListAlerts(ctx, p) })
+}
+
+func (c *crashStore) AppendAudit(ctx context.Context, p *store.AppendAuditParams) error {
+	_, err := call(c, true, "AppendAudit", func() (struct{}, error) { return struct{}{}, c.inner.AppendAudit(ctx, p) })
+	return err
+}
+
+func (c *crashStore) ListAudit(ctx context.Context, p *store.ListAuditParams) ([]*model.AuditEntry, error) {
+	return call(c, false, "ListAudit", func() ([]*model.AuditEntry, error) { return c.inner.ListAudit(ctx, p) })
 }

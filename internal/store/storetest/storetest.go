@@ -41,6 +41,8 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Cluster", testCluster},
 		{"Tokens", testTokens},
 		{"Secrets", testSecrets},
+		{"Alerts", testAlerts},
+		{"Audit", testAudit},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
