@@ -34,5 +34,7 @@ CREATE INDEX audit_log_actor ON audit_log (actor, id);
 -- A queue's own alert thresholds (JSON of model.QueueAlerts; NULL: the server's).
 ALTER TABLE queues ADD COLUMN alerts jsonb;
 
--- The alert service reads the jobs whose runs failed since its last pass.
-CREATE INDEX runs_failed_at ON runs (finished_at) WHERE status = 'failed';
+-- The alert service reads the jobs whose runs failed since its last pass. The predicate on
+-- finished_at keeps the lists of failed runs (status = 'failed' only, by id) on
+-- runs_rare_status: only a query bounding finished_at can use this index.
+CREATE INDEX runs_failed_at ON runs (finished_at) WHERE status = 'failed' AND finished_at IS NOT NULL;
