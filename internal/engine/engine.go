@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stint-dev/stint/internal/alerting"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
@@ -85,6 +86,19 @@ type Config struct {
 	// MaxLogBytes caps the output stored per attempt (store.AppendLogsParams.MaxAttemptBytes);
 	// 0: no cap.
 	MaxLogBytes int64
+	// Alerts, when set, runs the alert rules on the leader (service.Alerter); nil: no
+	// alerts are evaluated.
+	Alerts *AlertsConfig
+}
+
+// AlertsConfig configures the leader's Alerter.
+type AlertsConfig struct {
+	Rules alerting.Rules
+	// Interval is how often the rules are evaluated (default service.DefaultAlertInterval);
+	// a run's change also wakes the Alerter, at most once per service.DefaultAlertMinGap.
+	Interval time.Duration
+	// Notify is handed the alerts that fired and resolved; it must not block.
+	Notify func([]alerting.Alert)
 }
 
 // DefaultBestFitHold is Config.BestFitHold's default: a few of a busy worker's lease

@@ -51,7 +51,8 @@ func (e *Engine) newServices() {
 //     wakes late fires nothing;
 //   - the rescuer, because it ends attempts as lost by comparing lease expiries with its
 //     server's clock: one judge of expiry, instead of every server's clock, and one pass
-//     over the cluster's leases instead of N servers racing to end the same attempts.
+//     over the cluster's leases instead of N servers racing to end the same attempts;
+//   - the alerter (with Config.Alerts), so that each alert fires and resolves once.
 //
 // A stopped service cannot start again, so each term gets new ones.
 func (e *Engine) newLeaderServices(term int64) []serviceLoop {
@@ -84,7 +85,14 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 		},
 	})
 	cron.TestSignals.Slept = e.TestSignals.CronSlept
-	return []serviceLoop{rescuer, cron}
+	services := []serviceLoop{rescuer, cron}
+	if a := e.cfg.Alerts; a != nil {
+		services = append(services, service.NewAlerter(service.AlerterConfig{
+			Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.changes.Wait,
+			Interval: a.Interval, Rules: a.Rules, NewID: e.cfg.NewID, Notify: a.Notify,
+		}))
+	}
+	return services
 }
 
 // becomeLeader is the elector's OnElected: it repairs what a crash may have left half
