@@ -75,7 +75,7 @@ func TestChannels(t *testing.T) {
 	m := <-sink.Mails
 	require.Equal(t, "stint@example.com", m.From)
 	require.Equal(t, []string{"ops@example.com"}, m.To)
-	require.Contains(t, m.Data, "Subject: [stint] FIRING worker_lost: worker w1 lost\r\n")
+	require.Contains(t, m.Data, "Subject: [stint] FIRING worker_lost: worker w1 lost\n") // the sink reads lines as LF
 	require.Contains(t, m.Data, "link: https://stint.example.com/ui/workers")
 }
 
