@@ -74,6 +74,16 @@ type Rules struct {
 	Disabled map[Rule]bool
 }
 
+// Bounds of a job's thresholds (model.JobAlerts), which the API checks.
+const (
+	// MaxConsecutiveFailures caps consecutive_failures: the Alerter reads that many of a
+	// job's latest ended runs.
+	MaxConsecutiveFailures = 100
+	// MinMaxDuration is the shortest max_duration: runs whose attempt started later than
+	// this ago are not read.
+	MinMaxDuration = time.Minute
+)
+
 // DefaultRules are the thresholds when none are given.
 func DefaultRules() Rules {
 	return Rules{ConsecutiveFailures: 3, LateAfter: time.Minute, QueueMaxBacklog: 10000,

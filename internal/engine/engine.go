@@ -576,3 +576,13 @@ func (e *Engine) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 	}
 	return qs, nil
 }
+
+// RecordAudit writes an entry of the audit log, giving it its id and time.
+func (e *Engine) RecordAudit(ctx context.Context, entry *model.AuditEntry) error {
+	entry.At = e.clock.Now()
+	entry.ID = e.cfg.NewID(entry.At)
+	if err := e.store.AppendAudit(ctx, &store.AppendAuditParams{Entry: entry}); err != nil {
+		return fmt.Errorf("record audit: %w", err)
+	}
+	return nil
+}

@@ -29,12 +29,6 @@ const (
 	DefaultAlertMinGap = time.Second
 	// AlertLookback is how far back a new Alerter (a new leader's) looks for failed runs.
 	AlertLookback = 24 * time.Hour
-	// MaxConsecutiveFailures caps a job's consecutive_failures: the Alerter reads that many
-	// of a job's latest ended runs.
-	MaxConsecutiveFailures = 100
-	// MinRunDuration is the shortest max_duration a job may set: runs that started later
-	// than this ago are not read.
-	MinRunDuration = time.Minute
 	// maxOpenAlerts bounds the firing alerts one pass reads.
 	maxOpenAlerts = 100000
 )
@@ -138,7 +132,7 @@ func (a *Alerter) Pass(ctx context.Context) (time.Time, error) {
 		since = a.last.Add(-time.Minute) // servers' clocks differ a little: read a margin again
 	}
 	facts, err := a.store.AlertFacts(ctx, &store.AlertFactsParams{Now: now, FailedAfter: since, StreakJobs: streakJobs,
-		Streak: MaxConsecutiveFailures, RunningBefore: now.Add(-MinRunDuration)})
+		Streak: alerting.MaxConsecutiveFailures, RunningBefore: now.Add(-alerting.MinMaxDuration)})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("alert facts: %w", err)
 	}
