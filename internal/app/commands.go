@@ -24,6 +24,7 @@ type serverFlags struct {
 	tls                 TLSFiles
 	secretKeyFile       string
 	limits              limitFlags
+	alerts              alertFlags
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
@@ -44,6 +45,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.logFormat, "log-format", envOr("STINT_LOG_FORMAT", "text"), "log format: text or json")
 	registerSecretKey(fl, &f.secretKeyFile)
 	f.limits.register(fl)
+	f.alerts.register(fl)
 }
 
 func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
@@ -65,12 +67,17 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
+	alerts, err := f.alerts.config()
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: os.Getenv("STINT_BOOTSTRAP_TOKEN"), TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
 		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys,
+		Alerts: alerts, AlertRetry: f.alerts.retryBase, AlertRetryMax: f.alerts.retryLimit,
 	}, nil
 }
 

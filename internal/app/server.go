@@ -70,6 +70,12 @@ type ServerConfig struct {
 	// --secret-key-file); nil: jobs with secret_env are refused, webhook secrets kept in clear.
 	Secrets *secret.Keys
 
+	// Alerts configures the alert rules and channels (zero: the default rules, no channel);
+	// AlertRetry and AlertRetryMax pace the retries of a failed notification (zero: 1 s
+	// doubling to 1 min).
+	Alerts                    AlertConfig
+	AlertRetry, AlertRetryMax time.Duration
+
 	// LocalWorker runs a worker inside the server process (stint dev), LocalSlots attempts
 	// at once; its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
 	// LocalGuard is its guard process (worker.Config.Guard).
@@ -182,7 +188,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		// Cron runs of jobs without concurrency limits are created this far ahead of their
 		// instant, so that thousands of jobs due on one second only need promoting then.
 		CronLead: cronLead,
-		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL})
+		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL,
+		Alerts: startAlerts(ctx, cfg.Alerts, cfg.AlertRetry, cfg.AlertRetryMax, log)})
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}

@@ -80,6 +80,8 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newDAGsCmd(cfg),
 		newPipelinesCmd(cfg),
 		newTokensCmd(cfg),
+		newAlertsCmd(cfg),
+		newAuditCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root
