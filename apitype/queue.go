@@ -7,7 +7,7 @@ type Queue struct {
 	MaxConcurrency int    `json:"max_concurrency"`
 	Paused         bool   `json:"paused"`
 	// RateLimit caps how often the queue's runs start (absent: no cap).
-	RateLimit *RateLimit     `json:"rate_limit,omitempty"`
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
 	// Alerts are the queue's own thresholds of the queue_backlog rule (absent: the server's).
 	Alerts *QueueAlerts   `json:"alerts,omitempty"`
 	Depth  map[string]int `json:"depth"`

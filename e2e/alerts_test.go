@@ -141,4 +141,3 @@ func TestAlerts(t *testing.T) {
 	require.Zero(t, code, errOut)
 	require.Contains(t, out, `"action": "queue.update"`)
 }
-

@@ -210,4 +210,3 @@ func (a *API) listAlerts(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
-

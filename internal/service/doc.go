@@ -1,10 +1,11 @@
 // Package service holds the server's background loops as small services, one type per
 // loop: the Promoter (scheduled runs become queued when due), the Rescuer (expired leases
 // end as lost), the Releaser (rate-limited runs and queues get their turns), the
-// CronFirer (cron schedules of jobs and pipelines fire), and the Elector, which takes part
-// in the cluster's leadership (the leader lease in the store) and tells the engine when this
-// server becomes the leader or stops being it; the engine then starts or stops the services
-// only the leader runs. The CronFirer fires under the leader's term, which the store checks.
+// CronFirer (cron schedules of jobs and pipelines fire), the Alerter (the alert rules of
+// internal/alerting are evaluated and their alerts stored and notified), and the Elector,
+// which takes part in the cluster's leadership (the leader lease in the store) and tells the
+// engine when this server becomes the leader or stops being it; the engine then starts or
+// stops the services only the leader runs. The CronFirer fires under the leader's term, which the store checks.
 //
 // The model. Each service is one goroutine that sequences store calls and sleeps: it asks
 // the store when it next has something to do, sleeps until that instant (read from an
