@@ -88,6 +88,9 @@ func (a *API) audited(rt route, w http.ResponseWriter, r *http.Request, handle f
 	handle(aw, r.WithContext(context.WithValue(r.Context(), auditKey{}, note)))
 	if aw.status/100 == 2 && !dryRun(r) {
 		a.recordAudit(r, rt, note, aw.body.Bytes())
+		// The entry's write took time of the answer's window: the held answer, ready
+		// now, gets the server's write timeout from now (see deadlines.go).
+		a.writeWindow(w)
 	}
 	aw.flush()
 }
