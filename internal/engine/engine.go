@@ -116,6 +116,7 @@ type Engine struct {
 	submits   *committer[store.NewJob, store.CreateJobResult]
 	completes *committer[store.Completion, store.CompletionResult]
 	logs      *committer[model.LogChunk, error]
+	audits    *committer[*model.AuditEntry, struct{}]
 
 	// The wake-ups, shared with the other servers through Config.Notifier.
 	work    *topic // a run became queued
@@ -220,6 +221,7 @@ func New(cfg Config) *Engine {
 	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
 	e.completes.spacing, e.completes.clock = cfg.CompleteLinger, cfg.Clock
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
+	e.audits = newCommitter(cfg.MaxBatch, e.flushAudits)
 	e.newServices()
 	if cfg.Stepped {
 		e.steppers = []*service.Stepper{e.elector.Stepper(), e.promoter.Stepper(), e.releaser.Stepper()}
@@ -244,6 +246,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goLoop(ctx, e.submits.run)
 		e.goLoop(ctx, e.completes.run)
 		e.goLoop(ctx, e.logs.run)
+		e.goLoop(ctx, e.audits.run)
 	}
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
@@ -577,12 +580,21 @@ func (e *Engine) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 	return qs, nil
 }
 
-// RecordAudit writes an entry of the audit log, giving it its id and time.
+// RecordAudit writes an entry of the audit log, giving it its id and time. Entries of
+// concurrent requests are written together, one transaction per batch (a committer like
+// the submissions'), so that auditing adds no transaction per request.
 func (e *Engine) RecordAudit(ctx context.Context, entry *model.AuditEntry) error {
 	entry.At = e.clock.Now()
 	entry.ID = e.cfg.NewID(entry.At)
-	if err := e.store.AppendAudit(ctx, &store.AppendAuditParams{Entry: entry}); err != nil {
+	if _, err := e.audits.do(ctx, e.stop, []*model.AuditEntry{entry}); err != nil {
 		return fmt.Errorf("record audit: %w", err)
 	}
 	return nil
+}
+
+func (e *Engine) flushAudits(ctx context.Context, entries []*model.AuditEntry) ([]struct{}, error) {
+	if err := e.store.AppendAudit(ctx, &store.AppendAuditParams{Entries: entries}); err != nil {
+		return nil, err
+	}
+	return make([]struct{}, len(entries)), nil
 }

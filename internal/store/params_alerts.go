@@ -40,9 +40,9 @@ type ListAlertsParams struct {
 	Limit  int            // <= 0: 100
 }
 
-// AppendAuditParams add an entry to the audit log.
+// AppendAuditParams add entries to the audit log.
 type AppendAuditParams struct {
-	Entry *model.AuditEntry
+	Entries []*model.AuditEntry
 }
 
 // ListAuditParams filter the audit log.

@@ -345,7 +345,8 @@ type Store interface {
 	ApplyAlerts(ctx context.Context, p *ApplyAlertsParams) error
 	// ListAlerts lists alerts newest first (by id).
 	ListAlerts(ctx context.Context, p *ListAlertsParams) ([]alerting.Alert, error)
-	// AppendAudit adds an entry to the audit log.
+	// AppendAudit adds entries to the audit log, in one transaction (an id taken is
+	// model.ErrConflict, and nothing is written).
 	AppendAudit(ctx context.Context, p *AppendAuditParams) error
 	// ListAudit lists audit entries newest first (by id).
 	ListAudit(ctx context.Context, p *ListAuditParams) ([]*model.AuditEntry, error)

@@ -264,12 +264,17 @@ func (s *Store) ListAlerts(ctx context.Context, p *store.ListAlertsParams) ([]al
 
 const auditCols = `id, at, actor, role, action, target, before, after`
 
-// AppendAudit adds an entry to the audit log.
+// AppendAudit adds entries to the audit log in one transaction (one batch of inserts).
 func (s *Store) AppendAudit(ctx context.Context, p *store.AppendAuditParams) error {
-	e := p.Entry
-	_, err := s.pool.Exec(ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		e.ID, utc(e.At), e.Actor, string(e.Role), e.Action, e.Target, nullJSON(e.Before), nullJSON(e.After))
-	return translate(err, "append audit %s %s", e.Action, e.Target)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, e := range p.Entries {
+			b.Queue(`INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				e.ID, utc(e.At), e.Actor, string(e.Role), e.Action, e.Target, nullJSON(e.Before), nullJSON(e.After))
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	return translate(err, "append audit")
 }
 
 // nullJSON is a jsonb column's value: NULL for none.

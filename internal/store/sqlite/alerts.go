@@ -332,16 +332,19 @@ func (s *Store) ListAlerts(ctx context.Context, p *store.ListAlertsParams) ([]al
 
 const auditCols = `id, at, actor, role, action, target, before, after`
 
-// AppendAudit adds an entry to the audit log.
+// AppendAudit adds entries to the audit log in one transaction.
 func (s *Store) AppendAudit(ctx context.Context, p *store.AppendAuditParams) error {
-	e := p.Entry
 	err := s.write(ctx, func(t *wtx) error {
-		_, err := t.tx.ExecContext(t.ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, micros(e.At), e.Actor, string(e.Role), e.Action, e.Target, nullJSON(e.Before), nullJSON(e.After))
-		return mapErr(err)
+		for _, e := range p.Entries {
+			if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				e.ID, micros(e.At), e.Actor, string(e.Role), e.Action, e.Target, nullJSON(e.Before), nullJSON(e.After)); err != nil {
+				return fmt.Errorf("%s %s: %w", e.Action, e.Target, mapErr(err))
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("append audit %s %s: %w", e.Action, e.Target, err)
+		return fmt.Errorf("append audit: %w", err)
 	}
 	return nil
 }

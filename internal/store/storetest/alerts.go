@@ -180,14 +180,15 @@ func testAudit(t *testing.T, open OpenFunc) {
 		e2 := &model.AuditEntry{ID: f.id(), At: at(time.Second), Actor: "admin (t2)", Role: model.RoleAdmin, Action: "job.update",
 			Target: "job:j1", Before: rawJSON(`{"name": "a"}`), After: rawJSON(`{"name": "b"}`)}
 		e3 := &model.AuditEntry{ID: f.id(), At: at(2 * time.Second), Actor: "dev", Action: "queue.update", Target: "queue:q"}
-		for _, e := range []*model.AuditEntry{e1, e2, e3} {
-			require.NoError(t, f.s.AppendAudit(f.ctx, &store.AppendAuditParams{Entry: e}))
-		}
-		require.ErrorIs(t, f.s.AppendAudit(f.ctx, &store.AppendAuditParams{Entry: e1}), model.ErrConflict)
+		require.NoError(t, f.s.AppendAudit(f.ctx, &store.AppendAuditParams{Entries: []*model.AuditEntry{e1}}))
+		require.NoError(t, f.s.AppendAudit(f.ctx, &store.AppendAuditParams{Entries: []*model.AuditEntry{e2, e3}}))
+		e4 := &model.AuditEntry{ID: f.id(), At: t0, Actor: "dev", Action: "job.delete", Target: "job:j1"}
+		err := f.s.AppendAudit(f.ctx, &store.AppendAuditParams{Entries: []*model.AuditEntry{e4, e1}})
+		require.ErrorIs(t, err, model.ErrConflict, "an id taken")
 
 		all, err := f.s.ListAudit(f.ctx, &store.ListAuditParams{})
 		require.NoError(t, err)
-		require.Len(t, all, 3)
+		require.Len(t, all, 3, "a failed batch writes nothing")
 		require.Equal(t, []string{e3.ID, e2.ID, e1.ID}, []string{all[0].ID, all[1].ID, all[2].ID})
 		require.Equal(t, e3, all[0], "no before nor after: nil")
 		require.JSONEq(t, string(e2.Before), string(all[1].Before))
