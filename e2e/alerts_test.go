@@ -131,13 +131,15 @@ func TestAlerts(t *testing.T) {
 	require.Equal(t, "firing", list.Alerts[0].State)
 	require.Equal(t, "resolved", list.Alerts[1].State)
 
-	// The audit log has the changes, by "dev" (stint dev is open).
+	// The audit log has the changes, by "dev" (stint dev is open). Entries are written in
+	// order just after the answers: once the queue's is there, the job's are.
+	waitFor(t, 10*time.Second, "the queue's audit entry", func() bool {
+		out, _, code := cli(t, srv, "audit", "--target", "queue:held", "--json")
+		return code == 0 && strings.Contains(out, `"action": "queue.update"`)
+	})
 	out, errOut, code = cli(t, srv, "audit", "--target", "job:"+jobID)
 	require.Zero(t, code, errOut)
 	require.Contains(t, out, "job.create")
 	require.Contains(t, out, "job.trigger")
 	require.Contains(t, out, "dev")
-	out, errOut, code = cli(t, srv, "audit", "--target", "queue:held", "--json")
-	require.Zero(t, code, errOut)
-	require.Contains(t, out, `"action": "queue.update"`)
 }

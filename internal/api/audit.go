@@ -80,17 +80,15 @@ func (w *auditWriter) flush() {
 }
 
 // audited runs an audited route's handler: its answer is held, and when it succeeded (2xx)
-// the audit entry is written before the answer goes out. The change has committed by
-// then: a failed audit write is logged and the answer still sent.
+// its audit entry is queued (Engine.RecordAudit) before the answer goes out. The change has
+// committed by then; the entry is written with the others queued at that moment, just
+// after, and one that cannot be written is logged.
 func (a *API) audited(rt route, w http.ResponseWriter, r *http.Request, handle func(http.ResponseWriter, *http.Request)) {
 	note := &auditNote{target: defaultTarget(rt, r)}
 	aw := &auditWriter{ResponseWriter: w}
 	handle(aw, r.WithContext(context.WithValue(r.Context(), auditKey{}, note)))
 	if aw.status/100 == 2 && !dryRun(r) {
 		a.recordAudit(r, rt, note, aw.body.Bytes())
-		// The entry's write took time of the answer's window: the held answer, ready
-		// now, gets the server's write timeout from now (see deadlines.go).
-		a.writeWindow(w)
 	}
 	aw.flush()
 }
@@ -124,7 +122,7 @@ func (a *API) recordAudit(r *http.Request, rt route, note *auditNote, answer []b
 		entry.After = bytes.TrimSpace(answer)
 	}
 	if err := a.eng.RecordAudit(context.WithoutCancel(r.Context()), entry); err != nil {
-		a.log.Error("audit entry not written", "action", entry.Action, "target", entry.Target, "actor", entry.Actor, "err", err)
+		a.log.Error("audit entry not queued", "action", entry.Action, "target", entry.Target, "actor", entry.Actor, "err", err)
 	}
 }
 

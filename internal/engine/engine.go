@@ -116,7 +116,7 @@ type Engine struct {
 	submits   *committer[store.NewJob, store.CreateJobResult]
 	completes *committer[store.Completion, store.CompletionResult]
 	logs      *committer[model.LogChunk, error]
-	audits    *committer[*model.AuditEntry, struct{}]
+	audits    chan *model.AuditEntry // RecordAudit's queue, written by writeAudits
 
 	// The wake-ups, shared with the other servers through Config.Notifier.
 	work    *topic // a run became queued
@@ -221,7 +221,7 @@ func New(cfg Config) *Engine {
 	e.completes = newCommitter(cfg.MaxBatch, e.flushCompletions)
 	e.completes.spacing, e.completes.clock = cfg.CompleteLinger, cfg.Clock
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
-	e.audits = newCommitter(cfg.MaxBatch, e.flushAudits)
+	e.audits = make(chan *model.AuditEntry, auditQueue)
 	e.newServices()
 	if cfg.Stepped {
 		e.steppers = []*service.Stepper{e.elector.Stepper(), e.promoter.Stepper(), e.releaser.Stepper()}
@@ -246,8 +246,8 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.goLoop(ctx, e.submits.run)
 		e.goLoop(ctx, e.completes.run)
 		e.goLoop(ctx, e.logs.run)
-		e.goLoop(ctx, e.audits.run)
 	}
+	e.goLoop(ctx, e.writeAudits)
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
 		cancel()
@@ -578,23 +578,4 @@ func (e *Engine) ListQueues(ctx context.Context) ([]*model.Queue, error) {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	return qs, nil
-}
-
-// RecordAudit writes an entry of the audit log, giving it its id and time. Entries of
-// concurrent requests are written together, one transaction per batch (a committer like
-// the submissions'), so that auditing adds no transaction per request.
-func (e *Engine) RecordAudit(ctx context.Context, entry *model.AuditEntry) error {
-	entry.At = e.clock.Now()
-	entry.ID = e.cfg.NewID(entry.At)
-	if _, err := e.audits.do(ctx, e.stop, []*model.AuditEntry{entry}); err != nil {
-		return fmt.Errorf("record audit: %w", err)
-	}
-	return nil
-}
-
-func (e *Engine) flushAudits(ctx context.Context, entries []*model.AuditEntry) ([]struct{}, error) {
-	if err := e.store.AppendAudit(ctx, &store.AppendAuditParams{Entries: entries}); err != nil {
-		return nil, err
-	}
-	return make([]struct{}, len(entries)), nil
 }

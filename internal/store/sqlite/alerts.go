@@ -335,9 +335,14 @@ const auditCols = `id, at, actor, role, action, target, before, after`
 // AppendAudit adds entries to the audit log in one transaction.
 func (s *Store) AppendAudit(ctx context.Context, p *store.AppendAuditParams) error {
 	err := s.write(ctx, func(t *wtx) error {
+		st, err := t.tx.PrepareContext(t.ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
 		for _, e := range p.Entries {
-			if _, err := t.tx.ExecContext(t.ctx, `INSERT INTO audit_log (`+auditCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-				e.ID, micros(e.At), e.Actor, string(e.Role), e.Action, e.Target, nullJSON(e.Before), nullJSON(e.After)); err != nil {
+			if _, err := st.ExecContext(t.ctx, e.ID, micros(e.At), e.Actor, string(e.Role), e.Action, e.Target,
+				nullJSON(e.Before), nullJSON(e.After)); err != nil {
 				return fmt.Errorf("%s %s: %w", e.Action, e.Target, mapErr(err))
 			}
 		}
