@@ -37,6 +37,21 @@ type JobSpec struct {
 	IdempotencyKey string   `json:"idempotency_key,omitempty"`
 	Enabled        *bool    `json:"enabled,omitempty"`
 	Tags           []string `json:"tags,omitempty"`
+	// Alerts tunes the alert rules for this job (absent: the server's defaults).
+	Alerts *JobAlerts `json:"alerts,omitempty"`
+}
+
+// JobAlerts are a job's own thresholds of the alert rules; an absent or zero field keeps
+// the server's default.
+type JobAlerts struct {
+	// Off: no alert about this job or its runs.
+	Off bool `json:"off,omitempty"`
+	// ConsecutiveFailures is how many runs in a row must fail to fire job_failing (1-100).
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
+	// LateAfter is how long a cron instant may go unstarted before cron_late.
+	LateAfter *Duration `json:"late_after,omitempty"`
+	// MaxDuration is how long a run may run before run_too_long (at least 1m).
+	MaxDuration *Duration `json:"max_duration,omitempty"`
 }
 
 // Requirements are what one attempt needs from a worker.
@@ -122,6 +137,7 @@ type Job struct {
 	Concurrency  Concurrency  `json:"concurrency"`
 	Tags         []string     `json:"tags,omitempty"`
 	Enabled      bool         `json:"enabled"`
+	Alerts       *JobAlerts   `json:"alerts,omitempty"`
 
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -157,6 +173,8 @@ type JobPatch struct {
 	SecretEnv    map[string]string `json:"secret_env,omitempty"`
 	Args         json.RawMessage   `json:"args,omitempty"`
 	Requirements *Requirements     `json:"requirements,omitempty"`
+	// Alerts replaces the job's alert thresholds ({} returns to the server's defaults).
+	Alerts *JobAlerts `json:"alerts,omitempty"`
 }
 
 // SecretMask stands for a secret value: reads show it for each entry of secret_env, and a

@@ -107,6 +107,7 @@ func (a *API) applyCreate(w http.ResponseWriter, r *http.Request, vj *validJob, 
 	if err != nil {
 		return err
 	}
+	noteAudit(r.Context(), "job:"+item.Job.ID, nil)
 	writeJSON(w, http.StatusCreated, apitype.ApplyResponse{Action: "created", Job: item.Job})
 	return nil
 }

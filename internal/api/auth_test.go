@@ -81,6 +81,8 @@ var wantPerm = map[string]auth.Perm{ //nolint:gochecknoglobals // a read-only te
 	"GET /v1/queues/{name}":   auth.Read,
 	"PATCH /v1/queues/{name}": auth.Operate,
 
+	"GET /v1/alerts":              auth.Read,
+	"GET /v1/audit":               auth.Read,
 	"GET /v1/tokens":              auth.Admin,
 	"POST /v1/tokens":             auth.Admin,
 	"POST /v1/tokens/{id}/revoke": auth.Admin,

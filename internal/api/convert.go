@@ -47,6 +47,7 @@ func jobToAPI(j *model.Job, lastRun *model.Run) *apitype.Job {
 		out.Timeout = &d
 	}
 	out.Schedule = scheduleToAPI(s.Schedule)
+	out.Alerts = jobAlertsToAPI(s.Alerts)
 	for _, t := range engine.NextFireTimes(j, nextFireCount) {
 		out.NextFireTimes = append(out.NextFireTimes, t.UTC())
 		out.NextFireTimesLocal = append(out.NextFireTimesLocal, t)
@@ -154,6 +155,13 @@ func queueToAPI(q *model.Queue) *apitype.Queue {
 	}
 	if r := q.RateLimit; r != nil {
 		out.RateLimit = &apitype.RateLimit{Rate: r.Rate, Per: apitype.Duration(r.Per)}
+	}
+	if a := q.Alerts; a != nil {
+		out.Alerts = &apitype.QueueAlerts{Off: a.Off, MaxBacklog: a.MaxBacklog}
+		if a.MaxAge != 0 {
+			d := apitype.Duration(a.MaxAge)
+			out.Alerts.MaxAge = &d
+		}
 	}
 	for _, s := range model.RunStatuses {
 		if !s.Final() {

@@ -35,6 +35,7 @@ func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error 
 	if j.Namespace != model.DefaultNamespace {
 		path += "?namespace=" + url.QueryEscape(j.Namespace)
 	}
+	noteAfter(r.Context(), apitype.WebhookSecret{JobID: j.ID, Path: path, Header: apitype.WebhookSignatureHeader}) // never the secret
 	writeJSON(w, http.StatusCreated, apitype.WebhookSecret{JobID: j.ID, Secret: secret, Path: path, Header: apitype.WebhookSignatureHeader})
 	return nil
 }
@@ -89,6 +90,7 @@ func (a *API) rotatePipelineWebhookSecret(w http.ResponseWriter, r *http.Request
 	if pl.Namespace != model.DefaultNamespace {
 		path += "?namespace=" + url.QueryEscape(pl.Namespace)
 	}
+	noteAfter(r.Context(), apitype.WebhookSecret{PipelineID: pl.ID, Path: path, Header: apitype.WebhookSignatureHeader}) // never the secret
 	writeJSON(w, http.StatusCreated, apitype.WebhookSecret{PipelineID: pl.ID, Secret: secret, Path: path, Header: apitype.WebhookSignatureHeader})
 	return nil
 }

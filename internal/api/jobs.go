@@ -55,6 +55,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	noteAudit(r.Context(), "job:"+item.Job.ID, nil)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -344,6 +345,7 @@ func (a *API) lookupJob(ctx context.Context, ns, idOrName string) (*model.Job, e
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", idOrName, err)
 	}
+	noteAudit(ctx, "job:"+j.ID, jobToAPI(j, nil))
 	return j, nil
 }
 

@@ -89,6 +89,9 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 
+	if prev != nil {
+		noteAudit(r.Context(), "", pipelineToAPI(prev))
+	}
 	pl, created, err := a.eng.PutPipeline(r.Context(), def)
 	switch {
 	case errors.Is(err, model.ErrConflict):
@@ -103,6 +106,7 @@ func (a *API) putPipeline(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
+	noteAudit(r.Context(), "pipeline:"+pl.ID, nil)
 	writeJSON(w, status, pipelineToAPI(pl))
 	return nil
 }
@@ -307,6 +311,7 @@ func (a *API) findPipeline(r *http.Request) (*model.Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get pipeline %s: %w", name, err)
 	}
+	noteAudit(r.Context(), "pipeline:"+pl.ID, pipelineToAPI(pl))
 	return pl, nil
 }
 
@@ -325,6 +330,7 @@ func (a *API) findPipelineRun(r *http.Request) (*model.Pipeline, *model.Pipeline
 	case err != nil:
 		return nil, nil, fmt.Errorf("get pipeline run %s: %w", runID, err)
 	}
+	noteAudit(r.Context(), "pipeline_run:"+pr.ID, pipelineRunToAPI(pr))
 	return pl, pr, nil
 }
 

@@ -90,6 +90,7 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 		}
 		paused = &p
 	}
+	alerts := queueAlertsToModel(patch.Alerts, fe)
 	var rate *model.RateLimit
 	if rl := patch.RateLimit; rl != nil {
 		rate = &model.RateLimit{Rate: rl.Rate, Per: rl.Per.Std()}
@@ -100,9 +101,12 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 	if len(fe.errs) > 0 {
 		return invalidFields(fe.errs)
 	}
+	before, err := a.store.GetQueue(r.Context(), &store.GetQueueParams{Name: name})
+	if err == nil {
+		noteAudit(r.Context(), "", queueToAPI(before))
+	}
 	if !create && name != model.DefaultQueue {
 		// Queues are never deleted, so one found here still exists when it is updated.
-		_, err := a.store.GetQueue(r.Context(), &store.GetQueueParams{Name: name})
 		if errors.Is(err, model.ErrNotFound) {
 			return &httpError{status: http.StatusNotFound, detail: fmt.Sprintf(
 				"queue %q not found: a queue exists once a job uses it; PATCH with ?create=true creates it", name)}
@@ -113,10 +117,29 @@ func (a *API) patchQueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	q, err := a.eng.UpdateQueue(r.Context(), &store.UpdateQueueParams{
 		Name: name, Priority: patch.Priority, MaxConcurrency: patch.MaxConcurrency, Paused: paused, RateLimit: rate,
+		Alerts: alerts,
 	})
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, queueToAPI(q))
 	return nil
+}
+
+// queueAlertsToModel checks a queue's alert thresholds; {} removes them.
+func queueAlertsToModel(a *apitype.QueueAlerts, fe *fieldErrors) *model.QueueAlerts {
+	if a == nil {
+		return nil
+	}
+	out := &model.QueueAlerts{Off: a.Off, MaxBacklog: a.MaxBacklog}
+	if a.MaxBacklog < 0 {
+		fe.add("alerts.max_backlog", "must not be negative (0: the server's default)")
+	}
+	if a.MaxAge != nil {
+		out.MaxAge = a.MaxAge.Std()
+		if out.MaxAge < 0 || out.MaxAge > maxAlertWait {
+			fe.add("alerts.max_age", "must be between 0 and %s (0: the server's default)", maxAlertWait)
+		}
+	}
+	return out
 }

@@ -22,7 +22,12 @@ type route struct {
 	Perm   auth.Perm // what the caller needs (auth.Allows); every route declares one
 	Body   bodySize
 	Submit bool // creates jobs or runs: counts against the client's submission rate
-	Handle func(a *API, w http.ResponseWriter, r *http.Request) error
+	// Audit is the action a successful call records in the audit log ("job.update"); every
+	// route that changes something but the worker protocol has one. AuditSecret: the
+	// answer carries a secret, so the entry keeps only what the handler notes.
+	Audit       string
+	AuditSecret bool
+	Handle      func(a *API, w http.ResponseWriter, r *http.Request) error
 }
 
 // routeTable lists every route the API serves. It is the one place routes are declared, with
@@ -38,56 +43,59 @@ func routeTable() []route {
 		{Method: "GET", Path: "/v1/whoami", Perm: auth.Read, Handle: (*API).whoami},
 		{Method: "GET", Path: "/v1/version", Perm: auth.Read, Handle: (*API).version},
 
-		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Handle: (*API).createJob},
-		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createJobs},
+		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Audit: "job.create", Handle: (*API).createJob},
+		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Audit: "job.create_batch", Handle: (*API).createJobs},
 		{Method: "GET", Path: "/v1/jobs", Perm: auth.Read, Handle: (*API).listJobs},
 		{Method: "GET", Path: "/v1/jobs/{id}", Perm: auth.Read, Handle: (*API).getJob},
-		{Method: "PATCH", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).patchJob},
-		{Method: "DELETE", Path: "/v1/jobs/{id}", Perm: auth.Operate, Handle: (*API).deleteJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Perm: auth.Operate, Submit: true, Handle: (*API).triggerJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelJob},
-		{Method: "PUT", Path: "/v1/jobs/{id}", Perm: auth.Operate, Submit: true, Handle: (*API).applyJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Perm: auth.Operate, Submit: true, Handle: (*API).backfill},
-		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Perm: auth.Operate, Handle: (*API).rotateWebhookSecret},
-		{Method: "POST", Path: "/v1/hooks/{id}", Perm: auth.Open, Submit: true, Handle: (*API).hook},
-		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Perm: auth.Open, Submit: true, Handle: (*API).pipelineHook},
-		{Method: "POST", Path: "/v1/jobs/{id}/pause", Perm: auth.Operate, Handle: (*API).pauseJob},
-		{Method: "POST", Path: "/v1/jobs/{id}/resume", Perm: auth.Operate, Handle: (*API).resumeJob},
+		{Method: "PATCH", Path: "/v1/jobs/{id}", Perm: auth.Operate, Audit: "job.update", Handle: (*API).patchJob},
+		{Method: "DELETE", Path: "/v1/jobs/{id}", Perm: auth.Operate, Audit: "job.delete", Handle: (*API).deleteJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/trigger", Perm: auth.Operate, Submit: true, Audit: "job.trigger", Handle: (*API).triggerJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/cancel", Perm: auth.Operate, Audit: "job.cancel", Handle: (*API).cancelJob},
+		{Method: "PUT", Path: "/v1/jobs/{id}", Perm: auth.Operate, Submit: true, Audit: "job.apply", Handle: (*API).applyJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/backfill", Perm: auth.Operate, Submit: true, Audit: "job.backfill", Handle: (*API).backfill},
+		{Method: "POST", Path: "/v1/jobs/{id}/webhook", Perm: auth.Operate, Audit: "job.webhook_rotate", AuditSecret: true, Handle: (*API).rotateWebhookSecret},
+		{Method: "POST", Path: "/v1/hooks/{id}", Perm: auth.Open, Submit: true, Audit: "job.webhook_trigger", Handle: (*API).hook},
+		{Method: "POST", Path: "/v1/hooks/pipelines/{name}", Perm: auth.Open, Submit: true, Audit: "pipeline.webhook_trigger", Handle: (*API).pipelineHook},
+		{Method: "POST", Path: "/v1/jobs/{id}/pause", Perm: auth.Operate, Audit: "job.pause", Handle: (*API).pauseJob},
+		{Method: "POST", Path: "/v1/jobs/{id}/resume", Perm: auth.Operate, Audit: "job.resume", Handle: (*API).resumeJob},
 		{Method: "POST", Path: "/v1/plan", Perm: auth.Read, Handle: (*API).plan},
-		{Method: "POST", Path: "/v1/dags", Perm: auth.Operate, Body: bodyBatch, Submit: true, Handle: (*API).createDAG},
+		{Method: "POST", Path: "/v1/dags", Perm: auth.Operate, Body: bodyBatch, Submit: true, Audit: "dag.create", Handle: (*API).createDAG},
 		{Method: "GET", Path: "/v1/dags", Perm: auth.Read, Handle: (*API).listDAGs},
 		{Method: "GET", Path: "/v1/dags/{id}", Perm: auth.Read, Handle: (*API).getDAG},
 
 		{Method: "GET", Path: "/v1/pipelines", Perm: auth.Read, Handle: (*API).listPipelines},
-		{Method: "PUT", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Submit: true, Handle: (*API).putPipeline},
+		{Method: "PUT", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Submit: true, Audit: "pipeline.apply", Handle: (*API).putPipeline},
 		{Method: "GET", Path: "/v1/pipelines/{name}", Perm: auth.Read, Handle: (*API).getPipeline},
-		{Method: "DELETE", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Handle: (*API).deletePipeline},
-		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Perm: auth.Operate, Submit: true, Handle: (*API).triggerPipeline},
-		{Method: "POST", Path: "/v1/pipelines/{name}/webhook", Perm: auth.Operate, Handle: (*API).rotatePipelineWebhookSecret},
+		{Method: "DELETE", Path: "/v1/pipelines/{name}", Perm: auth.Operate, Audit: "pipeline.delete", Handle: (*API).deletePipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/trigger", Perm: auth.Operate, Submit: true, Audit: "pipeline.trigger", Handle: (*API).triggerPipeline},
+		{Method: "POST", Path: "/v1/pipelines/{name}/webhook", Perm: auth.Operate, Audit: "pipeline.webhook_rotate", AuditSecret: true, Handle: (*API).rotatePipelineWebhookSecret},
 		{Method: "GET", Path: "/v1/pipelines/{name}/runs", Perm: auth.Read, Handle: (*API).listPipelineRuns},
 		{Method: "GET", Path: "/v1/pipelines/{name}/runs/{id}", Perm: auth.Read, Handle: (*API).getPipelineRun},
-		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelPipelineRun},
-		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Perm: auth.Operate, Submit: true, Handle: (*API).retryPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/cancel", Perm: auth.Operate, Audit: "pipeline_run.cancel", Handle: (*API).cancelPipelineRun},
+		{Method: "POST", Path: "/v1/pipelines/{name}/runs/{id}/retry", Perm: auth.Operate, Submit: true, Audit: "pipeline_run.retry", Handle: (*API).retryPipelineRun},
 
 		{Method: "GET", Path: "/v1/runs", Perm: auth.Read, Handle: (*API).listRuns},
 		{Method: "GET", Path: "/v1/runs/{id}", Perm: auth.Read, Handle: (*API).getRun},
-		{Method: "POST", Path: "/v1/runs/{id}/cancel", Perm: auth.Operate, Handle: (*API).cancelRun},
-		{Method: "POST", Path: "/v1/runs/{id}/retry", Perm: auth.Operate, Submit: true, Handle: (*API).retryRun},
+		{Method: "POST", Path: "/v1/runs/{id}/cancel", Perm: auth.Operate, Audit: "run.cancel", Handle: (*API).cancelRun},
+		{Method: "POST", Path: "/v1/runs/{id}/retry", Perm: auth.Operate, Submit: true, Audit: "run.retry", Handle: (*API).retryRun},
 		{Method: "GET", Path: "/v1/runs/{id}/logs", Perm: auth.Read, Handle: (*API).runLogs},
 
 		{Method: "GET", Path: "/v1/cluster", Perm: auth.Read, Handle: (*API).getCluster},
 		{Method: "GET", Path: "/v1/doctor", Perm: auth.Read, Handle: (*API).doctor},
 		{Method: "GET", Path: "/v1/workers", Perm: auth.Read, Handle: (*API).listWorkers},
 		{Method: "GET", Path: "/v1/workers/{id}", Perm: auth.Read, Handle: (*API).getWorker},
-		{Method: "POST", Path: "/v1/workers/{id}/drain", Perm: auth.Operate, Handle: (*API).drainWorker},
+		{Method: "POST", Path: "/v1/workers/{id}/drain", Perm: auth.Operate, Audit: "worker.drain", Handle: (*API).drainWorker},
 
 		{Method: "GET", Path: "/v1/queues", Perm: auth.Read, Handle: (*API).listQueues},
 		{Method: "GET", Path: "/v1/queues/{name}", Perm: auth.Read, Handle: (*API).getQueue},
-		{Method: "PATCH", Path: "/v1/queues/{name}", Perm: auth.Operate, Handle: (*API).patchQueue},
+		{Method: "PATCH", Path: "/v1/queues/{name}", Perm: auth.Operate, Audit: "queue.update", Handle: (*API).patchQueue},
+
+		{Method: "GET", Path: "/v1/alerts", Perm: auth.Read, Handle: (*API).listAlerts},
+		{Method: "GET", Path: "/v1/audit", Perm: auth.Read, Handle: (*API).listAudit},
 
 		{Method: "GET", Path: "/v1/tokens", Perm: auth.Admin, Handle: (*API).listTokens},
-		{Method: "POST", Path: "/v1/tokens", Perm: auth.Admin, Handle: (*API).createToken},
-		{Method: "POST", Path: "/v1/tokens/{id}/revoke", Perm: auth.Admin, Handle: (*API).revokeToken},
+		{Method: "POST", Path: "/v1/tokens", Perm: auth.Admin, Audit: "token.create", AuditSecret: true, Handle: (*API).createToken},
+		{Method: "POST", Path: "/v1/tokens/{id}/revoke", Perm: auth.Admin, Audit: "token.revoke", Handle: (*API).revokeToken},
 
 		{Method: "POST", Path: "/v1/workers/register", Perm: auth.Worker, Handle: (*API).registerWorker},
 		{Method: "POST", Path: "/v1/workers/{id}/lease", Perm: auth.Worker, Handle: (*API).lease},
@@ -115,12 +123,19 @@ func (a *API) endpoint(rt route) http.Handler {
 			}
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		err := rt.Handle(a, w, r)
-		if writes(r) {
-			a.ready.noteWrite(err, a.clock.Now())
+		serve := func(w http.ResponseWriter, r *http.Request) {
+			err := rt.Handle(a, w, r)
+			if writes(r) {
+				a.ready.noteWrite(err, a.clock.Now())
+			}
+			if err != nil {
+				a.writeError(w, r, err)
+			}
 		}
-		if err != nil {
-			a.writeError(w, r, err)
+		if rt.Audit != "" {
+			a.audited(rt, w, r, serve)
+			return
 		}
+		serve(w, r)
 	})
 }

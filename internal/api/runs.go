@@ -24,6 +24,7 @@ func (a *API) findRun(ctx context.Context, runID string) (*model.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get run %s: %w", runID, err)
 	}
+	noteAudit(ctx, "run:"+run.ID, runToAPI(run))
 	return run, nil
 }
 

@@ -86,6 +86,8 @@ func (a *API) createToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	a.log.InfoContext(r.Context(), "token created", "token", tk.ID, "name", tk.Name, "role", string(tk.Role),
 		"namespaces", tk.Namespaces, "worker_id", tk.WorkerID, "by", by)
+	noteAudit(r.Context(), "token:"+tk.ID, nil)
+	noteAfter(r.Context(), tokenToAPI(tk)) // never the secret
 	writeJSON(w, http.StatusCreated, apitype.CreatedToken{Secret: secret, Token: *tokenToAPI(tk)})
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/alerting"
 	"github.com/stint-dev/stint/internal/cron"
 	"github.com/stint-dev/stint/internal/engine"
 	"github.com/stint-dev/stint/internal/id"
@@ -391,8 +392,56 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors, lim *Limits, sl sealing
 
 	ms.Schedule = scheduleToModel(spec.Schedule, fe)
 	ms.Concurrency = concurrencyToModel(spec.Concurrency, fe)
+	ms.Alerts = jobAlertsToModel(spec.Alerts, fe)
 
 	return ms
+}
+
+// maxAlertWait bounds the durations of alert thresholds.
+const maxAlertWait = 7 * 24 * time.Hour
+
+// jobAlertsToModel checks a job's alert thresholds; all zero (or absent) is none.
+func jobAlertsToModel(a *apitype.JobAlerts, fe *fieldErrors) *model.JobAlerts {
+	if a == nil {
+		return nil
+	}
+	out := model.JobAlerts{Off: a.Off, ConsecutiveFailures: a.ConsecutiveFailures}
+	if n := a.ConsecutiveFailures; n < 0 || n > alerting.MaxConsecutiveFailures {
+		fe.add("alerts.consecutive_failures", "must be between 1 and %d (0: the server's default)", alerting.MaxConsecutiveFailures)
+	}
+	if a.LateAfter != nil {
+		out.LateAfter = a.LateAfter.Std()
+		if out.LateAfter < 0 || out.LateAfter > maxAlertWait {
+			fe.add("alerts.late_after", "must be between 0 and %s", maxAlertWait)
+		}
+	}
+	if a.MaxDuration != nil {
+		out.MaxDuration = a.MaxDuration.Std()
+		if out.MaxDuration != 0 && (out.MaxDuration < alerting.MinMaxDuration || out.MaxDuration > 365*24*time.Hour) {
+			fe.add("alerts.max_duration", "must be at least %s (0: the server's default)", alerting.MinMaxDuration)
+		}
+	}
+	if out == (model.JobAlerts{}) {
+		return nil
+	}
+	return &out
+}
+
+// jobAlertsToAPI is a job's alert thresholds in their wire form.
+func jobAlertsToAPI(a *model.JobAlerts) *apitype.JobAlerts {
+	if a == nil {
+		return nil
+	}
+	out := &apitype.JobAlerts{Off: a.Off, ConsecutiveFailures: a.ConsecutiveFailures}
+	if a.LateAfter != 0 {
+		d := apitype.Duration(a.LateAfter)
+		out.LateAfter = &d
+	}
+	if a.MaxDuration != 0 {
+		d := apitype.Duration(a.MaxDuration)
+		out.MaxDuration = &d
+	}
+	return out
 }
 
 // Limits of schedules and concurrency.
@@ -559,6 +608,7 @@ func specFromJob(j *model.Job) *apitype.JobSpec {
 	}
 	spec.Schedule = scheduleToAPI(s.Schedule)
 	spec.Concurrency = concurrencyToAPI(s.Concurrency)
+	spec.Alerts = jobAlertsToAPI(s.Alerts)
 	return spec
 }
 
@@ -614,6 +664,9 @@ func applyPatch(spec *apitype.JobSpec, p *apitype.JobPatch) {
 	}
 	if p.Requirements != nil {
 		spec.Requirements = p.Requirements
+	}
+	if p.Alerts != nil {
+		spec.Alerts = p.Alerts
 	}
 }
 

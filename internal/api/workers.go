@@ -63,6 +63,9 @@ func (a *API) drainWorker(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	workerID := r.PathValue("id")
+	if before, err := a.eng.Worker(r.Context(), workerID); err == nil {
+		noteAudit(r.Context(), "", workerToAPI(before))
+	}
 	if err := a.eng.DrainWorker(r.Context(), workerID); err != nil {
 		return workerNotFound(workerID, err)
 	}

@@ -30,6 +30,7 @@ type serverFlags struct {
 	secretKeyFile       string
 	limits              limitFlags
 	retention           retentionFlags
+	alerts              alertFlags
 }
 
 func (f *serverFlags) register(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	registerSecretKey(fl, &f.secretKey, &f.secretKeyFile)
 	f.limits.register(fl)
 	f.retention.register(fl)
+	f.alerts.register(fl)
 }
 
 func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
@@ -78,12 +80,17 @@ func (f *serverFlags) config(cmd *cobra.Command) (ServerConfig, error) {
 	if err != nil {
 		return ServerConfig{}, err
 	}
+	alerts, err := f.alerts.config()
+	if err != nil {
+		return ServerConfig{}, err
+	}
 	return ServerConfig{
 		Addr: f.addr, DataDir: f.data, StoreURL: f.store, LeaseTTL: f.leaseTTL,
 		ServerID: f.id, AdvertiseAddr: f.advertise, LeaderTTL: f.leaderTTL,
 		UserToken: f.userToken, WorkerToken: f.wkrToken, BootstrapToken: f.bootstrap, TLS: f.tls,
 		Logger: log, Stderr: cmd.ErrOrStderr(),
 		Limits: lim, HTTP: h, SubmitRate: rate, Secrets: keys, Retention: retention,
+		Alerts: alerts, AlertRetry: f.alerts.retryBase, AlertRetryMax: f.alerts.retryLimit,
 	}, nil
 }
 

@@ -75,6 +75,12 @@ type ServerConfig struct {
 	// --secret-key-file); nil: jobs with secret_env are refused, webhook secrets kept in clear.
 	Secrets *secret.Keys
 
+	// Alerts configures the alert rules and channels (zero: the default rules, no channel);
+	// AlertRetry and AlertRetryMax pace the retries of a failed notification (zero: 1 s
+	// doubling to 1 min).
+	Alerts                    AlertConfig
+	AlertRetry, AlertRetryMax time.Duration
+
 	// LocalWorker runs a worker inside the server process (stint dev) that offers
 	// LocalCapacity (zero CPU: the machine's CPUs; zero slots: 4 per CPU; memory and GPUs as
 	// given); its jobs get the variables LocalPassEnv names (worker.Config.PassEnv), and
@@ -197,7 +203,8 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		CronLead: cronLead,
 		ServerID: serverID, AdvertiseAddr: advertise, LeaderTTL: leaderTTL,
 		Retention: cfg.Retention.Policy, RetentionBatch: cfg.Retention.Batch, RetentionPause: cfg.Retention.Pause,
-		RetentionInterval: cfg.Retention.Interval})
+		RetentionInterval: cfg.Retention.Interval,
+		Alerts:            startAlerts(ctx, cfg.Alerts, cfg.AlertRetry, cfg.AlertRetryMax, log)})
 	if err := e.Start(ctx); err != nil {
 		return fmt.Errorf("start engine: %w", err)
 	}

@@ -70,7 +70,7 @@ var importRules = []struct {
 		reason: "the wire types are shared by every side and depend on nothing of ours",
 	},
 	{
-		name: "pure core", pkgs: []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model"},
+		name: "pure core", pkgs: []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/alerting"},
 		scope: transitive, forbid: []string{"internal/store/...", "internal/engine", "internal/api", "internal/app"},
 		reason: "pure decisions take their inputs (time included) as arguments and are tested without a store",
 	},
@@ -90,6 +90,11 @@ var importRules = []struct {
 		name: "the decision core stands on the leaves", pkgs: []string{"internal/scheduler"},
 		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model", "internal/cron", "internal/placement"},
 		reason: "every rule is decided from model values, cron schedules and placement rooms handed in",
+	},
+	{
+		name: "alert rules stand on the model", pkgs: []string{"internal/alerting"},
+		scope: direct, forbid: []string{"..."}, allow: []string{"internal/model"},
+		reason: "every alert is decided from the facts, the open alerts and the time handed in",
 	},
 	{
 		name: "only app picks a store", pkgs: []string{"..."},
@@ -118,7 +123,7 @@ var clockRules = []struct {
 	reason string
 }{
 	{
-		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/store", "internal/auth"},
+		pkgs:   []string{"internal/scheduler", "internal/cron", "internal/placement", "internal/model", "internal/store", "internal/auth", "internal/alerting"},
 		calls:  []string{"Now", "Since", "Until"},
 		reason: "pure code is handed the time; the engine reads it from its injected clock",
 	},

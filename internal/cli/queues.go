@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"io"
@@ -61,20 +63,34 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 		maxConcurrency, priority int
 		rate                     string
 		create                   bool
+		alerts                   apitype.QueueAlerts
+		alertAge                 time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:     "set QUEUE",
-		Short:   "Change a queue's max concurrency, priority or rate limit",
-		Example: "  stint queues set reports --max-concurrency 4 --priority 10\n  stint queues set mail --rate 100/1m --create",
-		Args:    args("QUEUE"),
+		Use:   "set QUEUE",
+		Short: "Change a queue's max concurrency, priority, rate limit or alert thresholds",
+		Example: "  stint queues set reports --max-concurrency 4 --priority 10\n  stint queues set mail --rate 100/1m --create\n" +
+			"  stint queues set gpu --alert-max-backlog 100 --alert-max-age 30m",
+		Args: args("QUEUE"),
 	}
 	cmd.Flags().BoolVar(&create, "create", false, "create the queue if it does not exist yet (a queue exists once a job uses it)")
 	cmd.Flags().IntVar(&maxConcurrency, "max-concurrency", 0, "max runs of the queue at once (0: no limit)")
 	cmd.Flags().IntVar(&priority, "priority", 0, "queue priority; higher queues are served first")
 	cmd.Flags().StringVar(&rate, "rate", "", `at most N runs start per DURATION: "N/DURATION" such as 100/1m ("0" removes the limit)`)
+	cmd.Flags().IntVar(&alerts.MaxBacklog, "alert-max-backlog", 0, "queued runs above which queue_backlog fires (0: the server's default)")
+	cmd.Flags().DurationVar(&alertAge, "alert-max-age", 0, "oldest queued run's age above which queue_backlog fires (0: the server's default)")
+	cmd.Flags().BoolVar(&alerts.Off, "alerts-off", false, "no queue_backlog alert for this queue")
 	asJSON := addJSONFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		var patch apitype.QueuePatch
+		if fl := cmd.Flags(); fl.Changed("alert-max-backlog") || fl.Changed("alert-max-age") || fl.Changed("alerts-off") {
+			// The three together replace the queue's thresholds.
+			if alertAge != 0 {
+				d := apitype.Duration(alertAge)
+				alerts.MaxAge = &d
+			}
+			patch.Alerts = &alerts
+		}
 		if cmd.Flags().Changed("max-concurrency") {
 			if maxConcurrency < 0 {
 				return Usagef("--max-concurrency: must not be negative")
@@ -91,8 +107,8 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 			}
 			patch.RateLimit = r
 		}
-		if patch.MaxConcurrency == nil && patch.Priority == nil && patch.RateLimit == nil {
-			return Usagef("nothing to set: give --max-concurrency, --priority or --rate")
+		if patch.MaxConcurrency == nil && patch.Priority == nil && patch.RateLimit == nil && patch.Alerts == nil {
+			return Usagef("nothing to set: give --max-concurrency, --priority, --rate or an --alert flag")
 		}
 		update := func(c *client.Client, ctx context.Context) (*apitype.Queue, error) {
 			if create {

@@ -84,6 +84,8 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newPipelinesCmd(cfg),
 		newTokensCmd(cfg),
 		newVersionCmd(cfg),
+		newAlertsCmd(cfg),
+		newAuditCmd(cfg),
 	)
 	root.AddCommand(extra...)
 	return root

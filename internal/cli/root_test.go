@@ -193,7 +193,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "run-at and delay", args: []string{"submit", "--shell", "x", "--run-at", "2030-01-01T00:00:00Z", "--delay", "1m"}, stderr: []string{"--run-at and --delay: give one"}},
 		{name: "json and follow", args: []string{"submit", "--shell", "x", "--json", "--follow"}, stderr: []string{"--json and --follow"}},
 		{name: "wait for a cron job", args: []string{"submit", "--shell", "x", "--cron", "* * * * *", "--wait"}, stderr: []string{"a scheduled job has no run to wait for"}},
-		{name: "queue set with nothing", args: []string{"queues", "set", "q"}, stderr: []string{"nothing to set: give --max-concurrency, --priority or --rate"}},
+		{name: "queue set with nothing", args: []string{"queues", "set", "q"}, stderr: []string{"nothing to set: give --max-concurrency, --priority, --rate or an --alert flag"}},
 		{name: "bad server", args: []string{"--server", "ftp://x", "runs", "get", "r1"}, stderr: []string{"--server: ", "scheme must be http or https"}},
 		{name: "bad stream", args: []string{"logs", "r1", "--stream", "both"}, stderr: []string{"--stream: must be stdout or stderr"}},
 		{name: "negative attempt", args: []string{"logs", "r1", "--attempt", "-1"}, stderr: []string{"--attempt: must be 1 or more"}},

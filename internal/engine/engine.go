@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stint-dev/stint/internal/alerting"
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
@@ -104,6 +105,19 @@ type Config struct {
 	// RetentionInterval is how often it looks again once nothing is past retention.
 	// Default service.DefaultRetentionInterval.
 	RetentionInterval time.Duration
+	// Alerts, when set, runs the alert rules on the leader (service.Alerter); nil: no
+	// alerts are evaluated.
+	Alerts *AlertsConfig
+}
+
+// AlertsConfig configures the leader's Alerter.
+type AlertsConfig struct {
+	Rules alerting.Rules
+	// Interval is how often the rules are evaluated (default service.DefaultAlertInterval);
+	// a run's change also wakes the Alerter, at most once per service.DefaultAlertMinGap.
+	Interval time.Duration
+	// Notify is handed the alerts that fired and resolved; it must not block.
+	Notify func([]alerting.Alert)
 }
 
 // DefaultHeartbeatInterval is Config.HeartbeatInterval's default for a lease TTL: a third
@@ -138,6 +152,7 @@ type Engine struct {
 	completes *committer[store.Completion, store.CompletionResult]
 	logs      *committer[model.LogChunk, error]
 	beats     *committer[store.Beat, store.HeartbeatResult]
+	audits    chan *model.AuditEntry // RecordAudit's queue, written by writeAudits
 
 	// The wake-ups, shared with the other servers through Config.Notifier.
 	work    *topic // a run became queued
@@ -248,6 +263,7 @@ func New(cfg Config) *Engine {
 	e.logs = newCommitter(cfg.MaxBatch, e.flushLogs)
 	e.beats = newCommitter(cfg.MaxBatch, e.flushHeartbeats)
 	e.beats.spacing, e.beats.clock = cfg.HeartbeatLinger, cfg.Clock
+	e.audits = make(chan *model.AuditEntry, auditQueue)
 	e.newServices()
 	if cfg.Stepped {
 		e.steppers = []*service.Stepper{e.elector.Stepper(), e.promoter.Stepper(), e.releaser.Stepper()}
@@ -279,6 +295,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	// One heartbeat committer: its flushes are short, and one gathering goroutine makes the
 	// batches Committers times bigger than several would (each spaces its own flushes).
 	e.goLoop(ctx, e.beats.run)
+	e.goLoop(ctx, e.writeAudits)
 	queues, err := e.store.ListQueues(ctx)
 	if err != nil {
 		cancel()

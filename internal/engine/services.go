@@ -54,6 +54,7 @@ func (e *Engine) newServices() {
 //     over the cluster's leases instead of N servers racing to end the same attempts;
 //   - the retention service, when Config.Retention has a rule: one deleter of history per
 //     cluster, whose batches never race another server's.
+//   - the alerter (with Config.Alerts), so that each alert fires and resolves once.
 //
 // A stopped service cannot start again, so each term gets new ones.
 func (e *Engine) newLeaderServices(term int64) []serviceLoop {
@@ -92,14 +93,20 @@ func (e *Engine) newLeaderServices(term int64) []serviceLoop {
 		},
 	})
 	cron.TestSignals.Slept = e.TestSignals.CronSlept
-	if !e.cfg.Retention.On() {
-		return []serviceLoop{rescuer, cron}
+	services := []serviceLoop{rescuer, cron}
+	if e.cfg.Retention.On() {
+		services = append(services, service.NewRetention(service.RetentionConfig{
+			Store: e.store, Clock: e.clock, Logger: e.log, Policy: e.cfg.Retention,
+			Batch: e.cfg.RetentionBatch, Pause: e.cfg.RetentionPause, Interval: e.cfg.RetentionInterval,
+		}))
 	}
-	retention := service.NewRetention(service.RetentionConfig{
-		Store: e.store, Clock: e.clock, Logger: e.log, Policy: e.cfg.Retention,
-		Batch: e.cfg.RetentionBatch, Pause: e.cfg.RetentionPause, Interval: e.cfg.RetentionInterval,
-	})
-	return []serviceLoop{rescuer, cron, retention}
+	if a := e.cfg.Alerts; a != nil {
+		services = append(services, service.NewAlerter(service.AlerterConfig{
+			Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.changes.Wait,
+			Interval: a.Interval, Rules: a.Rules, NewID: e.cfg.NewID, Notify: a.Notify,
+		}))
+	}
+	return services
 }
 
 // becomeLeader is the elector's OnElected: it repairs what a crash may have left half

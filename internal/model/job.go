@@ -56,6 +56,17 @@ type JobSpec struct {
 	// DAG places the job in the ad-hoc DAG it was submitted with (POST /v1/dags); nil for
 	// any other job. The API sets it, never the user.
 	DAG *DAGMember `json:"dag,omitempty"`
+	// Alerts tunes the alert rules for this job (nil: the server's defaults).
+	Alerts *JobAlerts `json:"alerts,omitempty"`
+}
+
+// JobAlerts are a job's own thresholds of the alert rules (internal/alerting); a zero
+// field keeps the server's default.
+type JobAlerts struct {
+	Off                 bool          `json:"off,omitempty"`                  // no alert about this job or its runs
+	ConsecutiveFailures int           `json:"consecutive_failures,omitempty"` // failed runs in a row that fire job_failing
+	LateAfter           time.Duration `json:"late_after,omitempty"`           // a cron instant not started this long after it fires cron_late
+	MaxDuration         time.Duration `json:"max_duration,omitempty"`         // a run running longer fires run_too_long
 }
 
 // DAGMember is a job's place in an ad-hoc DAG. A DAG has no row of its own: its id is the

@@ -37,8 +37,18 @@ type Queue struct {
 	Paused         bool
 	// RateLimit caps how often runs of the queue start (nil: no cap).
 	RateLimit *RateLimit
+	// Alerts tunes the queue_backlog alert rule for this queue (nil: the server's defaults).
+	Alerts *QueueAlerts
 	// Depth counts the queue's runs by status (filled by reads).
 	Depth     map[RunStatus]int
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// QueueAlerts are a queue's own thresholds of the queue_backlog alert rule; a zero field
+// keeps the server's default.
+type QueueAlerts struct {
+	Off        bool          `json:"off,omitempty"`
+	MaxBacklog int           `json:"max_backlog,omitempty"` // queued runs above this fire
+	MaxAge     time.Duration `json:"max_age,omitempty"`     // an oldest queued run older than this fires
 }

@@ -2,10 +2,12 @@
 // loop: the Promoter (scheduled runs become queued when due), the Rescuer (expired leases
 // end as lost), the Releaser (rate-limited runs and queues get their turns), the
 // CronFirer (cron schedules of jobs and pipelines fire), Retention (history past the
-// retention policy is deleted in small batches), and the Elector, which takes part
-// in the cluster's leadership (the leader lease in the store) and tells the engine when this
-// server becomes the leader or stops being it; the engine then starts or stops the services
-// only the leader runs. The CronFirer fires under the leader's term, which the store checks.
+// retention policy is deleted in small batches), the Alerter (the alert rules of
+// internal/alerting are evaluated and their alerts stored and notified), and the Elector,
+// which takes part in the cluster's leadership (the leader lease in the store) and tells the
+// engine when this server becomes the leader or stops being it; the engine then starts or
+// stops the services only the leader runs. The CronFirer fires under the leader's term, which
+// the store checks.
 //
 // The model. Each service is one goroutine that sequences store calls and sleeps: it asks
 // the store when it next has something to do, sleeps until that instant (read from an

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stint-dev/stint/internal/alerting"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 )
@@ -381,4 +382,26 @@ func (c *crashStore) PruneWorkers(ctx context.Context, p *store.PruneWorkersPara
 
 func (c *crashStore) PruneRateLimits(ctx context.Context, p *store.PruneRateLimitsParams) (int, error) {
 	return call(c, true, "PruneRateLimits", func() (int, error) { return c.inner.PruneRateLimits(ctx, p) })
+}
+
+func (c *crashStore) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*alerting.Facts, error) {
+	return call(c, false, "AlertFacts", func() (*alerting.Facts, error) { return c.inner.AlertFacts(ctx, p) })
+}
+
+func (c *crashStore) ApplyAlerts(ctx context.Context, p *store.ApplyAlertsParams) error {
+	_, err := call(c, true, "ApplyAlerts", func() (struct{}, error) { return struct{}{}, c.inner.ApplyAlerts(ctx, p) })
+	return err
+}
+
+func (c *crashStore) ListAlerts(ctx context.Context, p *store.ListAlertsParams) ([]alerting.Alert, error) {
+	return call(c, false, "ListAlerts", func() ([]alerting.Alert, error) { return c.inner.ListAlerts(ctx, p) })
+}
+
+func (c *crashStore) AppendAudit(ctx context.Context, p *store.AppendAuditParams) error {
+	_, err := call(c, true, "AppendAudit", func() (struct{}, error) { return struct{}{}, c.inner.AppendAudit(ctx, p) })
+	return err
+}
+
+func (c *crashStore) ListAudit(ctx context.Context, p *store.ListAuditParams) ([]*model.AuditEntry, error) {
+	return call(c, false, "ListAudit", func() ([]*model.AuditEntry, error) { return c.inner.ListAudit(ctx, p) })
 }

@@ -173,7 +173,9 @@ type UpdateQueueParams struct {
 	Paused         *bool
 	// RateLimit sets the queue's rate limit; one with Rate 0 removes it.
 	RateLimit *model.RateLimit
-	Now       time.Time
+	// Alerts replaces the queue's alert thresholds; a zero QueueAlerts removes them.
+	Alerts *model.QueueAlerts
+	Now    time.Time
 	// Committed, when set, is called once the change is committed, before the queue's
 	// depth is counted for the answer (a count of its active runs: tens of milliseconds for
 	// 100,000): the engine wakes workers there.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stint-dev/stint/internal/alerting"
 	"github.com/stint-dev/stint/internal/model"
 )
 
@@ -358,6 +359,28 @@ type Store interface {
 	// is before Before (a key with a past one admits as a key never used does) and returns
 	// how many it deleted.
 	PruneRateLimits(ctx context.Context, p *PruneRateLimitsParams) (int, error)
+
+	// Alerts and audit
+
+	// AlertFacts reads what the alert rules decide on (see alerting.Facts and
+	// AlertFactsParams): the failure streaks of the jobs asked for, every enabled cron job
+	// with its next fire and its CronLatest latest cron runs whose instant is at or before
+	// Now, every queue with its queued runs and the due time of its oldest, every worker's
+	// state, and the running runs whose attempt started at or before RunningBefore (runs
+	// of deleted jobs left out).
+	AlertFacts(ctx context.Context, p *AlertFactsParams) (*alerting.Facts, error)
+	// ApplyAlerts writes new, resolved and updated alerts in one transaction. At most one
+	// alert per (rule, subject) fires at a time: a new one for a pair that has one firing is
+	// model.ErrConflict and nothing is written; a resolve or update of an alert that is not
+	// firing changes nothing.
+	ApplyAlerts(ctx context.Context, p *ApplyAlertsParams) error
+	// ListAlerts lists alerts newest first (by id).
+	ListAlerts(ctx context.Context, p *ListAlertsParams) ([]alerting.Alert, error)
+	// AppendAudit adds entries to the audit log, in one transaction (an id taken is
+	// model.ErrConflict, and nothing is written).
+	AppendAudit(ctx context.Context, p *AppendAuditParams) error
+	// ListAudit lists audit entries newest first (by id).
+	ListAudit(ctx context.Context, p *ListAuditParams) ([]*model.AuditEntry, error)
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

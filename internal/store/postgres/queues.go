@@ -11,16 +11,21 @@ import (
 	"github.com/stint-dev/stint/internal/store"
 )
 
-const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at, rate, rate_per_us`
+const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at, rate, rate_per_us, alerts`
 
 func scanQueue(row pgx.Row) (*model.Queue, error) {
 	var (
-		q    model.Queue
-		rate int
-		per  int64
+		q      model.Queue
+		rate   int
+		per    int64
+		alerts []byte
+		err    error
 	)
-	if err := row.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &q.Paused, &q.CreatedAt, &q.UpdatedAt, &rate, &per); err != nil {
+	if err := row.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &q.Paused, &q.CreatedAt, &q.UpdatedAt, &rate, &per, &alerts); err != nil {
 		return nil, err
+	}
+	if q.Alerts, err = decodeQueueAlerts(alerts); err != nil {
+		return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 	}
 	q.RateLimit = store.RateFromColumns(rate, per)
 	q.CreatedAt, q.UpdatedAt = q.CreatedAt.UTC(), q.UpdatedAt.UTC()
@@ -112,17 +117,27 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 		r, d := store.RateColumns(p.RateLimit)
 		rate, per = &r, &d
 	}
+	setAlerts, alerts, err := store.QueueAlertsColumn(p.Alerts)
+	if err != nil {
+		return nil, fmt.Errorf("update queue %s: %w", p.Name, err)
+	}
+	var alertsArg *string
+	if alerts != nil {
+		v := string(alerts)
+		alertsArg = &v
+	}
 	q, err := s.queueThenDepth(ctx, committed, `INSERT INTO queues AS q (`+queueCols+`)
 		VALUES ($1, coalesce($2::int4, 0), coalesce($3::int4, 0), coalesce($4::boolean, false), $5, $5,
-			coalesce($6::int4, 0), coalesce($7::int8, 0))
+			coalesce($6::int4, 0), coalesce($7::int8, 0), $9::jsonb)
 		ON CONFLICT (name) DO UPDATE SET
 			priority = coalesce($2::int4, q.priority),
 			max_concurrency = coalesce($3::int4, q.max_concurrency),
 			paused = coalesce($4::boolean, q.paused),
 			updated_at = $5,
 			rate = coalesce($6::int4, q.rate),
-			rate_per_us = coalesce($7::int8, q.rate_per_us)
-		RETURNING `+queueCols, p.Name, p.Priority, p.MaxConcurrency, p.Paused, utc(p.Now), rate, per)
+			rate_per_us = coalesce($7::int8, q.rate_per_us),
+			alerts = CASE WHEN $8::boolean THEN $9::jsonb ELSE q.alerts END
+		RETURNING `+queueCols, p.Name, p.Priority, p.MaxConcurrency, p.Paused, utc(p.Now), rate, per, setAlerts, alertsArg)
 	if err != nil {
 		return nil, err
 	}

@@ -92,14 +92,18 @@ func (s *Store) UpdateQueue(ctx context.Context, p *store.UpdateQueueParams) (*m
 		if p.RateLimit != nil {
 			rate, per = store.RateColumns(p.RateLimit)
 		}
+		setAlerts, alerts, err := store.QueueAlertsColumn(p.Alerts)
+		if err != nil {
+			return err
+		}
 		now := micros(p.Now)
-		var err error
 		q, err = scanQueue(t.tx.QueryRowContext(t.ctx, `INSERT INTO queues (name, priority, max_concurrency, paused, created_at, updated_at,
-				rate, rate_per_us)
-			VALUES (?1, coalesce(?2, 0), coalesce(?3, 0), coalesce(?4, 0), ?5, ?5, coalesce(?6, 0), coalesce(?7, 0))
+				rate, rate_per_us, alerts)
+			VALUES (?1, coalesce(?2, 0), coalesce(?3, 0), coalesce(?4, 0), ?5, ?5, coalesce(?6, 0), coalesce(?7, 0), ?9)
 			ON CONFLICT (name) DO UPDATE SET priority = coalesce(?2, priority), max_concurrency = coalesce(?3, max_concurrency),
-				paused = coalesce(?4, paused), updated_at = ?5, rate = coalesce(?6, rate), rate_per_us = coalesce(?7, rate_per_us)
-			RETURNING `+queueCols, p.Name, prio, maxc, paused, now, rate, per))
+				paused = coalesce(?4, paused), updated_at = ?5, rate = coalesce(?6, rate), rate_per_us = coalesce(?7, rate_per_us),
+				alerts = CASE WHEN ?8 THEN ?9 ELSE alerts END
+			RETURNING `+queueCols, p.Name, prio, maxc, paused, now, rate, per, setAlerts, alerts))
 		return err
 	})
 	if err != nil {

@@ -149,7 +149,7 @@ func scanJob(sc scanner) (*model.Job, error) {
 	return &j, nil
 }
 
-const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at, rate, rate_per_us`
+const queueCols = `name, priority, max_concurrency, paused, created_at, updated_at, rate, rate_per_us, alerts`
 
 func scanQueue(sc scanner) (*model.Queue, error) {
 	var (
@@ -158,9 +158,14 @@ func scanQueue(sc scanner) (*model.Queue, error) {
 		created, updated int64
 		rate             int
 		per              int64
+		alerts           []byte
+		err              error
 	)
-	if err := sc.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &paused, &created, &updated, &rate, &per); err != nil {
+	if err := sc.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &paused, &created, &updated, &rate, &per, &alerts); err != nil {
 		return nil, err
+	}
+	if q.Alerts, err = decodeQueueAlerts(alerts); err != nil {
+		return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 	}
 	q.RateLimit = store.RateFromColumns(rate, per)
 	q.Paused = paused != 0

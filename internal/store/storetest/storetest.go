@@ -42,6 +42,8 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Tokens", testTokens},
 		{"Secrets", testSecrets},
 		{"Retention", testRetention},
+		{"Alerts", testAlerts},
+		{"Audit", testAudit},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

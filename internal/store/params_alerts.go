@@ -1,0 +1,70 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stint-dev/stint/internal/alerting"
+	"github.com/stint-dev/stint/internal/model"
+)
+
+// AlertFactsParams ask for the facts the alert rules read (alerting.Facts).
+type AlertFactsParams struct {
+	Now time.Time
+	// FailedAfter: the jobs with a run that failed after this instant get their streak
+	// read, and so do StreakJobs (those with a job_failing alert firing).
+	FailedAfter time.Time
+	StreakJobs  []string
+	// Streak is how many of a job's latest ended (succeeded or failed) runs to read.
+	Streak int
+	// RunningBefore: the running runs whose attempt started at or before it are read.
+	RunningBefore time.Time
+}
+
+// CronLatest is how many of a cron job's latest runs whose instant came AlertFacts reads.
+const CronLatest = 2
+
+// ApplyAlertsParams persist what alerting.Evaluate decided: new alerts (with their IDs),
+// resolved ones and updated ones.
+type ApplyAlertsParams struct {
+	Fire    []alerting.Alert
+	Resolve []alerting.Alert
+	Update  []alerting.Alert
+}
+
+// ListAlertsParams filter the alert history.
+type ListAlertsParams struct {
+	State  alerting.State // empty: both
+	Before string         // an alert id: only older ones (paging)
+	Limit  int            // <= 0: 100
+}
+
+// AppendAuditParams add entries to the audit log.
+type AppendAuditParams struct {
+	Entries []*model.AuditEntry
+}
+
+// ListAuditParams filter the audit log.
+type ListAuditParams struct {
+	Target string // exact target ("job:<id>"), empty: any
+	Actor  string // exact actor, empty: any
+	Before string // an entry id: only older ones (paging)
+	Limit  int    // <= 0: 100
+}
+
+// QueueAlertsColumn is how both engines store UpdateQueueParams.Alerts: whether to set the
+// column, and its value (JSON; nil for a zero QueueAlerts, which removes them).
+func QueueAlertsColumn(a *model.QueueAlerts) (set bool, value []byte, err error) {
+	if a == nil {
+		return false, nil, nil
+	}
+	if *a == (model.QueueAlerts{}) {
+		return true, nil, nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return false, nil, fmt.Errorf("encode queue alerts: %w", err)
+	}
+	return true, b, nil
+}
