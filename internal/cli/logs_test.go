@@ -22,7 +22,7 @@ func TestLogs(t *testing.T) {
 			args:      []string{"logs", "nope"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/nope/logs", status: 404, contentType: "application/problem+json", answer: `{"title":"run not found","status":404}`}},
 			stderr:    "stint: run not found\n",
-			code: ExitNotFound,
+			code:      ExitNotFound,
 		},
 	})
 }

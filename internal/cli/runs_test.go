@@ -129,7 +129,7 @@ Disruptions:    1 (attempts lost to a dead worker or server, not counted)
 			args:      []string{"runs", "get", "nope"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/nope", status: 404, contentType: "application/problem+json", answer: `{"title":"run not found","status":404,"detail":"no run \"nope\""}`}},
 			stderr:    "stint: run not found: no run \"nope\"\n",
-			code: ExitNotFound,
+			code:      ExitNotFound,
 		},
 		{
 			name: "list",
@@ -175,7 +175,7 @@ r2  backup  running               q      2        cron     27h ago  250ms
 			args:      []string{"runs", "cancel", "r1"},
 			exchanges: []exchange{{method: "POST", path: "/v1/runs/r1/cancel", status: 409, contentType: "application/problem+json", answer: `{"title":"run is final","status":409,"detail":"run r1 succeeded"}`}},
 			stderr:    "stint: run is final: run r1 succeeded\n",
-			code: ExitConflict,
+			code:      ExitConflict,
 		},
 		{
 			name:      "retry",
