@@ -33,13 +33,13 @@ func newQueueGetCmd(cfg *config) *cobra.Command {
 
 // printQueues shows queues as a table.
 func printQueues(w io.Writer, queues ...*apitype.Queue) error {
-	t := newTable(w, "NAME", "PAUSED", "PRIORITY", "MAX CONCURRENCY", "WAITING", "SCHEDULED", "QUEUED", "RUNNING")
+	t := newTable(w, "NAME", "PAUSED", "PRIORITY", "MAX CONCURRENCY", "RATE", "WAITING", "SCHEDULED", "QUEUED", "RUNNING")
 	for _, q := range queues {
 		limit := "-"
 		if q.MaxConcurrency > 0 {
 			limit = fmt.Sprint(q.MaxConcurrency)
 		}
-		t.row(q.Name, yesNo(q.Paused), fmt.Sprint(q.Priority), limit,
+		t.row(q.Name, yesNo(q.Paused), fmt.Sprint(q.Priority), limit, rateOf(q.RateLimit),
 			fmt.Sprint(q.Depth["waiting"]), fmt.Sprint(q.Depth["scheduled"]), fmt.Sprint(q.Depth["queued"]), fmt.Sprint(q.Depth["running"]))
 	}
 	return t.flush()
@@ -72,7 +72,7 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 	cmd.Flags().IntVar(&maxConcurrency, "max-concurrency", 0, "max runs of the queue at once (0: no limit)")
 	cmd.Flags().IntVar(&priority, "priority", 0, "queue priority; higher queues are served first")
 	cmd.Flags().StringVar(&rate, "rate", "", `at most N runs start per DURATION: "N/DURATION" such as 100/1m ("0" removes the limit)`)
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		var patch apitype.QueuePatch
 		if cmd.Flags().Changed("max-concurrency") {
@@ -100,9 +100,17 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 			}
 			return c.UpdateQueue(ctx, argv[0], &patch)
 		}
-		return callAndPrint(cmd, cfg, *asJSON, update, func(w io.Writer, _ *apitype.Queue) error {
+		return callAndPrint(cmd, cfg, out, update, func(w io.Writer, _ *apitype.Queue) error {
 			return showDone[*apitype.Queue]("queue %s updated")(w, argv[0], nil)
 		})
 	}
 	return cmd
+}
+
+// rateOf shows a rate limit as --rate takes it, "100/1m0s", or "-" for none.
+func rateOf(r *apitype.RateLimit) string {
+	if r == nil || r.Rate == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%s", r.Rate, r.Per.Std())
 }

@@ -17,7 +17,7 @@ func TestRuns(t *testing.T) {
 			args:      []string{"runs", "get", "r1"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: runDetail}},
 			stdout: `ID:             r1
-Job:            backup
+Job:            backup (j1)
 Status:         failed
 Error:          exit code 3
 Queue:          default
