@@ -58,7 +58,7 @@ func TestCLIUserJourney(t *testing.T) {
 	})
 
 	t.Run("failure is retried then dead, and listed", func(t *testing.T) {
-		out, _, code := cli(t, srv, "submit", "--wait", "--retries", "2", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
+		out, _, code := cli(t, srv, "submit", "--wait", "--retries", "1", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
 		require.Equal(t, 1, code, "a failed run exits 1")
 		id := runIDFrom(t, out)
 		js, _, code := cli(t, srv, "runs", "list", "--status", "failed", "--json")
