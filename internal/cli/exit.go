@@ -29,6 +29,12 @@ const (
 // code ExitFailed, with nothing more printed (the outcome is).
 var errRunFailed error = &exitError{code: ExitFailed}
 
+// notFoundError is something the command names that does not exist, found out by the CLI
+// rather than answered by the server with a 404: exit code ExitNotFound.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+
 // exitCode maps an error to the exit code that says what happened.
 func exitCode(err error) int {
 	var exit *exitError
@@ -44,6 +50,8 @@ func exitCode(err error) int {
 		return ExitTimeout
 	case errors.As(err, &usage):
 		return ExitUsage
+	case errors.As(err, new(*notFoundError)):
+		return ExitNotFound
 	}
 	switch client.StatusCode(err) {
 	case 0:
