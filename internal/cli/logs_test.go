@@ -18,7 +18,7 @@ func TestLogs(t *testing.T) {
 				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running","attempt":2}`},
 				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&follow=true&stream=stdout", contentType: "text/plain", answer: "x"},
 			},
-			stdout:    "x",
+			stdout: "x",
 		},
 		{
 			// An attempt the run never made is not an empty log.
@@ -36,8 +36,8 @@ func TestLogs(t *testing.T) {
 			code:      ExitNotFound,
 		},
 		{
-			name:      "following a retry to come",
-			args:      []string{"logs", "r1", "-f", "--attempt", "2"},
+			name: "following a retry to come",
+			args: []string{"logs", "r1", "-f", "--attempt", "2"},
 			exchanges: []exchange{
 				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"scheduled","attempt":1}`},
 				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&follow=true", contentType: "text/plain", answer: "again\n"},

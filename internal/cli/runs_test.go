@@ -147,6 +147,13 @@ r2  backup  running               q      2        cron     27h ago  250ms
 			stderr: "more: --cursor cur2\n",
 		},
 		{
+			// --namespace filters the list, not only the job it names.
+			name:      "list of a namespace",
+			args:      []string{"--namespace", "nonexistent", "runs", "list"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs", query: "namespace=nonexistent", answer: `{"items":[]}`}},
+			stdout:    "ID  JOB  STATUS  QUEUE  ATTEMPT  TRIGGER  CREATED  DURATION\n",
+		},
+		{
 			name:      "list empty",
 			args:      []string{"runs", "ls"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs", answer: `{"items":[]}`}},
