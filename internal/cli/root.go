@@ -84,6 +84,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newTokensCmd(cfg),
 		newVersionCmd(cfg),
 	)
+	addCompletion(cfg, root)
 	root.AddCommand(extra...)
 	return root
 }
