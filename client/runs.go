@@ -24,14 +24,16 @@ func (c *Client) GetRun(ctx context.Context, id string) (*apitype.Run, error) {
 }
 
 // ListRunsOptions filters and pages ListRuns; zero fields are left out. Job is a job id or
-// name.
+// name. Namespace keeps only the runs of that namespace; empty: the client's namespace
+// (WithNamespace), else every namespace.
 type ListRunsOptions struct {
-	Job    string
-	Status string
-	Queue  string
-	Worker string
-	Limit  int
-	Cursor string
+	Namespace string
+	Job       string
+	Status    string
+	Queue     string
+	Worker    string
+	Limit     int
+	Cursor    string
 }
 
 func (o ListRunsOptions) values() url.Values {
@@ -48,7 +50,10 @@ func (o ListRunsOptions) values() url.Values {
 // ListRuns returns a page of runs, newest first (GET /v1/runs).
 func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (*apitype.RunList, error) {
 	q := opts.values()
-	if opts.Job != "" && c.namespace != "" {
+	switch {
+	case opts.Namespace != "":
+		q.Set("namespace", opts.Namespace)
+	case c.namespace != "":
 		q.Set("namespace", c.namespace)
 	}
 	var out apitype.RunList

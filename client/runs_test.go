@@ -46,6 +46,14 @@ func TestRunCalls(t *testing.T) {
 			},
 		},
 		{
+			name: "list runs of a namespace",
+			call: func(ctx context.Context, c *client.Client) (any, error) {
+				return c.ListRuns(ctx, client.ListRunsOptions{Namespace: "etl"})
+			},
+			method: http.MethodGet, path: "/v1/runs", query: "namespace=etl",
+			answer: answer{Body: `{"items":[]}`},
+		},
+		{
 			name:   "cancel run",
 			call:   func(ctx context.Context, c *client.Client) (any, error) { return c.CancelRun(ctx, "r1") },
 			method: http.MethodPost, path: "/v1/runs/r1/cancel",

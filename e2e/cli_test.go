@@ -63,7 +63,7 @@ func TestCLIUserJourney(t *testing.T) {
 	})
 
 	t.Run("failure is retried then dead, and listed", func(t *testing.T) {
-		out, errOut, code := cli(t, srv, "submit", "--wait", "--retries", "2", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
+		out, errOut, code := cli(t, srv, "submit", "--wait", "--retries", "1", "--backoff", "50ms", "--shell", "echo oops >&2; exit 3")
 		require.Equal(t, 1, code, "a failed run exits 1")
 		require.Empty(t, out)
 		require.Contains(t, errOut, "oops\n", "the last attempt's stderr, on stderr")
@@ -105,7 +105,7 @@ func TestCLIUserJourney(t *testing.T) {
 
 	t.Run("wait timeout leaves the run going", func(t *testing.T) {
 		_, errOut, code := cli(t, srv, "submit", "--wait", "--wait-timeout", "500ms", "--", "sleep", "30")
-		require.Equal(t, 3, code, errOut)
+		require.Equal(t, 7, code, errOut)
 		require.Contains(t, errOut, "stopped waiting after 500ms (--wait-timeout)")
 		id := runIDFrom(t, errOut)
 		run, err := srv.client(t).GetRun(context.Background(), id)
@@ -151,8 +151,48 @@ func TestCLIUserJourney(t *testing.T) {
 
 	t.Run("bad input names the field", func(t *testing.T) {
 		_, errOut, code := cli(t, srv, "submit", "--priority", "5000", "--shell", "true")
-		require.Equal(t, 1, code)
+		require.Equal(t, 2, code, "a refused field is bad input")
 		require.Contains(t, errOut, "priority")
+	})
+
+	t.Run("exit codes say what happened", func(t *testing.T) {
+		_, _, code := cli(t, srv, "runs", "get", "01jd3x5k8q9r2s4t6v8w0y2z4a")
+		require.Equal(t, 3, code, "not found")
+		out, _, code := cli(t, srv, "submit", "-q", "--wait", "--shell", "true")
+		require.Equal(t, 0, code)
+		_, errOut, code := cli(t, srv, "logs", strings.TrimSpace(out), "--attempt", "5")
+		require.Equal(t, 3, code, "an attempt never made: %s", errOut)
+	})
+
+	t.Run("lists: last runs, namespaces", func(t *testing.T) {
+		out, _, code := cli(t, srv, "submit", "-q", "--wait", "--name", "lastrun", "--shell", "true")
+		require.Equal(t, 0, code)
+		runID := strings.TrimSpace(out)
+		js, _, code := cli(t, srv, "jobs", "list", "-o", "json")
+		require.Equal(t, 0, code)
+		var jobs apitype.JobList
+		require.NoError(t, json.Unmarshal([]byte(js), &jobs))
+		found := false
+		for _, j := range jobs.Items {
+			require.NotNil(t, j.LastRun, "job %s has a run: the list says so", j.Name)
+			if j.Name == "lastrun" {
+				found = true
+				require.Equal(t, runID, j.LastRun.ID)
+				require.Equal(t, "succeeded", j.LastRun.Status)
+			}
+		}
+		require.True(t, found)
+		table, _, _ := cli(t, srv, "jobs", "list")
+		require.Regexp(t, `lastrun .* succeeded `, table)
+
+		js, _, code = cli(t, srv, "runs", "list", "--namespace", "nonexistent", "-o", "json")
+		require.Equal(t, 0, code)
+		var runs apitype.RunList
+		require.NoError(t, json.Unmarshal([]byte(js), &runs))
+		require.Empty(t, runs.Items, "no run of another namespace is listed")
+		js, _, _ = cli(t, srv, "runs", "list", "--namespace", "default", "-o", "json")
+		require.NoError(t, json.Unmarshal([]byte(js), &runs))
+		require.NotEmpty(t, runs.Items)
 	})
 }
 

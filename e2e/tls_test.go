@@ -48,7 +48,7 @@ func TestTLS(t *testing.T) {
 	require.Zero(t, code, errOut)
 	require.Equal(t, "hello over mutual TLS from "+created.Job.ID+"\n", out)
 	_, errOut, code = cli(t, srv, "logs", run.ID)
-	require.Equal(t, 1, code)
+	require.Equal(t, 4, code, "an untrusted server is unreachable")
 	require.Contains(t, errOut, "x509: certificate signed by unknown authority")
 	require.Contains(t, errOut, "--ca (env STINT_CA)")
 

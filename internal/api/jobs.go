@@ -362,14 +362,11 @@ func namespaceParam(q url.Values) (string, error) {
 
 // lastRun returns the newest run of a job, or nil.
 func (a *API) lastRun(ctx context.Context, jobID string) (*model.Run, error) {
-	page, err := a.store.ListRuns(ctx, &store.ListRunsParams{JobID: jobID, Limit: 1})
+	last, err := a.store.LastRuns(ctx, &store.LastRunsParams{JobIDs: []string{jobID}})
 	if err != nil {
 		return nil, fmt.Errorf("last run of %s: %w", jobID, err)
 	}
-	if len(page.Runs) == 0 {
-		return nil, nil
-	}
-	return page.Runs[0], nil
+	return last[jobID], nil
 }
 
 // getJob serves GET /v1/jobs/{id}.
@@ -418,9 +415,17 @@ func (a *API) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list jobs: %w", err)
 	}
+	ids := make([]string, len(page.Jobs))
+	for i, j := range page.Jobs {
+		ids[i] = j.ID
+	}
+	last, err := a.store.LastRuns(r.Context(), &store.LastRunsParams{JobIDs: ids})
+	if err != nil {
+		return fmt.Errorf("list jobs: %w", err)
+	}
 	out := apitype.JobList{Items: make([]*apitype.Job, len(page.Jobs)), NextCursor: page.NextCursor}
 	for i, j := range page.Jobs {
-		out.Items[i] = jobToAPI(j, nil)
+		out.Items[i] = jobToAPI(j, last[j.ID])
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

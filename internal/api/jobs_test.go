@@ -292,6 +292,7 @@ func TestListJobs(t *testing.T) {
 	} {
 		b.createJob(t, s)
 	}
+	sched := b.createJob(t, `{"name": "f", "command": ["x"], "schedule": {"cron": "0 3 * * *"}}`)
 	list := func(query string) apitype.JobList {
 		t.Helper()
 		r := b.do(t, "GET", "/v1/jobs"+query, nil)
@@ -319,10 +320,25 @@ func TestListJobs(t *testing.T) {
 		}
 		cursor = page.NextCursor
 	}
-	require.Equal(t, []string{"a", "b", "c", "d", "e"}, all)
+	require.Equal(t, []string{"a", "b", "c", "d", "e", "f"}, all)
+	runs := map[string]string{} // job name -> id of its one run
+	for _, j := range list("").Items {
+		if j.LastRun != nil {
+			runs[j.Name] = j.LastRun.ID
+			require.Equal(t, "queued", j.LastRun.Status, "job %s", j.Name)
+			require.False(t, j.LastRun.CreatedAt.IsZero())
+		}
+	}
+	require.Len(t, runs, 4, "each job with a run lists it; disabled c and scheduled f (%s) have none", sched.Job.ID)
+	r := b.do(t, "POST", "/v1/jobs/a/trigger", ``)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var tr apitype.RunResponse
+	r.decode(t, &tr)
+	require.NotEqual(t, runs["a"], tr.Run.ID)
+	require.Equal(t, tr.Run.ID, list("?limit=1").Items[0].LastRun.ID, "last_run is the newest run")
 	require.Equal(t, []string{"b", "d"}, names(list("?queue=q2")))
 	require.Equal(t, []string{"c"}, names(list("?enabled=false")))
-	require.Equal(t, []string{"a", "b", "d", "e"}, names(list("?enabled=true")))
+	require.Equal(t, []string{"a", "b", "d", "e", "f"}, names(list("?enabled=true")))
 	require.Empty(t, list("?namespace=nope").Items)
 	require.NotNil(t, list("?namespace=nope").Items, "items is [] not null")
 }

@@ -192,7 +192,7 @@ func TestWorkerCapacity(t *testing.T) {
 			srv := newRegistrar(t)
 			h := &fakeHost{}
 			code, out := runWorker(t, h, append([]string{"--server", srv.URL}, tc.args...)...)
-			require.Equal(t, 1, code, out)
+			require.Equal(t, 5, code, out) // the registration's 403: unauthorized
 			require.Contains(t, out, "stint: Forbidden: test server refuses workers")
 			req, auth := srv.only(t)
 			require.Equal(t, tc.want, req.Capacity)
@@ -372,7 +372,7 @@ func TestWorkerServerList(t *testing.T) {
 	down.Close()
 	srv := newRegistrar(t)
 	code, out := runWorker(t, &fakeHost{}, "--server", downURL+","+srv.URL, "--gpus", "0")
-	require.Equal(t, 1, code, out)
+	require.Equal(t, 5, code, out) // the registration's 403: unauthorized
 	req, _ := srv.only(t)
 	require.Equal(t, 2, req.Capacity.Slots)
 }
@@ -394,7 +394,7 @@ func TestWorkerTLS(t *testing.T) {
 
 	code, out := runWorker(t, &fakeHost{}, "--server", downURL+","+srv.URL, "--id", "w1", "--gpus", "0",
 		"--ca", caFile, "--cert", certFile, "--key", keyFile)
-	require.Equal(t, 1, code, out)
+	require.Equal(t, 5, code, out) // the registration's 403: unauthorized
 	require.Contains(t, out, "test server refuses workers", "the 403 of the registration ended it")
 	req, auth := srv.only(t)
 	require.Equal(t, "w1", req.ID)
@@ -409,7 +409,7 @@ func TestWorkerEnv(t *testing.T) {
 	t.Setenv("STINT_SERVER", srv.URL)
 	t.Setenv("STINT_TOKEN", "env-token")
 	code, out := runWorker(t, &fakeHost{}, "--id", "env-worker")
-	require.Equal(t, 1, code, out)
+	require.Equal(t, 5, code, out) // the registration's 403: unauthorized
 	req, auth := srv.only(t)
 	require.Equal(t, "env-worker", req.ID)
 	require.Equal(t, "Bearer env-token", auth)

@@ -25,7 +25,7 @@ func newAlertsCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&opts.State, "state", "", "only alerts in this state: firing or resolved")
 	fl.StringVar(&opts.Before, "before", "", "only alerts older than this alert id (paging)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many alerts (default: the server's page size)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		switch {
 		case opts.State != "" && opts.State != "firing" && opts.State != "resolved":
@@ -33,7 +33,7 @@ func newAlertsCmd(cfg *config) *cobra.Command {
 		case opts.Limit < 0:
 			return Usagef("--limit: must not be negative")
 		}
-		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListAlerts, opts), func(w io.Writer, list *apitype.AlertList) error {
+		return callAndPrint(cmd, cfg, out, bind((*client.Client).ListAlerts, opts), func(w io.Writer, list *apitype.AlertList) error {
 			t := newTable(w, "ID", "STATE", "RULE", "SUBJECT", "STARTED", "RESOLVED", "SUMMARY")
 			for _, a := range list.Alerts {
 				t.row(a.ID, strings.ToUpper(a.State), a.Rule, a.Subject, cfg.ago(&a.StartedAt), cfg.ago(a.ResolvedAt), a.Summary)
@@ -59,12 +59,12 @@ func newAuditCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&opts.Actor, "actor", "", "only entries of this actor, as the log names it")
 	fl.StringVar(&opts.Before, "before", "", "only entries older than this entry id (paging)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many entries (default: the server's page size)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if opts.Limit < 0 {
 			return Usagef("--limit: must not be negative")
 		}
-		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListAudit, opts), func(w io.Writer, list *apitype.AuditList) error {
+		return callAndPrint(cmd, cfg, out, bind((*client.Client).ListAudit, opts), func(w io.Writer, list *apitype.AuditList) error {
 			t := newTable(w, "ID", "WHEN", "ACTOR", "ROLE", "ACTION", "TARGET")
 			for _, e := range list.Entries {
 				t.row(e.ID, cfg.ago(&e.At), e.Actor, orDash(e.Role), e.Action, e.Target)

@@ -47,7 +47,7 @@ func TestCallErrors(t *testing.T) {
 			exchanges: []exchange{{method: tt.method, path: tt.path, body: tt.body, status: 404, contentType: "application/problem+json",
 				answer: `{"title":"not found","status":404,"detail":"no such thing"}`}},
 			stderr: "stint: not found: no such thing\n",
-			code:   1,
+			code:   ExitNotFound,
 		})
 	}
 	runCLICases(t, cases)

@@ -12,9 +12,9 @@ import (
 
 func newClusterCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Show which server leads and the servers of the cluster", Args: args()}
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		return callAndPrint(cmd, cfg, *asJSON, (*client.Client).Cluster, cfg.printCluster)
+		return callAndPrint(cmd, cfg, out, (*client.Client).Cluster, cfg.printCluster)
 	}
 	return cmd
 }

@@ -33,8 +33,8 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 			"time zone, and says of each fire that a daylight saving change moved why it moved: a wall-clock\n" +
 			"time that does not exist fires at the first instant after the gap, and one that exists twice\n" +
 			"fires at the first of the two. It creates nothing and needs no server. See docs/cron.md.",
-		Example: "  stint cron explain '0 2 * * 1-5' --tz Asia/Kolkata\n" +
-			"  stint cron explain '30 2 * * *' --tz Europe/Berlin --from 2030-03-30T00:00:00Z --count 3\n" +
+		Example: "  stint cron explain '0 2 * * 1-5' --timezone Asia/Kolkata\n" +
+			"  stint cron explain '30 2 * * *' --timezone Europe/Berlin --from 2030-03-30T00:00:00Z --count 3\n" +
 			"  stint cron explain '@every 90m' --json",
 		Args: func(_ *cobra.Command, got []string) error {
 			switch {
@@ -47,7 +47,10 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&zone, "tz", "", "IANA time zone the expression is read in, such as Europe/Berlin (default UTC)")
+	fl.StringVar(&zone, "timezone", "", "IANA time zone the expression is read in, such as Europe/Berlin (default UTC)")
+	// --tz was this flag's first spelling; submit and job files say timezone.
+	fl.StringVar(&zone, "tz", "", "")
+	_ = fl.MarkDeprecated("tz", "use --timezone")
 	fl.StringVar(&from, "from", "", "list the fires after this RFC 3339 time (default now)")
 	fl.IntVar(&count, "count", 5, fmt.Sprintf("how many fires to list (1-%d)", maxExplain))
 	fl.BoolVar(&asJSON, "json", false, "print the fires as indented JSON")
@@ -68,7 +71,7 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 			var ce *cron.Error
 			switch {
 			case errors.As(err, &ce) && ce.Field == cron.FieldTimezone:
-				return Usagef("--tz: %s", ce.Message)
+				return Usagef("--timezone: %s", ce.Message)
 			case errors.As(err, &ce):
 				return Usagef("EXPRESSION %q: %s", argv[0], ce.Message)
 			}

@@ -7,8 +7,14 @@ func TestCronExplain(t *testing.T) {
 	// No case makes a request: the fake API answers none.
 	runCLICases(t, []cliCase{
 		{
+			// --tz, the old spelling, still works (deprecated: one spelling, --timezone, as in submit).
+			name:      "old spelling of the zone flag",
+			args:      []string{"cron", "explain", "@daily", "--tz", "Asia/Kolkata", "--count", "1"},
+			stdoutHas: []string{"Flag --tz has been deprecated, use --timezone", "@daily in Asia/Kolkata"},
+		},
+		{
 			name: "weekdays in Kolkata, from now",
-			args: []string{"cron", "explain", "0 2 * * 1-5", "--tz", "Asia/Kolkata"},
+			args: []string{"cron", "explain", "0 2 * * 1-5", "--timezone", "Asia/Kolkata"},
 			stdout: `0 2 * * 1-5 in Asia/Kolkata, the next 5 fires after 2030-01-02T12:00:00Z:
 UTC                   LOCAL                      DST
 2030-01-02T20:30:00Z  2030-01-03T02:00:00+05:30  -
@@ -20,7 +26,7 @@ UTC                   LOCAL                      DST
 		},
 		{
 			name: "spring forward in Berlin",
-			args: []string{"cron", "explain", "30 2 * * *", "--tz", "Europe/Berlin", "--from", "2030-03-30T00:00:00Z", "--count", "3"},
+			args: []string{"cron", "explain", "30 2 * * *", "--timezone", "Europe/Berlin", "--from", "2030-03-30T00:00:00Z", "--count", "3"},
 			stdout: `30 2 * * * in Europe/Berlin, the next 3 fires after 2030-03-30T00:00:00Z:
 UTC                   LOCAL                      DST
 2030-03-30T01:30:00Z  2030-03-30T02:30:00+01:00  -
@@ -30,7 +36,7 @@ UTC                   LOCAL                      DST
 		},
 		{
 			name: "fall back in New York",
-			args: []string{"cron", "explain", "0 * * * *", "--tz", "America/New_York", "--from", "2030-11-03T04:30:00+00:00", "--count", "3"},
+			args: []string{"cron", "explain", "0 * * * *", "--timezone", "America/New_York", "--from", "2030-11-03T04:30:00+00:00", "--count", "3"},
 			stdout: `0 * * * * in America/New_York, the next 3 fires after 2030-11-03T04:30:00Z:
 UTC                   LOCAL                      DST
 2030-11-03T05:00:00Z  2030-11-03T01:00:00-04:00  01:00 occurs twice on 2030-11-03 in America/New_York: clocks go back from 02:00 EDT to 01:00 EST; fires at the first (EDT) only
@@ -49,7 +55,7 @@ UTC                   LOCAL                 DST
 		},
 		{
 			name: "json",
-			args: []string{"cron", "explain", "*/15 2 * * *", "--tz", "Europe/Berlin", "--from", "2030-03-31T00:00:00Z", "--count", "2", "--json"},
+			args: []string{"cron", "explain", "*/15 2 * * *", "--timezone", "Europe/Berlin", "--from", "2030-03-31T00:00:00Z", "--count", "2", "--json"},
 			stdout: `{
   "expression": "*/15 2 * * *",
   "timezone": "Europe/Berlin",
@@ -91,8 +97,8 @@ UTC                   LOCAL                 DST
 }
 `,
 		},
-		{name: "bad zone", args: []string{"cron", "explain", "0 2 * * *", "--tz", "Mars/Olympus_Mons"}, code: 2,
-			stderr: `stint: --tz: unknown time zone "Mars/Olympus_Mons": want an IANA name such as Europe/Berlin or America/New_York`},
+		{name: "bad zone", args: []string{"cron", "explain", "0 2 * * *", "--timezone", "Mars/Olympus_Mons"}, code: 2,
+			stderr: `stint: --timezone: unknown time zone "Mars/Olympus_Mons": want an IANA name such as Europe/Berlin or America/New_York`},
 		{name: "bad expression", args: []string{"cron", "explain", "61 2 * * *"}, code: 2,
 			stderr: `stint: EXPRESSION "61 2 * * *": minute field "61": 61 is out of range (0-59)` + "\nRun 'stint cron explain --help' for usage."},
 		{name: "expression that never fires", args: []string{"cron", "explain", "0 0 30 2 *"}, code: 2,

@@ -37,7 +37,8 @@ func newDAGListCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "List DAGs (of --namespace, else every namespace): id, entries, created", Args: args()}
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many DAGs (default: the server's page size)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
+	addWatchFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if limit < 0 {
 			return Usagef("--limit: must not be negative")
@@ -45,7 +46,7 @@ func newDAGListCmd(cfg *config) *cobra.Command {
 		call := func(c *client.Client, ctx context.Context) (*apitype.DAGList, error) {
 			return c.ListDAGs(ctx, cfg.namespace, limit, cursor)
 		}
-		return callAndPrint(cmd, cfg, *asJSON, call, func(w io.Writer, list *apitype.DAGList) error {
+		return callAndPrint(cmd, cfg, out, call, func(w io.Writer, list *apitype.DAGList) error {
 			t := newTable(w, "ID", "NAMESPACE", "ENTRIES", "CREATED")
 			for _, d := range list.Items {
 				t.row(d.ID, d.Namespace, fmt.Sprint(d.Entries), cfg.ago(&d.CreatedAt))
@@ -122,7 +123,7 @@ refused with the field named (runs.load.depends_on[0].ref), and nothing is creat
 		Args: args(),
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the DAG, YAML or JSON (- for standard input)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
@@ -135,7 +136,7 @@ refused with the field named (runs.load.depends_on[0].ref), and nothing is creat
 		if req.Namespace == "" {
 			req.Namespace = cfg.namespace // --namespace / STINT_NAMESPACE, when the file names none
 		}
-		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).SubmitDAG, req), printDAG)
+		return callAndPrint(cmd, cfg, out, bind((*client.Client).SubmitDAG, req), printDAG)
 	}
 	return cmd
 }

@@ -44,7 +44,8 @@ func newJobListCmd(cfg *config) *cobra.Command {
 	fl.BoolVar(&enabled, "enabled", false, "only enabled jobs (--enabled=false: only disabled ones)")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many jobs (default: the server's page size)")
 	fl.StringVar(&opts.Cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
+	addWatchFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if opts.Limit < 0 {
 			return Usagef("--limit: must not be negative")
@@ -54,18 +55,20 @@ func newJobListCmd(cfg *config) *cobra.Command {
 		}
 		cfg.fromEnv(cmd)
 		opts.Namespace = cfg.namespace
-		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListJobs, opts), func(w io.Writer, list *apitype.JobList) error {
-			t := newTable(w, "NAME", "ID", "QUEUE", "SCHEDULE", "ENABLED", "LAST RUN", "NEXT")
+		return callAndPrint(cmd, cfg, out, bind((*client.Client).ListJobs, opts), func(w io.Writer, list *apitype.JobList) error {
+			t := newTable(w, "NAME", "ID", "+NAMESPACE", "QUEUE", "+PRIORITY", "SCHEDULE", "ENABLED", "LAST RUN", "+LAST RUN ID", "NEXT", "+TAGS")
 			for _, j := range list.Items {
-				last := "-"
+				last, lastID := "-", "-"
 				if j.LastRun != nil {
 					last = j.LastRun.Status + " " + cfg.ago(&j.LastRun.CreatedAt)
+					lastID = j.LastRun.ID
 				}
 				next := "-"
 				if len(j.NextFireTimes) > 0 {
 					next = cfg.ago(&j.NextFireTimes[0])
 				}
-				t.row(j.Name, j.ID, j.Queue, schedule(j.Schedule), yesNo(j.Enabled), last, next)
+				t.row(jobLabel(j), j.ID, j.Namespace, j.Queue, fmt.Sprint(j.Priority), schedule(j.Schedule), yesNo(j.Enabled),
+					last, lastID, next, orDash(strings.Join(j.Tags, ",")))
 			}
 			return flushPage(cmd, t, list.NextCursor)
 		})
@@ -126,6 +129,32 @@ func newJobEnableCmd(cfg *config, use string, enable bool) *cobra.Command {
 		return c.UpdateJob(ctx, job, &apitype.JobPatch{Enabled: &enable})
 	}
 	return objectCmd(cfg, use+" JOB", short, update, showDone[*apitype.Job]("job %s "+use+"d"))
+}
+
+// jobLabel names a job for a person: its name; for a job submitted without one (whose
+// name is its id), the entry of its ad-hoc DAG, or what it runs, shortened.
+func jobLabel(j *apitype.Job) string {
+	if j.Name != j.ID {
+		return j.Name
+	}
+	if j.DAG != nil && j.DAG.Entry != "" {
+		return j.DAG.Entry + " (dag)"
+	}
+	what := j.Handler
+	switch {
+	case len(j.Command) > 0:
+		what = strings.Join(j.Command, " ")
+	case j.Shell != "":
+		what = j.Shell
+	}
+	if what == "" {
+		return j.ID
+	}
+	const width = 32
+	if r := []rune(what); len(r) > width {
+		what = string(r[:width-1]) + "…"
+	}
+	return "(" + what + ")"
 }
 
 // printJob shows one job.

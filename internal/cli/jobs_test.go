@@ -141,7 +141,7 @@ Updated:       -
 			args:      []string{"jobs", "disable", "nope"},
 			exchanges: []exchange{{method: "PATCH", path: "/v1/jobs/nope", body: `{"enabled":false}`, status: 404, contentType: "application/problem+json", answer: `{"title":"job not found","status":404}`}},
 			stderr:    "stint: job not found\n",
-			code:      1,
+			code:      ExitNotFound,
 		},
 	})
 }

@@ -12,17 +12,56 @@ func TestLogs(t *testing.T) {
 			stdout:    "out\nerr\n",
 		},
 		{
-			name:      "follow an attempt",
-			args:      []string{"logs", "-f", "r1", "--attempt", "2", "--stream", "stdout"},
-			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&follow=true&stream=stdout", contentType: "text/plain", answer: "x"}},
-			stdout:    "x",
+			name: "follow an attempt",
+			args: []string{"logs", "-f", "r1", "--attempt", "2", "--stream", "stdout"},
+			exchanges: []exchange{
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running","attempt":2}`},
+				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&follow=true&stream=stdout", contentType: "text/plain", answer: "x"},
+			},
+			stdout: "x",
+		},
+		{
+			// An attempt the run never made is not an empty log.
+			name:      "attempt never made",
+			args:      []string{"logs", "r1", "--attempt", "5"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"succeeded","attempt":1}`}},
+			stderr:    "stint: run r1 has no attempt 5: it made 1\n",
+			code:      ExitNotFound,
+		},
+		{
+			name:      "following an attempt a finished run never made",
+			args:      []string{"logs", "r1", "-f", "--attempt", "2"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"failed","attempt":1}`}},
+			stderr:    "stint: run r1 has no attempt 2: it made 1\n",
+			code:      ExitNotFound,
+		},
+		{
+			name: "following a retry to come",
+			args: []string{"logs", "r1", "-f", "--attempt", "2"},
+			exchanges: []exchange{
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"scheduled","attempt":1}`},
+				{method: "GET", path: "/v1/runs/r1/logs", query: "attempt=2&follow=true", contentType: "text/plain", answer: "again\n"},
+			},
+			stdout: "again\n",
+		},
+		{
+			name:      "tail",
+			args:      []string{"logs", "r1", "--tail", "2"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", contentType: "text/plain", answer: "1\n2\n3\nno newline"}},
+			stdout:    "3\nno newline",
+		},
+		{
+			name:      "tail of a short log",
+			args:      []string{"logs", "r1", "--tail", "5"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", contentType: "text/plain", answer: "1\n2\n"}},
+			stdout:    "1\n2\n",
 		},
 		{
 			name:      "missing run",
 			args:      []string{"logs", "nope"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/nope/logs", status: 404, contentType: "application/problem+json", answer: `{"title":"run not found","status":404}`}},
 			stderr:    "stint: run not found\n",
-			code:      1,
+			code:      ExitNotFound,
 		},
 	})
 }

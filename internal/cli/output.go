@@ -11,11 +11,56 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 )
 
-// addJSONFlag adds --json to a command that prints an API object.
+// addJSONFlag adds --json to a command that prints an API object it made (submit).
 func addJSONFlag(cmd *cobra.Command) *bool {
 	return cmd.Flags().Bool("json", false, "print the API object as indented JSON")
+}
+
+// output is how a read command prints: -o/--output table, wide, json or yaml; --json is
+// -o json.
+type output struct {
+	format string
+	json   bool
+}
+
+// addOutputFlags adds -o and --json to a command that prints an API object.
+func addOutputFlags(cmd *cobra.Command) *output {
+	o := &output{}
+	cmd.Flags().StringVarP(&o.format, "output", "o", "table", "output format: table, wide (more columns), json or yaml")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the API object as indented JSON (-o json)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
+	return o
+}
+
+// check refuses an unknown format, and --json with another -o.
+func (o *output) check() error {
+	switch o.format {
+	case "table", "wide", "json", "yaml":
+	default:
+		return Usagef("--output: want table, wide, json or yaml, got %q", o.format)
+	}
+	if o.json && o.format != "table" && o.format != "json" {
+		return Usagef("--json and -o %s: give one", o.format)
+	}
+	return nil
+}
+
+// print writes v as the format says: the API object as JSON or YAML, else show's table (with
+// its wide columns for -o wide).
+func (o *output) print(w io.Writer, v any, show func(io.Writer) error) error {
+	switch {
+	case o.json || o.format == "json":
+		return printJSON(w, v)
+	case o.format == "yaml":
+		return printYAML(w, v)
+	case o.format == "wide":
+		return show(wideWriter{w})
+	default:
+		return show(w)
+	}
 }
 
 // printJSON writes v as indented JSON.
@@ -28,18 +73,56 @@ func printJSON(w io.Writer, v any) error {
 	return err
 }
 
-// table writes aligned columns: tab-separated cells, one row per call.
-type table struct{ tw *tabwriter.Writer }
+// printYAML writes v as YAML, with the field names of its JSON form.
+func printYAML(w io.Writer, v any) error {
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode yaml: %w", err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// wideWriter marks the output of -o wide: tables written to it show their wide columns.
+type wideWriter struct{ io.Writer }
+
+// table writes aligned columns: tab-separated cells, one row per call. A header cell that
+// starts with "+" names a wide column: it and its cells show only with -o wide.
+type table struct {
+	tw     *tabwriter.Writer
+	hidden map[int]bool // wide columns left out
+}
 
 func newTable(w io.Writer, header ...string) *table {
 	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	_, wide := w.(wideWriter)
+	cells := make([]string, len(header))
+	for i, h := range header {
+		name, isWide := strings.CutPrefix(h, "+")
+		if isWide && !wide {
+			if t.hidden == nil {
+				t.hidden = map[int]bool{}
+			}
+			t.hidden[i] = true
+		}
+		cells[i] = name
+	}
 	if len(header) > 0 {
-		t.row(header...)
+		t.row(cells...)
 	}
 	return t
 }
 
 func (t *table) row(cells ...string) {
+	if len(t.hidden) > 0 {
+		shown := make([]string, 0, len(cells))
+		for i, c := range cells {
+			if !t.hidden[i] {
+				shown = append(shown, c)
+			}
+		}
+		cells = shown
+	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
 

@@ -184,7 +184,7 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 			return err
 		}
 		if wait && pr.Status != "succeeded" {
-			return &exitError{code: 1}
+			return errRunFailed
 		}
 		return nil
 	}
@@ -199,7 +199,8 @@ func newPipelineRunsCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{Use: "runs PIPELINE", Short: "List a pipeline's runs, newest first", Args: args("PIPELINE")}
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many runs (default: the server's page size)")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
+	addWatchFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		if limit < 0 {
 			return Usagef("--limit: must not be negative")
@@ -207,7 +208,7 @@ func newPipelineRunsCmd(cfg *config) *cobra.Command {
 		call := func(c *client.Client, ctx context.Context) (*apitype.PipelineRunList, error) {
 			return c.ListPipelineRuns(ctx, argv[0], limit, cursor)
 		}
-		return callAndPrint(cmd, cfg, *asJSON, call, func(w io.Writer, list *apitype.PipelineRunList) error {
+		return callAndPrint(cmd, cfg, out, call, func(w io.Writer, list *apitype.PipelineRunList) error {
 			t := newTable(w, "ID", "STATUS", "TRIGGER", "STEPS", "CREATED")
 			for _, pr := range list.Items {
 				t.row(pr.ID, pr.Status, pr.Trigger, stepCounts(pr), cfg.ago(&pr.CreatedAt))
@@ -224,12 +225,15 @@ func pipelineRunCmd(cfg *config, use, short string,
 	call func(c *client.Client, ctx context.Context, name, id string) (*apitype.PipelineRun, error),
 ) *cobra.Command {
 	cmd := &cobra.Command{Use: use, Short: short, Args: args("PIPELINE", "RUN_ID")}
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
+	if strings.HasPrefix(use, "run ") { // a read: it can be watched
+		addWatchFlag(cmd)
+	}
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		bound := func(c *client.Client, ctx context.Context) (*apitype.PipelineRun, error) {
 			return call(c, ctx, argv[0], argv[1])
 		}
-		return callAndPrint(cmd, cfg, *asJSON, bound, cfg.printPipelineRun)
+		return callAndPrint(cmd, cfg, out, bound, cfg.printPipelineRun)
 	}
 	return cmd
 }

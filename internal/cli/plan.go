@@ -45,7 +45,7 @@ or a file for stint apply (namespace, jobs: [...]), of which --job picks one.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the job spec, YAML or JSON (- for standard input)")
 	cmd.Flags().StringVar(&name, "job", "", "the job to plan, by name, when FILE is a file for stint apply")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
@@ -58,7 +58,7 @@ or a file for stint apply (namespace, jobs: [...]), of which --job picks one.`,
 		if spec.Namespace == "" {
 			spec.Namespace = cfg.namespace // --namespace / STINT_NAMESPACE, when the file names none
 		}
-		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).Plan, spec), cfg.printPlan)
+		return callAndPrint(cmd, cfg, out, bind((*client.Client).Plan, spec), cfg.printPlan)
 	}
 	return cmd
 }

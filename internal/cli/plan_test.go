@@ -105,7 +105,7 @@ Held back by:  no_worker_fits: no worker is connected
 			args: []string{"plan", "-f", train},
 			exchanges: []exchange{{method: "POST", path: "/v1/plan", body: trainBody, status: 400, contentType: "application/problem+json",
 				answer: `{"title":"Bad Request","status":400,"detail":"the request has an invalid field","errors":[{"field":"requirements.gpu","message":"must not be negative"}]}`}},
-			code:   1,
+			code:   ExitUsage,
 			stderr: "requirements.gpu: must not be negative",
 		},
 		{name: "needs a file", args: []string{"plan"}, code: 2, stderr: "-f FILE is required"},

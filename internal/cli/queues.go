@@ -35,13 +35,13 @@ func newQueueGetCmd(cfg *config) *cobra.Command {
 
 // printQueues shows queues as a table.
 func printQueues(w io.Writer, queues ...*apitype.Queue) error {
-	t := newTable(w, "NAME", "PAUSED", "PRIORITY", "MAX CONCURRENCY", "WAITING", "SCHEDULED", "QUEUED", "RUNNING")
+	t := newTable(w, "NAME", "PAUSED", "PRIORITY", "MAX CONCURRENCY", "RATE", "WAITING", "SCHEDULED", "QUEUED", "RUNNING")
 	for _, q := range queues {
 		limit := "-"
 		if q.MaxConcurrency > 0 {
 			limit = fmt.Sprint(q.MaxConcurrency)
 		}
-		t.row(q.Name, yesNo(q.Paused), fmt.Sprint(q.Priority), limit,
+		t.row(q.Name, yesNo(q.Paused), fmt.Sprint(q.Priority), limit, rateOf(q.RateLimit),
 			fmt.Sprint(q.Depth["waiting"]), fmt.Sprint(q.Depth["scheduled"]), fmt.Sprint(q.Depth["queued"]), fmt.Sprint(q.Depth["running"]))
 	}
 	return t.flush()
@@ -80,7 +80,7 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 	cmd.Flags().IntVar(&alerts.MaxBacklog, "alert-max-backlog", 0, "queued runs above which queue_backlog fires (0: the server's default)")
 	cmd.Flags().DurationVar(&alertAge, "alert-max-age", 0, "oldest queued run's age above which queue_backlog fires (0: the server's default)")
 	cmd.Flags().BoolVar(&alerts.Off, "alerts-off", false, "no queue_backlog alert for this queue")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		var patch apitype.QueuePatch
 		if fl := cmd.Flags(); fl.Changed("alert-max-backlog") || fl.Changed("alert-max-age") || fl.Changed("alerts-off") {
@@ -116,9 +116,17 @@ func newQueueSetCmd(cfg *config) *cobra.Command {
 			}
 			return c.UpdateQueue(ctx, argv[0], &patch)
 		}
-		return callAndPrint(cmd, cfg, *asJSON, update, func(w io.Writer, _ *apitype.Queue) error {
+		return callAndPrint(cmd, cfg, out, update, func(w io.Writer, _ *apitype.Queue) error {
 			return showDone[*apitype.Queue]("queue %s updated")(w, argv[0], nil)
 		})
 	}
 	return cmd
+}
+
+// rateOf shows a rate limit as --rate takes it, "100/1m0s", or "-" for none.
+func rateOf(r *apitype.RateLimit) string {
+	if r == nil || r.Rate == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%s", r.Rate, r.Per.Std())
 }

@@ -10,10 +10,11 @@ func TestQueues(t *testing.T) {
 			args: []string{"queues", "list"},
 			exchanges: []exchange{{method: "GET", path: "/v1/queues", answer: `{"items":[
 				{"name":"default","priority":0,"max_concurrency":0,"paused":false,"depth":{"queued":12,"running":3,"succeeded":100}},
-				{"name":"gpu","priority":10,"max_concurrency":2,"paused":true,"depth":{"waiting":1,"scheduled":4}}]}`}},
-			stdout: `NAME     PAUSED  PRIORITY  MAX CONCURRENCY  WAITING  SCHEDULED  QUEUED  RUNNING
-default  no      0         -                0        0          12      3
-gpu      yes     10        2                1        4          0       0
+				{"name":"gpu","priority":10,"max_concurrency":2,"paused":true,"rate_limit":{"rate":100,"per":"1m0s"},"depth":{"waiting":1,"scheduled":4}}]}`}},
+			// The rate limit shows without --json.
+			stdout: `NAME     PAUSED  PRIORITY  MAX CONCURRENCY  RATE      WAITING  SCHEDULED  QUEUED  RUNNING
+default  no      0         -                -         0        0          12      3
+gpu      yes     10        2                100/1m0s  1        4          0       0
 `,
 		},
 		{
@@ -37,8 +38,8 @@ gpu      yes     10        2                1        4          0       0
 			name:      "get",
 			args:      []string{"queues", "get", "gpu"},
 			exchanges: []exchange{{method: "GET", path: "/v1/queues/gpu", answer: `{"name":"gpu","priority":10,"max_concurrency":2,"paused":true,"depth":{"running":2}}`}},
-			stdout: `NAME  PAUSED  PRIORITY  MAX CONCURRENCY  WAITING  SCHEDULED  QUEUED  RUNNING
-gpu   yes     10        2                0        0          0       2
+			stdout: `NAME  PAUSED  PRIORITY  MAX CONCURRENCY  RATE  WAITING  SCHEDULED  QUEUED  RUNNING
+gpu   yes     10        2                -     0        0          0       2
 `,
 		},
 		{

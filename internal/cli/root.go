@@ -87,6 +87,7 @@ func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {
 		newAlertsCmd(cfg),
 		newAuditCmd(cfg),
 	)
+	addCompletion(cfg, root)
 	root.AddCommand(extra...)
 	return root
 }
@@ -104,23 +105,19 @@ func Execute(ctx context.Context, root *cobra.Command) int {
 	return report(root.ErrOrStderr(), cmd, err)
 }
 
-// report prints err and returns its exit code.
+// report prints err and returns its exit code (see exitCode).
 func report(w io.Writer, cmd *cobra.Command, err error) int {
+	code := exitCode(err)
 	var exit *exitError
-	if errors.As(err, &exit) {
-		return exit.code
-	}
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintln(w, "stint: interrupted")
-		return 130
-	}
 	var usage *usageError
-	if errors.As(err, &usage) {
-		fmt.Fprintf(w, "stint: %v\nRun '%s --help' for usage.\n", usage.err, cmd.CommandPath())
-		return 2
-	}
 	var p *apitype.Problem
-	if errors.As(err, &p) {
+	switch {
+	case errors.As(err, &exit):
+	case code == ExitInterrupted:
+		fmt.Fprintln(w, "stint: interrupted")
+	case errors.As(err, &usage):
+		fmt.Fprintf(w, "stint: %v\nRun '%s --help' for usage.\n", usage.err, cmd.CommandPath())
+	case errors.As(err, &p):
 		line := p.Title
 		if p.Detail != "" {
 			line += ": " + p.Detail
@@ -129,14 +126,14 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 		for _, fe := range p.Errors {
 			fmt.Fprintf(w, "  %s: %s\n", fe.Field, fe.Message)
 		}
-		return 1
+	default:
+		fmt.Fprintf(w, "stint: %v\n", err)
+		var unknownCA x509.UnknownAuthorityError
+		if errors.As(err, &unknownCA) {
+			fmt.Fprintln(w, "  the server's certificate is not signed by a CA this machine trusts: give the CA bundle that signed it with --ca (env STINT_CA)")
+		}
 	}
-	fmt.Fprintf(w, "stint: %v\n", err)
-	var unknownCA x509.UnknownAuthorityError
-	if errors.As(err, &unknownCA) {
-		fmt.Fprintln(w, "  the server's certificate is not signed by a CA this machine trusts: give the CA bundle that signed it with --ca (env STINT_CA)")
-	}
-	return 1
+	return code
 }
 
 // usageError is a mistake in the command line: exit code 2.

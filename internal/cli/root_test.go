@@ -338,7 +338,7 @@ func TestProblemOutput(t *testing.T) {
 		answer: `{"title":"invalid job","status":400,"detail":"1 field is wrong","errors":[{"field":"priority","message":"must be between -1000 and 1000"}]}`,
 	})
 	res := run(t, nil, "--server", api.URL, "submit", "--shell", "echo hi", "--priority", "1000000")
-	require.Equal(t, 1, res.code)
+	require.Equal(t, ExitUsage, res.code, "a refused field is bad input")
 	require.Empty(t, res.stdout)
 	require.Equal(t, "stint: invalid job: 1 field is wrong\n  priority: must be between -1000 and 1000\n", res.stderr)
 	api.check(t)
@@ -350,6 +350,6 @@ func TestTransportErrorOutput(t *testing.T) {
 	url := api.URL
 	api.Close()
 	res := run(t, nil, "--server", url, "runs", "get", "r1")
-	require.Equal(t, 1, res.code)
+	require.Equal(t, ExitUnreachable, res.code)
 	require.True(t, strings.HasPrefix(res.stderr, "stint: GET "+url+"/v1/runs/r1: "), res.stderr)
 }

@@ -38,15 +38,17 @@ func newRunListCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&opts.Worker, "worker", "", "only runs on this worker")
 	fl.IntVar(&opts.Limit, "limit", 0, "at most this many runs (default: the server's page size)")
 	fl.StringVar(&opts.Cursor, "cursor", "", "start after this cursor (the last page's next cursor)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
+	addWatchFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if opts.Limit < 0 {
 			return Usagef("--limit: must not be negative")
 		}
-		return callAndPrint(cmd, cfg, *asJSON, bind((*client.Client).ListRuns, opts), func(w io.Writer, list *apitype.RunList) error {
-			t := newTable(w, "ID", "JOB", "STATUS", "QUEUE", "ATTEMPT", "TRIGGER", "CREATED", "DURATION")
+		return callAndPrint(cmd, cfg, out, bind((*client.Client).ListRuns, opts), func(w io.Writer, list *apitype.RunList) error {
+			t := newTable(w, "ID", "JOB", "+JOB ID", "+NAMESPACE", "STATUS", "QUEUE", "ATTEMPT", "+WORKER", "TRIGGER", "CREATED", "DURATION")
 			for _, r := range list.Items {
-				t.row(r.ID, orDash(jobOf(r)), runStatus(r), r.Queue, attemptOf(r), r.Trigger, cfg.ago(&r.CreatedAt), cfg.elapsed(r.StartedAt, r.FinishedAt))
+				t.row(r.ID, orDash(jobOf(r)), r.JobID, r.Namespace, runStatus(r), r.Queue, attemptOf(r), orDash(r.WorkerID), r.Trigger,
+					cfg.ago(&r.CreatedAt), cfg.elapsed(r.StartedAt, r.FinishedAt))
 			}
 			return flushPage(cmd, t, list.NextCursor)
 		})
@@ -68,7 +70,13 @@ func newRunRetryCmd(cfg *config, use string) *cobra.Command {
 func (cfg *config) printRun(w io.Writer, r *apitype.Run) error {
 	t := newTable(w)
 	t.row("ID:", r.ID)
-	t.row("Job:", jobOf(r))
+	job := r.JobID
+	if name := jobOf(r); name != "" && r.JobID != "" {
+		job = name + " (" + r.JobID + ")"
+	} else if name != "" {
+		job = name
+	}
+	t.row("Job:", job)
 	t.row("Status:", runStatus(r))
 	if r.PendingReason != "" && !client.Finished(r) {
 		t.row("Waiting:", r.PendingReason)
@@ -119,12 +127,13 @@ func (cfg *config) printRun(w io.Writer, r *apitype.Run) error {
 	return t.flush()
 }
 
-// jobOf names a run's job: by name, else by id.
+// jobOf names a run's job: by name; a job submitted without one (its name is its id)
+// is "-", its id being in the JOB ID column of -o wide and in runs get.
 func jobOf(r *apitype.Run) string {
-	if r.JobName != "" {
-		return r.JobName
+	if r.JobName == r.JobID {
+		return ""
 	}
-	return r.JobID
+	return r.JobName
 }
 
 // runStatus is the status word, with the pending code of a run that waits and a note on a

@@ -17,7 +17,7 @@ func TestRuns(t *testing.T) {
 			args:      []string{"runs", "get", "r1"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1", answer: runDetail}},
 			stdout: `ID:             r1
-Job:            backup
+Job:            backup (j1)
 Status:         failed
 Error:          exit code 3
 Queue:          default
@@ -129,7 +129,7 @@ Disruptions:    1 (attempts lost to a dead worker or server, not counted)
 			args:      []string{"runs", "get", "nope"},
 			exchanges: []exchange{{method: "GET", path: "/v1/runs/nope", status: 404, contentType: "application/problem+json", answer: `{"title":"run not found","status":404,"detail":"no run \"nope\""}`}},
 			stderr:    "stint: run not found: no run \"nope\"\n",
-			code:      1,
+			code:      ExitNotFound,
 		},
 		{
 			name: "list",
@@ -145,6 +145,13 @@ r3  backup  running (cancelling)  q      1/3      manual   2m ago   1m0s
 r2  backup  running               q      2        cron     27h ago  250ms
 `,
 			stderr: "more: --cursor cur2\n",
+		},
+		{
+			// --namespace filters the list, not only the job it names.
+			name:      "list of a namespace",
+			args:      []string{"--namespace", "nonexistent", "runs", "list"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs", query: "namespace=nonexistent", answer: `{"items":[]}`}},
+			stdout:    "ID  JOB  STATUS  QUEUE  ATTEMPT  TRIGGER  CREATED  DURATION\n",
 		},
 		{
 			name:      "list empty",
@@ -175,7 +182,7 @@ r2  backup  running               q      2        cron     27h ago  250ms
 			args:      []string{"runs", "cancel", "r1"},
 			exchanges: []exchange{{method: "POST", path: "/v1/runs/r1/cancel", status: 409, contentType: "application/problem+json", answer: `{"title":"run is final","status":409,"detail":"run r1 succeeded"}`}},
 			stderr:    "stint: run is final: run r1 succeeded\n",
-			code:      1,
+			code:      ExitConflict,
 		},
 		{
 			name:      "retry",

@@ -62,7 +62,7 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 	fl.Var(&from, "from", "first instant of the range (RFC 3339)")
 	fl.Var(&to, "to", "last instant of the range (RFC 3339); instants after now are left to the schedule")
 	fl.BoolVar(&yes, "yes", false, "create the runs (without it, only list the instants)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
 		if from.t == nil || to.t == nil {
 			return Usagef("--from and --to are required")
@@ -70,7 +70,7 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 		call := func(c *client.Client, ctx context.Context) (*apitype.BackfillResponse, error) {
 			return c.Backfill(ctx, argv[0], &apitype.BackfillRequest{From: *from.t, To: *to.t, DryRun: !yes})
 		}
-		return callAndPrint(cmd, cfg, *asJSON, call, func(w io.Writer, out *apitype.BackfillResponse) error {
+		return callAndPrint(cmd, cfg, out, call, func(w io.Writer, out *apitype.BackfillResponse) error {
 			t := newTable(w, "INSTANT (UTC)", "LOCAL", "STATE")
 			missing := 0
 			for _, in := range out.Instants {

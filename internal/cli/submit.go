@@ -19,7 +19,7 @@ type submitFlags struct {
 	cron, timezone, misfire                          string
 	concurrency, concurrencyKey, rate                string
 	maxConcurrent                                    int
-	priority, retries, gpu                           int
+	priority, retries, maxAttempts, gpu              int
 	timeout, backoff, delay, waitTimeout             time.Duration
 	cpu                                              float64
 	memory                                           memoryFlag
@@ -65,7 +65,8 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&f.queue, "queue", "", `queue (default "default")`)
 	fl.IntVar(&f.priority, "priority", 0, "priority within the queue; higher runs first")
 	fl.DurationVar(&f.timeout, "timeout", 0, "stop an attempt that runs longer, e.g. 10m")
-	fl.IntVar(&f.retries, "retries", 0, "max attempts, the first included")
+	fl.IntVar(&f.retries, "retries", 0, "retries after a failed first attempt (--retries 2: up to 3 attempts)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "max attempts, the first included (--retries N is --max-attempts N+1)")
 	fl.DurationVar(&f.backoff, "backoff", 0, "delay before the first retry, e.g. 30s")
 	fl.Var(&f.runAt, "run-at", "run at this RFC 3339 time")
 	fl.DurationVar(&f.delay, "delay", 0, "run after this delay, e.g. 5m")
@@ -182,7 +183,7 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			fmt.Fprintf(errOut, "stopped waiting after %s (--wait-timeout): run %s goes on\n", f.waitTimeout, resp.Run.ID)
-			return &exitError{code: exitWaitTimeout}
+			return &exitError{code: ExitTimeout}
 		}
 		return err
 	}
@@ -200,13 +201,10 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		fmt.Fprintln(errOut, runOutcome(run))
 	}
 	if run.Status != "succeeded" {
-		return &exitError{code: 1}
+		return errRunFailed
 	}
 	return nil
 }
-
-// exitWaitTimeout is the exit code of a --wait or --follow that --wait-timeout ended.
-const exitWaitTimeout = 3
 
 // waitShowing waits for run to end, printing to w each change of its state, attempt or
 // pending reason (one runOutcome line each, the run as submitted being the first), and
@@ -264,6 +262,12 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string, getenv func(string
 		return nil, Usagef("give only one of a command, --shell and --handler")
 	case f.runAt.t != nil && cmd.Flags().Changed("delay"):
 		return nil, Usagef("--run-at and --delay: give one")
+	case cmd.Flags().Changed("retries") && cmd.Flags().Changed("max-attempts"):
+		return nil, Usagef("--retries and --max-attempts: give one (--retries N is --max-attempts N+1)")
+	case f.retries < 0:
+		return nil, Usagef("--retries: must not be negative")
+	case cmd.Flags().Changed("max-attempts") && f.maxAttempts < 1:
+		return nil, Usagef("--max-attempts: must be 1 or more")
 	}
 	args, err := f.args.json()
 	if err != nil {
@@ -298,8 +302,11 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string, getenv func(string
 	if changed("delay") {
 		spec.Delay = durationPtr(f.delay)
 	}
-	if changed("retries") || changed("backoff") {
-		spec.Retry = &apitype.RetryPolicy{MaxAttempts: f.retries}
+	if changed("retries") || changed("max-attempts") || changed("backoff") {
+		spec.Retry = &apitype.RetryPolicy{MaxAttempts: f.maxAttempts}
+		if changed("retries") {
+			spec.Retry.MaxAttempts = f.retries + 1
+		}
 		if changed("backoff") {
 			spec.Retry.InitialDelay = durationPtr(f.backoff)
 		}

@@ -37,7 +37,7 @@ func TestCA(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stderr)
 
 	res = run(t, nil, "--server", srv.URL, "queues", "list")
-	require.Equal(t, 1, res.code)
+	require.Equal(t, ExitUnreachable, res.code, "a server this machine cannot trust is not reached")
 	require.Contains(t, res.stderr, "tls: failed to verify certificate: x509: certificate signed by unknown authority")
 	require.Contains(t, res.stderr, "give the CA bundle that signed it with --ca (env STINT_CA)")
 

@@ -29,7 +29,7 @@ func TestTokens(t *testing.T) {
 			exchanges: []exchange{{method: "POST", path: "/v1/tokens", body: `{"name":"x","role":"admin","namespaces":["etl"]}`,
 				status: 400, contentType: "application/problem+json",
 				answer: `{"title":"Bad Request","status":400,"errors":[{"field":"namespaces","message":"namespaces scope operator and viewer tokens only"}]}`}},
-			code: 1, stderr: "namespaces: namespaces scope operator and viewer tokens only",
+			code: ExitUsage, stderr: "namespaces: namespaces scope operator and viewer tokens only",
 		},
 		{
 			name: "list",
@@ -57,7 +57,7 @@ t3  fleet      worker    all         any     1h ago   -          -
 			args: []string{"tokens", "revoke", "t1"},
 			exchanges: []exchange{{method: "POST", path: "/v1/tokens/t1/revoke", status: 403, contentType: "application/problem+json",
 				answer: `{"title":"Forbidden","status":403,"detail":"this route needs the admin role; the token \"ci\" has the role viewer"}`}},
-			code: 1, stderr: "stint: Forbidden: this route needs the admin role",
+			code: ExitUnauthorized, stderr: "stint: Forbidden: this route needs the admin role",
 		},
 	})
 }

@@ -31,7 +31,7 @@ func TestVersion(t *testing.T) {
 			name: "server refuses", args: []string{"version", "--remote"},
 			exchanges: []exchange{{method: "GET", path: "/v1/version", status: 401, contentType: "application/problem+json",
 				answer: `{"title":"unauthorized","status":401}`}},
-			code: 1, stderr: "unauthorized",
+			code: ExitUnauthorized, stderr: "unauthorized",
 		},
 	})
 

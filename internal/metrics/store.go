@@ -45,6 +45,10 @@ func (s *timedStore) ListRuns(ctx context.Context, p *store.ListRunsParams) (*st
 	return timed(s.m, "ListRuns", func() (*store.RunPage, error) { return s.Store.ListRuns(ctx, p) })
 }
 
+func (s *timedStore) LastRuns(ctx context.Context, p *store.LastRunsParams) (map[string]*model.Run, error) {
+	return timed(s.m, "LastRuns", func() (map[string]*model.Run, error) { return s.Store.LastRuns(ctx, p) })
+}
+
 func (s *timedStore) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error) {
 	return timed(s.m, "PromoteDue", func() (int, error) { return s.Store.PromoteDue(ctx, p) })
 }

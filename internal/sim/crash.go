@@ -105,6 +105,10 @@ func (c *crashStore) ListRuns(ctx context.Context, p *store.ListRunsParams) (*st
 	return call(c, false, "ListRuns", func() (*store.RunPage, error) { return c.inner.ListRuns(ctx, p) })
 }
 
+func (c *crashStore) LastRuns(ctx context.Context, p *store.LastRunsParams) (map[string]*model.Run, error) {
+	return call(c, false, "LastRuns", func() (map[string]*model.Run, error) { return c.inner.LastRuns(ctx, p) })
+}
+
 func (c *crashStore) CancelRuns(ctx context.Context, p *store.CancelRunsParams) ([]*model.Run, error) {
 	return call(c, true, "CancelRuns", func() ([]*model.Run, error) { return c.inner.CancelRuns(ctx, p) })
 }

@@ -104,6 +104,11 @@ type ListRunsParams struct {
 	Cursor     string // id of the last run of the previous page
 }
 
+// LastRunsParams name the jobs whose newest runs LastRuns returns.
+type LastRunsParams struct {
+	JobIDs []string
+}
+
 // RunPage is one page of runs.
 type RunPage struct {
 	Runs       []*model.Run

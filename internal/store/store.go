@@ -76,6 +76,9 @@ type Store interface {
 	// NextCursor is empty exactly when no run follows. Limit <= 0 means 100. WorkerID
 	// matches running runs only: a run's lease fields are cleared when it leaves running.
 	ListRuns(ctx context.Context, p *ListRunsParams) (*RunPage, error)
+	// LastRuns returns the newest run (by id) of each of the jobs JobIDs names that has
+	// one, keyed by job id; jobs with no run are absent. It reads one index entry per job.
+	LastRuns(ctx context.Context, p *LastRunsParams) (map[string]*model.Run, error)
 	// CancelRuns cancels the given runs, or every active run of JobID. Runs that are not
 	// yet running become cancelled at once (FinishedAt = Now). Running ones get
 	// CancelRequested and stay running until their worker completes them, which then ends

@@ -298,6 +298,32 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 	return page, nil
 }
 
+// LastRuns returns the newest run of each job: one probe of runs_job (job_id, id DESC)
+// per job.
+func (s *Store) LastRuns(ctx context.Context, p *store.LastRunsParams) (map[string]*model.Run, error) {
+	out := make(map[string]*model.Run, len(p.JobIDs))
+	if len(p.JobIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM unnest($1::text[]) AS j(id)
+		CROSS JOIN LATERAL (SELECT * FROM runs WHERE runs.job_id = j.id ORDER BY runs.id DESC LIMIT 1) AS r`, p.JobIDs)
+	if err != nil {
+		return nil, translate(err, "last runs")
+	}
+	found, err := collectRuns(rows)
+	if err != nil {
+		return nil, translate(err, "last runs")
+	}
+	runs := models(found)
+	if err := s.fillDeps(ctx, runs); err != nil {
+		return nil, translate(err, "last runs")
+	}
+	for _, r := range runs {
+		out[r.JobID] = r
+	}
+	return out, nil
+}
+
 // fillDeps reads the dependencies of runs (edges never change once written, so a read
 // apart from the runs' is consistent with it).
 func (s *Store) fillDeps(ctx context.Context, runs []*model.Run) error {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -193,6 +194,32 @@ func (s *Store) ListRuns(ctx context.Context, p *store.ListRunsParams) (*store.R
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return page, nil
+}
+
+// LastRuns returns the newest run of each job: one probe of runs_job per job.
+func (s *Store) LastRuns(ctx context.Context, p *store.LastRunsParams) (map[string]*model.Run, error) {
+	out := make(map[string]*model.Run, len(p.JobIDs))
+	if len(p.JobIDs) == 0 {
+		return out, nil
+	}
+	ids, err := json.Marshal(p.JobIDs)
+	if err != nil {
+		return nil, fmt.Errorf("last runs: %w", err)
+	}
+	rows, err := scanRuns(s.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id IN (
+		SELECT (SELECT l.id FROM runs AS l INDEXED BY runs_job WHERE l.job_id = j.value ORDER BY l.id DESC LIMIT 1)
+		FROM json_each(?) AS j)`, string(ids)))
+	if err != nil {
+		return nil, fmt.Errorf("last runs: %w", err)
+	}
+	runs := runsOf(rows)
+	if err := s.fillDeps(ctx, runs); err != nil {
+		return nil, fmt.Errorf("last runs: %w", err)
+	}
+	for _, r := range runs {
+		out[r.JobID] = r
+	}
+	return out, nil
 }
 
 // fillDeps reads the dependencies of runs (edges never change once written, so a read

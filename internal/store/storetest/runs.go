@@ -122,6 +122,27 @@ func testRuns(t *testing.T, open OpenFunc) {
 		require.ErrorIs(t, err, model.ErrNotFound)
 	})
 
+	t.Run("LastRuns", func(t *testing.T) {
+		f := setup(t, open)
+		ja, _ := f.submit("a")
+		jb, rb := f.submit("b")
+		jc := f.job("c")
+		f.createJob(jc, nil) // no run
+		ra2 := f.createRuns(f.run(ja))[0]
+		f.leaseOne("w1", t0) // a's first run starts: the newest run is still ra2
+		got, err := f.s.LastRuns(f.ctx, &store.LastRunsParams{JobIDs: []string{ja.ID, jb.ID, jc.ID, "ghost"}})
+		require.NoError(t, err)
+		require.Len(t, got, 2, "no entry for a job without runs, nor for an unknown id")
+		require.Equal(t, f.getRun(ra2.ID).ID, got[ja.ID].ID)
+		require.Equal(t, model.RunQueued, got[ja.ID].Status)
+		require.Equal(t, rb.ID, got[jb.ID].ID)
+		require.Equal(t, jb.Name, got[jb.ID].JobName)
+
+		none, err := f.s.LastRuns(f.ctx, &store.LastRunsParams{})
+		require.NoError(t, err)
+		require.Empty(t, none)
+	})
+
 	t.Run("ListRuns", func(t *testing.T) {
 		f := setup(t, open)
 		ja, ra := f.submit("a")
