@@ -206,10 +206,70 @@ func TestUIRunsLogsAndButtons(t *testing.T) {
 		until(`!!document.querySelector('[data-node="b"][data-state="succeeded"]')`),
 		until(textHas("h1", "succeeded")))
 
-	// A link straight to a run (as an alert's would be) opens its page; the overview says
-	// there are no alerts on a server without them.
+	// A link straight to a run opens its page; the overview says no alert is firing.
 	do(t, ctx, chromedp.Navigate(base+"/ui/runs/"+failed.ID), until(textHas("h1", failed.ID)), until(textHas("#logs", "boom")))
 	do(t, ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(`[data-alerts="none"]`), chromedp.WaitVisible(`[data-stat="oldest-queued"]`))
+}
+
+// TestUIAlertsAndAudit: a job whose last three runs failed fires job_failing; the
+// overview's Active alerts panel lists it, and its link (a path on this server, though the
+// server has a public --alert-link-base) opens the job's page. /ui/audit shows the job's
+// creation and a queue's pause, both made through the API.
+func TestUIAlertsAndAudit(t *testing.T) {
+	ctx := browser(t)
+	srv := startServer(t, "dev", "--data", t.TempDir(), "--alert-interval", "200ms",
+		"--alert-link-base", "https://stint.example.com")
+	c := srv.client(t)
+	base := srv.url()
+	bg := context.Background()
+
+	created, _, err := c.CreateJob(bg, &apitype.JobSpec{Name: "always-fails", Shell: "exit 1", Retry: &apitype.RetryPolicy{MaxAttempts: 1}})
+	require.NoError(t, err)
+	job := created.Job.ID
+	require.Equal(t, "failed", waitRun(t, c, created.Run.ID, uiWait).Status)
+	for range 2 {
+		r, err := c.TriggerJob(bg, job, nil)
+		require.NoError(t, err)
+		require.Equal(t, "failed", waitRun(t, c, r.ID, uiWait).Status)
+	}
+	var alert *apitype.Alert
+	waitFor(t, uiWait, "job_failing to fire", func() bool {
+		l, err := c.ListAlerts(bg, client.ListAlertsOptions{State: "firing"})
+		if err != nil || len(l.Alerts) == 0 {
+			return false
+		}
+		alert = l.Alerts[0]
+		return true
+	})
+	require.Equal(t, "job_failing", alert.Rule)
+	require.Equal(t, "/ui/jobs/"+job, alert.Link)
+
+	li := `li[data-alert="` + alert.ID + `"]`
+	do(t, ctx, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(li), until(textHas(li, "job_failing")),
+		until(textHas(li, alert.Summary)))
+	do(t, ctx, chromedp.Click(li+` a[href="/ui/jobs/`+job+`"]`), until(`location.pathname === '/ui/jobs/`+job+`'`),
+		until(textHas("h1", "always-fails")))
+
+	_, err = c.UpdateQueue(bg, "default", &apitype.QueuePatch{Paused: ptr(true)})
+	require.NoError(t, err)
+	byAction := map[string]*apitype.AuditEntry{}
+	waitFor(t, uiWait, "the job's creation and the queue's pause in the audit log", func() bool { // written asynchronously
+		audit, err := c.ListAudit(bg, client.ListAuditOptions{})
+		if err != nil {
+			return false
+		}
+		for _, e := range audit.Entries {
+			byAction[e.Action] = e
+		}
+		return byAction["job.create"] != nil && byAction["queue.update"] != nil
+	})
+	do(t, ctx, chromedp.Navigate(base+"/ui/audit"))
+	for _, action := range []string{"job.create", "queue.update"} {
+		row := `tr[data-audit="` + byAction[action].ID + `"]`
+		do(t, ctx, chromedp.WaitVisible(row), until(textHas(row, action)), until(textHas(row, byAction[action].Target)))
+	}
+	do(t, ctx, chromedp.Click(`tr[data-audit="`+byAction["job.create"].ID+`"] a[href="/ui/jobs/`+job+`"]`),
+		until(textHas("h1", "always-fails")))
 }
 
 // TestUILoginAndRoles: a server that needs a token shows the login page first; a viewer's

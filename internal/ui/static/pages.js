@@ -84,10 +84,19 @@ async function overview() {
     ${card('Active alerts', firing === null
       ? html`<p class="muted" data-alerts="none">No alerts (this server has no alerting).</p>`
       : firing.length === 0 ? html`<p class="muted" data-alerts="none">No alerts firing.</p>`
-        : html`<ul class="alerts">${firing.map(a => html`<li><span class="state s-failed">${a.rule}</span>
-            ${a.link && a.link.startsWith('/ui/') ? html`<a href="${a.link}">${a.summary || a.link}</a>` : a.summary}
+        : html`<ul class="alerts">${firing.map(a => html`<li data-alert="${a.id}"><span class="state s-failed">${a.rule}</span>
+            ${uiPath(a.link) ? html`<a href="${uiPath(a.link)}">${a.summary || a.subject}</a>` : a.summary || a.subject}
             <small>since ${ago(a.started_at)}</small></li>`)}</ul>`, 'wide')}
   </div>`);
+}
+
+// uiPath is the page of this UI an alert's link names: the link is a path ("/ui/jobs/<id>")
+// or, from a server with --alert-link-base, a URL whose path is one; '' for anything else.
+function uiPath(link) {
+  if (!link) return '';
+  let u;
+  try { u = new URL(link, location.origin); } catch { return ''; }
+  return u.pathname.startsWith('/ui/') ? u.pathname + u.search : '';
 }
 
 // ---- jobs ----
@@ -354,10 +363,17 @@ function deadAfter(ctx, el) {
 async function auditLive() {
   const l = await optional('/v1/audit');
   if (l === null) return page('Audit', html`<p class="muted">This server keeps no audit log.</p>`);
-  return page('Audit', table(['When', 'Who', 'Action', 'Target', 'Before', 'After'], (l.entries || []).map(e => html`<tr>
-    <td>${when(e.at)}</td><td>${e.actor}</td><td>${e.action}</td><td class="mono">${e.target}</td>
+  return page('Audit', table(['When', 'Who', 'Action', 'Target', 'Before', 'After'], (l.entries || []).map(e => html`<tr data-audit="${e.id}">
+    <td>${when(e.at)}</td><td>${e.actor}${e.role ? html` <small>(${e.role})</small>` : ''}</td><td>${e.action}</td><td class="mono">${auditTarget(e.target)}</td>
     <td><code>${e.before === undefined || e.before === null ? '' : JSON.stringify(e.before)}</code></td>
     <td><code>${e.after === undefined || e.after === null ? '' : JSON.stringify(e.after)}</code></td></tr>`), 'No entries.'));
+}
+
+// auditTarget links an audit entry's target ("job:<id>", "run:<id>", "queue:<name>") to its page.
+function auditTarget(target) {
+  const [kind, id] = [target.slice(0, target.indexOf(':')), target.slice(target.indexOf(':') + 1)];
+  const page = {job: `/ui/jobs/${enc(id)}`, run: `/ui/runs/${enc(id)}`, queue: `/ui/runs?queue=${enc(id)}`}[kind];
+  return page && id ? html`<a href="${page}">${target}</a>` : target;
 }
 
 function loginMount(ctx) {
