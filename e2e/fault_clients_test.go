@@ -235,13 +235,7 @@ func TestFaultSlowloris(t *testing.T) {
 	require.LessOrEqual(t, len(kept), perAddress, "connections held at once from one address")
 	require.Less(t, kept[len(kept)-1], headerTimeout+5*time.Second, "a connection held past the header timeout")
 
-	p.stop()
-	accepted, _, _, abandoned, refused := p.results()
-	require.Empty(t, refused, "submissions answered 4xx")
-	require.Empty(t, abandoned, "submissions no server accepted within a minute")
-	runs := r.quiesce(nil, time.Minute)
-	requireSucceeded(t, runs, accepted)
-	r.answers.requireNone(t)
+	accepted, runs := r.endLoad(t, p)
 	r.requireServersUp(t)
 	require.False(t, r.workerLogged(`msg="heartbeat failed"`), "a worker's heartbeat failed")
 	t.Logf("%d slow connections from 127.0.0.2: %d closed at once, %d held %s to %s; all gone %s after the first; meanwhile %d probes on new connections answered, median %s, slowest %s; %d one-off runs accepted, %d runs in all succeeded",
@@ -312,13 +306,7 @@ func TestFaultNestedTemplate(t *testing.T) {
 	require.Empty(t, page.Items, "the refused trigger made no run")
 	r.acceptedSince(sent, 4, "after the nested submissions")
 
-	p.stop()
-	accepted, _, _, abandoned, refused := p.results()
-	require.Empty(t, refused, "submissions answered 4xx")
-	require.Empty(t, abandoned, "submissions no server accepted within a minute")
-	runs := r.quiesce(nil, time.Minute)
-	requireSucceeded(t, runs, accepted)
-	r.answers.requireNone(t)
+	accepted, runs := r.endLoad(t, p)
 	r.requireServersUp(t)
 	t.Logf("each answered 400 naming its field, slowest %s (%s); nothing created; %d one-off runs accepted meanwhile, %d runs in all succeeded",
 		slowest.Round(time.Millisecond), strings.Join(took, ", "), len(accepted), len(runs))

@@ -98,13 +98,7 @@ echo $$ > "$MARKS/$STINT_RUN_ID.$STINT_ATTEMPT.pid"
 	require.Equal(t, "succeeded", farRun.Status, farRun.Error)
 	require.Equal(t, "cut", farRun.Attempts[len(farRun.Attempts)-1].WorkerID)
 
-	p.stop()
-	accepted, _, _, abandoned, refused := p.results()
-	require.Empty(t, refused, "submissions answered 4xx")
-	require.Empty(t, abandoned, "submissions no server accepted within a minute")
-	runs := r.quiesce(nil, time.Minute)
-	requireSucceeded(t, runs, accepted)
-	r.answers.requireNone(t)
+	accepted, runs := r.endLoad(t, p)
 	r.requireServersUp(t)
 	disrupted := 0
 	for _, run := range runs {

@@ -138,6 +138,22 @@ func (l *answerLog) requireNone(t *testing.T) {
 // line), and a panic.
 var serverErrorRe = regexp.MustCompile(`request failed.*status=5\d\d|panic`)
 
+// endLoad stops the producer of a fault test and checks what every fault test asks of the
+// load it held: no submission was refused or left unaccepted, every accepted run succeeded
+// (it waits up to a minute for them), and the clients saw no error answer. It returns the
+// accepted runs (by id) and every run of the rig.
+func (r *rig) endLoad(t *testing.T, p *producer) (accepted map[string]string, runs []*apitype.Run) {
+	t.Helper()
+	p.stop()
+	accepted, _, _, abandoned, refused := p.results()
+	require.Empty(t, refused, "submissions answered 4xx")
+	require.Empty(t, abandoned, "submissions no server accepted within a minute")
+	runs = r.quiesce(nil, time.Minute)
+	requireSucceeded(t, runs, accepted)
+	r.answers.requireNone(t)
+	return accepted, runs
+}
+
 // requireServersUp checks that the rig's servers still run and that none answered a request
 // with a 500 or panicked: a fault may make a server answer 503, never fail unexpectedly. It
 // returns how many requests they answered 503.
