@@ -448,11 +448,11 @@ func testFleet(t *testing.T, serverArgs []string) {
 	// completion that freed its room can carry an earlier time than that completion.
 	t.Run("capacity from what ran", func(t *testing.T) {
 		per := map[string][]jobSpan{}
-		left := 0
+		var left []string
 		for _, r := range runs {
 			for _, a := range final[r.id].Attempts {
 				if a.Status == "lost" {
-					left++
+					left = append(left, fmt.Sprintf("%s/%d on %s: %s", r.id, a.N, a.WorkerID, a.Error))
 					continue
 				}
 				s, ran := readSpan(t, spans, r.id, a.N)
@@ -486,7 +486,7 @@ func testFleet(t *testing.T, serverArgs []string) {
 					id, time.Unix(0, s.start).UTC().Format(time.RFC3339Nano), cpu, mem, gpu, n, w.cap, who)
 			}
 		}
-		t.Logf("%d jobs' spans checked, %d began while others ran on their worker; %d lost attempts left out", checked, overlaps, left)
+		t.Logf("%d jobs' spans checked, %d began while others ran on their worker; lost attempts left out: %q", checked, overlaps, left)
 		require.Positive(t, overlaps, "some jobs ran at once on a worker")
 	})
 
