@@ -234,8 +234,9 @@ func testFleet(t *testing.T, serverArgs []string) {
 		{name: "cpu6", n: 3, req: apitype.Requirements{CPU: 6, MemoryMB: 1024}, sleep: "0.5", on: "C"},
 		{name: "mem3000", n: 4, req: apitype.Requirements{CPU: 1, MemoryMB: 3000}, sleep: "0.4", on: "AC"},
 		{name: "cpu3", n: 4, req: apitype.Requirements{CPU: 3}, sleep: "0.3", on: "AC"},
-		// gpus: only B has them, two
-		{name: "gpu1", n: 5, req: apitype.Requirements{CPU: 0.5, MemoryMB: 256, GPU: 1}, sleep: "0.4", on: "B", gpuEcho: true},
+		// gpus: only B has them, two; the gpu1 jobs last long enough that two run at once
+		// even when a loaded machine starts them apart ("gpu devices" needs it)
+		{name: "gpu1", n: 5, req: apitype.Requirements{CPU: 0.5, MemoryMB: 256, GPU: 1}, sleep: "1", on: "B", gpuEcho: true},
 		{name: "gpu2", n: 2, req: apitype.Requirements{CPU: 0.5, GPU: 2}, sleep: "0.4", on: "B", gpuEcho: true},
 		// unconstrained
 		{name: "any", n: 6, sleep: "0.2", on: "ABC"},
