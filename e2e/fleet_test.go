@@ -160,9 +160,9 @@ func sampleWorkers(ctx context.Context, c *client.Client, s *capSample) {
 }
 
 // fleetLeaseTTL is the lease TTL of the fleet test. The live workers must keep their leases
-// through the stalls of a loaded machine (they heartbeat every TTL/5), and the killed
-// worker's attempt ends lost one TTL after the kill: long enough for the first, short
-// enough for the test's wait on the second.
+// through the stalls of a loaded machine (they heartbeat every TTL/3 and kill an attempt
+// not renewed for 0.9 TTL), and the killed worker's attempt ends lost one TTL after the
+// kill: long enough for the first, short enough for the test's wait on the second.
 const fleetLeaseTTL = 6 * time.Second
 
 // TestFleet runs one real server and three real workers with different labels and capacity,
@@ -358,7 +358,7 @@ func testFleet(t *testing.T, serverArgs []string) {
 	require.NotNil(t, lost.FinishedAt)
 	lostAfter := lost.FinishedAt.Sub(killedAt)
 	t.Logf("attempt on %s marked lost %s after the kill", victim.id, lostAfter.Round(time.Millisecond))
-	// The worker heartbeat every lease TTL / 5 until the kill: its lease ran out 0.8 to 1
+	// The worker heartbeat every lease TTL / 3 until the kill: its lease ran out 2/3 to 1
 	// TTL after it. Only a stall of the whole TTL could have it expire before the kill, and
 	// the rescue that marks it lost may come late on a loaded machine.
 	require.Positive(t, lostAfter, "the attempt is marked lost after its worker died, not before")
