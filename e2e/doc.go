@@ -39,7 +39,7 @@
 //
 // Measured on a 2-core machine shared with other test runs (issue 14): before, TestFleet had
 // failed there twice, and the first run of the package under stress-ng --cpu 2 failed in the
-// UI tests' profile cleanup; after, each of 6 runs of `go test -race ./e2e` under stress-ng
+// UI tests' profile cleanup; after, each of 7 runs of `go test -race ./e2e` under stress-ng
 // --cpu 2 passed, at load averages 10 to 24, in 230 to 325 s (one of them inside a run of
 // the whole suite, 1020 s).
 package e2e
