@@ -44,6 +44,11 @@ func chromium(t *testing.T) string {
 // tab's context. JavaScript exceptions and console errors of the pages fail the test.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	// The profile is removed once Chromium's processes have left it: its helpers (renderer,
+	// crash handler) outlive the browser process that chromedp waits for, and on a loaded
+	// machine still write there for a while, so that t.TempDir's one RemoveAll would fail.
+	profile, err := os.MkdirTemp("", "stint-e2e-chromium-")
+	require.NoError(t, err)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
 		chromedp.Flag("headless", true),
@@ -56,12 +61,17 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1360, 900),
+		chromedp.WSURLReadTimeout(uiWait), // the default 20 s is short for a start on a busy machine
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		waitFor(t, uiWait, "chromium's processes to leave its profile", func() bool { return os.RemoveAll(profile) == nil })
+	})
 	chromedp.ListenTarget(ctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
