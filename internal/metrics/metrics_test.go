@@ -71,6 +71,7 @@ func TestScrapeReadsTheStore(t *testing.T) {
 		`stint_workers{state="active"} 1`,
 		`stint_workers{state="draining"} 1`,
 		`stint_workers{state="lost"} 1`,
+		`stint_workers{state="drained"} 0`, // a series from the first scrape, before any worker leaves
 		// The lost worker's capacity is not counted.
 		`stint_worker_capacity{kind="cpu"} 6`,
 		`stint_worker_capacity{kind="memory_mb"} 1024`,

@@ -83,11 +83,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("metrics: list workers", "err", err)
 		failed = 1
 	}
-	byState := map[model.WorkerState]int{model.WorkerActive: 0, model.WorkerDraining: 0, model.WorkerLost: 0}
+	byState := map[model.WorkerState]int{model.WorkerActive: 0, model.WorkerDraining: 0, model.WorkerDrained: 0, model.WorkerLost: 0}
 	var offered, used model.Capacity
 	for _, w := range workers {
 		byState[w.State]++
-		if w.State == model.WorkerLost {
+		if w.State == model.WorkerLost || w.State == model.WorkerDrained {
 			continue // its capacity is gone until it comes back
 		}
 		offered = add(offered, w.Capacity)
