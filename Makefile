@@ -11,8 +11,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o stint ./cmd/stint
 
 # test: every test, as the README says (PostgreSQL suites run when STINT_TEST_DATABASE_URL is set).
-# A plain go test ./... cannot say that they were skipped: it prints only "ok" for a package
-# that passes, whatever its tests print. This target says it, before and after.
+# A plain go test ./... prints only "ok" for a package that passes, whatever its tests print;
+# the store's test helper (pgtest) tells a terminal, and this target says it in any case.
 PGSKIP = [ -n "$$STINT_TEST_DATABASE_URL" ] || echo "make test: PostgreSQL suites skipped: STINT_TEST_DATABASE_URL not set"
 test:
 	@$(PGSKIP)

@@ -7,8 +7,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,9 +25,26 @@ func URL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("STINT_TEST_DATABASE_URL")
 	if u == "" {
+		sayOnce.Do(saySkipped)
 		t.Skip("STINT_TEST_DATABASE_URL not set: skipping PostgreSQL tests")
 	}
 	return u
+}
+
+// sayOnce makes a test binary say at most once that it skipped its PostgreSQL tests.
+var sayOnce sync.Once
+
+// saySkipped tells the developer at the terminal that this package's PostgreSQL tests are
+// skipped. A plain `go test ./...` prints only "ok" for a package that passes and keeps the
+// rest of its output, t.Skip's message included, so the line goes to the terminal itself;
+// without one (CI, which sets the URL) there is nothing to tell.
+func saySkipped() {
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	fmt.Fprintf(tty, "%s: PostgreSQL tests skipped: STINT_TEST_DATABASE_URL not set\n", strings.TrimSuffix(filepath.Base(os.Args[0]), ".test"))
 }
 
 // NewSchema creates an empty schema for one test, dropped (CASCADE) when the test ends, and
