@@ -131,7 +131,7 @@ func TestCheckLinks(t *testing.T) {
 	write("README.md", "# A\n\n"+
 		"[ok](docs/b.md) [ok](docs/b.md#run-states-waiting) [ok](docs/b.md#same-1) [ok](#a) [dir](docs)\n"+
 		"[web](https://example.com) <https://example.com/x> and https://example.com/y\n"+
-		"[gone](docs/c.md) [no heading](docs/b.md#nope) [out](../shared/DESIGN.md) [abs](/etc/passwd)\n"+
+		"[gone](docs/c.md) [no heading](docs/b.md#nope) [out](../outside/DESIGN.md) [abs](/etc/passwd)\n"+
 		"`https://in.code` and\n```\n[in fence](nowhere.md) https://in.fence\n```\n"+
 		"[ref]: https://example.com/ref\n")
 	write("testdata/skipped.md", "[gone](nowhere.md)\n")
@@ -141,7 +141,7 @@ func TestCheckLinks(t *testing.T) {
 		"README.md:4: URL https://example.com/y leaves the repository (put it in code if it is an example)",
 		"README.md:5: link docs/c.md: no such file",
 		"README.md:5: link docs/b.md#nope: no heading #nope in b.md",
-		"README.md:5: link ../shared/DESIGN.md leaves the repository",
+		"README.md:5: link ../outside/DESIGN.md leaves the repository",
 		"README.md:5: link /etc/passwd is absolute: make it relative to README.md",
 		"README.md:10: link https://example.com/ref leaves the repository",
 	}, checkLinks(t, dir))
