@@ -68,3 +68,16 @@ func QueueAlertsColumn(a *model.QueueAlerts) (set bool, value []byte, err error)
 	}
 	return true, b, nil
 }
+
+// DecodeQueueAlerts decodes a queue's stored alert thresholds (the queues.alerts column of
+// both engines; empty or NULL: none).
+func DecodeQueueAlerts(b []byte) (*model.QueueAlerts, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var a model.QueueAlerts
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("decode alerts: %w", err)
+	}
+	return &a, nil
+}

@@ -144,24 +144,12 @@ func (s *Store) alertQueues(ctx context.Context) ([]alerting.Queue, error) {
 			return nil, err
 		}
 		q.OldestQueued = utcPtr(q.OldestQueued)
-		if q.Alerts, err = decodeQueueAlerts(alerts); err != nil {
+		if q.Alerts, err = store.DecodeQueueAlerts(alerts); err != nil {
 			return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 		}
 		out = append(out, q)
 	}
 	return out, rows.Err()
-}
-
-// decodeQueueAlerts decodes the queues.alerts column (NULL: none).
-func decodeQueueAlerts(b []byte) (*model.QueueAlerts, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var a model.QueueAlerts
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("decode alerts: %w", err)
-	}
-	return &a, nil
 }
 
 func (s *Store) alertWorkers(ctx context.Context) ([]alerting.Worker, error) {

@@ -24,7 +24,7 @@ func scanQueue(row pgx.Row) (*model.Queue, error) {
 	if err := row.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &q.Paused, &q.CreatedAt, &q.UpdatedAt, &rate, &per, &alerts); err != nil {
 		return nil, err
 	}
-	if q.Alerts, err = decodeQueueAlerts(alerts); err != nil {
+	if q.Alerts, err = store.DecodeQueueAlerts(alerts); err != nil {
 		return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 	}
 	q.RateLimit = store.RateFromColumns(rate, per)

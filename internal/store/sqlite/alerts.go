@@ -172,7 +172,7 @@ func (s *Store) alertQueues(ctx context.Context) ([]alerting.Queue, error) {
 			return nil, fmt.Errorf("queues: %w", err)
 		}
 		q.Paused, q.OldestQueued = paused != 0, fromNullMicros(oldest)
-		if q.Alerts, err = decodeQueueAlerts(alerts); err != nil {
+		if q.Alerts, err = store.DecodeQueueAlerts(alerts); err != nil {
 			return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 		}
 		out = append(out, q)
@@ -181,18 +181,6 @@ func (s *Store) alertQueues(ctx context.Context) ([]alerting.Queue, error) {
 		return nil, fmt.Errorf("queues: %w", err)
 	}
 	return out, nil
-}
-
-// decodeQueueAlerts decodes the queues.alerts column (NULL: none).
-func decodeQueueAlerts(b []byte) (*model.QueueAlerts, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var a model.QueueAlerts
-	if err := json.Unmarshal(b, &a); err != nil {
-		return nil, fmt.Errorf("decode alerts: %w", err)
-	}
-	return &a, nil
 }
 
 // alertWorkers reads every worker's state.

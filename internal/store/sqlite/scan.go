@@ -164,7 +164,7 @@ func scanQueue(sc scanner) (*model.Queue, error) {
 	if err := sc.Scan(&q.Name, &q.Priority, &q.MaxConcurrency, &paused, &created, &updated, &rate, &per, &alerts); err != nil {
 		return nil, err
 	}
-	if q.Alerts, err = decodeQueueAlerts(alerts); err != nil {
+	if q.Alerts, err = store.DecodeQueueAlerts(alerts); err != nil {
 		return nil, fmt.Errorf("queue %s: %w", q.Name, err)
 	}
 	q.RateLimit = store.RateFromColumns(rate, per)
