@@ -116,7 +116,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.duration, "duration", 30*time.Second, "steady: how long the producers submit")
 	fs.DurationVar(&cfg.lead, "lead", 5*time.Second, "scheduled: how far ahead the instant is")
 	fs.IntVar(&cfg.workers, "workers", 1000, "river: the queue's MaxWorkers; asynq: the server's Concurrency")
-	fs.DurationVar(&cfg.fetchCooldown, "fetch-cooldown", time.Millisecond, "river: FetchCooldown (River's default 100ms, minimum 1ms)")
+	fs.DurationVar(&cfg.fetchCooldown, "fetch-cooldown", 10*time.Millisecond, "river: FetchCooldown, also the least time between two insert notifications of the queue (River's default 100ms, minimum 1ms)")
 	fs.DurationVar(&cfg.fetchPollInterval, "fetch-poll-interval", 50*time.Millisecond, "river: FetchPollInterval (River's default 1s)")
 	fs.StringVar(&cfg.insertMode, "insert", "fast", "river: batch insert call, fast (InsertManyFast, COPY FROM) or many (InsertMany, returns the rows)")
 	fs.IntVar(&cfg.pool, "pool", 20, "river: pgxpool MaxConns; asynq: Redis PoolSize")
