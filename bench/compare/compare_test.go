@@ -43,6 +43,26 @@ func TestParseArgsDefaultsPerWorkload(t *testing.T) {
 	}
 }
 
+func TestRiverExecWorkersUnlessGiven(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"river", "exec"}, riverExecWorkers},
+		{[]string{"river", "exec", "--workers", "1000"}, 1000},
+		{[]string{"river", "drain"}, 1000},
+		{[]string{"asynq", "exec"}, 1000},
+	} {
+		cfg, err := parseArgs(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.workers != tc.want {
+			t.Errorf("%q: workers = %d, want %d", tc.args, cfg.workers, tc.want)
+		}
+	}
+}
+
 func TestPercentileTakesStintBenchsIndex(t *testing.T) {
 	var d []time.Duration
 	for i := 1; i <= 100; i++ {

@@ -48,6 +48,9 @@ type config struct {
 	logger             *slog.Logger
 }
 
+// riverExecWorkers is River's MaxWorkers for exec unless --workers says otherwise.
+const riverExecWorkers = 100
+
 var (
 	systems   = []string{"river", "asynq"}
 	workloads = []string{"drain", "steady", "scheduled", "exec"}
@@ -115,7 +118,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.producers, "producers", 16, "steady: submitters, one job per insert call")
 	fs.DurationVar(&cfg.duration, "duration", 30*time.Second, "steady: how long the producers submit")
 	fs.DurationVar(&cfg.lead, "lead", 5*time.Second, "scheduled: how far ahead the instant is")
-	fs.IntVar(&cfg.workers, "workers", 1000, "river: the queue's MaxWorkers; asynq: the server's Concurrency")
+	fs.IntVar(&cfg.workers, "workers", 1000, "river: the queue's MaxWorkers (exec: 100 unless given); asynq: the server's Concurrency")
 	fs.DurationVar(&cfg.fetchCooldown, "fetch-cooldown", 10*time.Millisecond, "river: FetchCooldown, also the least time between two insert notifications of the queue (River's default 100ms, minimum 1ms)")
 	fs.DurationVar(&cfg.fetchPollInterval, "fetch-poll-interval", 50*time.Millisecond, "river: FetchPollInterval (River's default 1s)")
 	fs.StringVar(&cfg.insertMode, "insert", "fast", "river: batch insert call, fast (InsertManyFast, COPY FROM) or many (InsertMany, returns the rows)")
@@ -133,6 +136,13 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.n == 0 {
 		cfg.n = defaultN[cfg.workload]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.system == "river" && cfg.workload == "exec" && !set["workers"] {
+		// 1000 concurrent fork/execs starve River's own database calls on a 2-core
+		// machine: fetches and completions time out (BENCHMARKS.md, issue 15).
+		cfg.workers = riverExecWorkers
 	}
 	for _, c := range []struct {
 		name string
