@@ -173,7 +173,8 @@ wait:
 		case <-done:
 			break wait
 		case <-ticker.C:
-			r.progress("submit", int(time.Since(begin)/time.Second), int(dur/time.Second))
+			total := int(dur / time.Second)
+			r.progress("submit", min(int(time.Since(begin)/time.Second), total), total)
 		}
 	}
 	ticker.Stop()
