@@ -69,6 +69,7 @@ func cronWorkload(ctx context.Context, r *runner) error {
 	slices.Sort(fire)
 	slices.Sort(stamped)
 	r.addLateness(instant, stamped)
+	r.addLeaseToHandler(runs, r.rec.snapshot())
 	r.res.add("created before instant, min", -percentile(fire, 100), "ms")
 	r.res.add("created before instant, max", -percentile(fire, 0), "ms")
 	r.res.add("duplicates", float64(dups), "runs")

@@ -88,18 +88,19 @@ func (rec *recorder) snapshot() map[string]time.Time {
 	return maps.Clone(rec.starts)
 }
 
-// submitToStart pairs each submitted run (sent: the client's send instant of the request that
-// created it) with its handler's start, and returns those latencies sorted, with how many of
-// the submitted runs never started. Starts of runs not in sent are not counted.
-func submitToStart(sent, started map[string]time.Time) (sorted []time.Duration, missing int) {
-	sorted = make([]time.Duration, 0, len(sent))
-	for id, s := range sent {
-		at, ok := started[id]
+// between pairs each run of from (by id) with its instant in to, and returns the times from
+// one to the other sorted, with how many runs of from have none in to. Runs only in to are
+// not counted. Submit to start is between(sent, started): each run from the client's send
+// instant of the request that created it to its handler's start.
+func between(from, to map[string]time.Time) (sorted []time.Duration, missing int) {
+	sorted = make([]time.Duration, 0, len(from))
+	for id, f := range from {
+		at, ok := to[id]
 		if !ok {
 			missing++
 			continue
 		}
-		sorted = append(sorted, at.Sub(s))
+		sorted = append(sorted, at.Sub(f))
 	}
 	slices.Sort(sorted)
 	return sorted, missing

@@ -14,7 +14,7 @@ var t0 = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 
 func at(msec int) time.Time { return t0.Add(time.Duration(msec) * time.Millisecond) }
 
-func TestSubmitToStart(t *testing.T) {
+func TestBetween(t *testing.T) {
 	t.Parallel()
 	sent := map[string]time.Time{"a": at(0), "b": at(10), "c": at(20), "never": at(5)}
 	started := map[string]time.Time{
@@ -23,13 +23,13 @@ func TestSubmitToStart(t *testing.T) {
 		"c":     at(32), // 12 ms
 		"other": at(1),  // not submitted by this producer set: not counted
 	}
-	lat, missing := submitToStart(sent, started)
+	lat, missing := between(sent, started)
 	require.Equal(t, []time.Duration{5 * time.Millisecond, 12 * time.Millisecond, 30 * time.Millisecond}, lat,
 		"each run from its own send to its own start, sorted")
 	require.Equal(t, 1, missing)
 	require.Equal(t, 12.0, percentile(lat, 50))
 
-	lat, missing = submitToStart(map[string]time.Time{}, started)
+	lat, missing = between(map[string]time.Time{}, started)
 	require.Empty(t, lat)
 	require.Zero(t, missing)
 }

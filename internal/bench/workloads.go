@@ -197,14 +197,17 @@ wait:
 	if _, err := r.awaitStarts(ctx, len(sent), max(dur, time.Minute)); err != nil {
 		return err
 	}
-	lat, missing := submitToStart(sent, r.rec.snapshot())
+	started := r.rec.snapshot()
+	lat, missing := between(sent, started)
 	runs, err := r.allRuns(ctx)
 	if err != nil {
 		return err
 	}
 	var stamped []time.Duration
+	created := map[string]time.Time{}
 	completed := 0
 	for _, run := range runs {
+		created[run.ID] = run.CreatedAt
 		if run.StartedAt != nil {
 			stamped = append(stamped, run.StartedAt.Sub(run.CreatedAt))
 		}
@@ -219,8 +222,14 @@ wait:
 	r.res.add("submit-to-start p95", percentile(lat, 95), "ms")
 	r.res.add("submit-to-start p99", percentile(lat, 99), "ms")
 	r.res.add("submit-to-start max", percentile(lat, 100), "ms")
+	// Where the wait goes: the request until the server stamped the run, the server's own
+	// stamps, and the lease's delivery to the handler (a server stamp against the bench's
+	// clock: one host's).
+	toCreated, _ := between(sent, created)
+	r.res.add("send to created_at p50", percentile(toCreated, 50), "ms")
 	r.res.add("created_at to started_at p50 (server stamps)", percentile(stamped, 50), "ms")
 	r.res.add("created_at to started_at p99 (server stamps)", percentile(stamped, 99), "ms")
+	r.addLeaseToHandler(runs, started)
 	r.res.add("backlog at end", float64(backlog), "runs")
 	r.res.add("never started", float64(missing), "runs")
 	r.res.add("submit errors", float64(failed.Load()), "requests")
@@ -286,6 +295,7 @@ func scheduled(ctx context.Context, r *runner) error {
 	}
 	slices.Sort(stamped)
 	r.addLateness(instant, stamped)
+	r.addLeaseToHandler(runs, r.rec.snapshot())
 	r.res.add("last finished after instant", ms(last.Sub(instant)), "ms")
 	cpu.report(r, n, "from just before the instant until the queue was empty")
 	return nil
@@ -312,4 +322,19 @@ func (r *runner) addLateness(instant time.Time, stamped []time.Duration) {
 	r.res.add("lateness max", percentile(late, 100), "ms")
 	r.res.add("started_at − instant p50 (server stamps)", percentile(stamped, 50), "ms")
 	r.res.add("started_at − instant p99 (server stamps)", percentile(stamped, 99), "ms")
+}
+
+// addLeaseToHandler adds how long after the server stamped each run's start (started_at, when
+// its lease transaction began) its handler started: the lease's commit and delivery to the
+// worker, and the worker's start of the attempt.
+func (r *runner) addLeaseToHandler(runs []*apitype.Run, started map[string]time.Time) {
+	leased := make(map[string]time.Time, len(runs))
+	for _, run := range runs {
+		if run.StartedAt != nil {
+			leased[run.ID] = *run.StartedAt
+		}
+	}
+	gap, _ := between(leased, started)
+	r.res.add("started_at to handler start p50", percentile(gap, 50), "ms")
+	r.res.add("started_at to handler start p99", percentile(gap, 99), "ms")
 }
