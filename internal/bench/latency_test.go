@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,4 +111,33 @@ func TestCreatedRunID(t *testing.T) {
 	require.ErrorContains(t, err, "names no run")
 	_, err = createdRunID([]byte(`{"job":`))
 	require.ErrorContains(t, err, "decode answer")
+}
+
+// BenchmarkRecorder is the bench's own cost per run of noting a handler's start, from many
+// goroutines at once as a worker's attempts call it: part of what "bench process CPU" holds.
+func BenchmarkRecorder(b *testing.B) {
+	rec := newRecorder(time.Now)
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("run%08d", i)
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = rec.handler(context.Background(), &worker.Task{RunID: ids[next.Add(1)-1]})
+		}
+	})
+}
+
+// BenchmarkCreatedRunID is the cost per steady submit of reading the run's id from the answer.
+func BenchmarkCreatedRunID(b *testing.B) {
+	answer := []byte(`{"job":{"id":"01JZ7Q0000000000000000000","name":"","namespace":"default","queue":"bench-steady-01JZ7Q0000","handler":"noop","priority":0,"max_attempts":1,"created_at":"2026-11-27T09:00:00Z","updated_at":"2026-11-27T09:00:00Z"},"run":{"id":"01JZ7Q0000000000000000001","job_id":"01JZ7Q0000000000000000000","status":"queued","queue":"bench-steady-01JZ7Q0000","scheduled_for":"2026-11-27T09:00:00Z","created_at":"2026-11-27T09:00:00Z","attempt":0,"max_attempts":1}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := createdRunID(answer); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
