@@ -600,9 +600,10 @@ func (r *runner) waitIdle(ctx context.Context, timeout time.Duration, total int)
 // statusCount is what countStatus found: how many runs, and the span of their server-side
 // start and finish times.
 type statusCount struct {
-	n            int
-	firstStarted time.Time // earliest started_at
-	lastFinished time.Time // latest finished_at
+	n             int
+	firstStarted  time.Time // earliest started_at
+	firstFinished time.Time // earliest finished_at
+	lastFinished  time.Time // latest finished_at
 }
 
 // countStatus counts the queue's runs in one status and finds their earliest start and
@@ -619,6 +620,9 @@ func (r *runner) countStatus(ctx context.Context, status string) (statusCount, e
 		for _, run := range page.Items {
 			if run.StartedAt != nil && (sc.firstStarted.IsZero() || run.StartedAt.Before(sc.firstStarted)) {
 				sc.firstStarted = *run.StartedAt
+			}
+			if run.FinishedAt != nil && (sc.firstFinished.IsZero() || run.FinishedAt.Before(sc.firstFinished)) {
+				sc.firstFinished = *run.FinishedAt
 			}
 			if run.FinishedAt != nil && run.FinishedAt.After(sc.lastFinished) {
 				sc.lastFinished = *run.FinishedAt

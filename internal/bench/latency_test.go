@@ -141,3 +141,11 @@ func BenchmarkCreatedRunID(b *testing.B) {
 		}
 	}
 }
+
+func TestClocksAgree(t *testing.T) {
+	t.Parallel()
+	resumed := at(1000)
+	require.NoError(t, clocksAgree(resumed, at(1200)))
+	require.NoError(t, clocksAgree(resumed, at(990)), "within the slack: the stamps' rounding")
+	require.ErrorContains(t, clocksAgree(resumed, at(900)), "clocks apart")
+}
