@@ -224,9 +224,9 @@ func TestAgents(t *testing.T) {
 }
 
 // TestClusterDrain runs drain on three server processes sharing a scratch PostgreSQL
-// database, with three worker processes, one per server: the queue is resumed through the
-// first server, so the other two must be woken through the database, and every run, from
-// whichever server took its batch, must succeed.
+// database, with three workers of the bench (over HTTP), one polling each server: the queue
+// is resumed through the first server, so the other two must be woken through the database,
+// and every run, from whichever server took its batch, must succeed.
 func TestClusterDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds stint and starts processes")
@@ -242,7 +242,7 @@ func TestClusterDrain(t *testing.T) {
 	res, err := Run(context.Background(), "drain", Config{Store: base, Servers: 3, Workers: 3, Slots: 30, N: 900,
 		BatchSize: 100, InsertWorkers: 3, WorkerBinary: bin, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err, "every run must succeed")
-	require.Contains(t, res.Store, "3 server processes, 3 worker processes")
+	require.Contains(t, res.Store, "3 server processes, 3 HTTP workers in the bench's process")
 	figures := map[string]float64{}
 	for _, f := range res.Figures {
 		figures[f.Name] = f.Value
