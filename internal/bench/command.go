@@ -56,9 +56,6 @@ memory from /proc.`,
 			if len(cfg.PIDs) > 0 && cfg.Server == "" {
 				return fmt.Errorf("--pid: goes with --server (the bench knows the processes it starts)")
 			}
-			if cfg.Workers > 0 && cfg.Store == "" {
-				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
-			}
 			if args[0] == "plans" && !cmd.Flags().Changed("seed-finished") {
 				cfg.SeedFinished = DefaultSeedPlans
 			}
@@ -97,16 +94,16 @@ memory from /proc.`,
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady), or the window measured (agents)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
-	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many processes (stint worker, the worker protocol over HTTP) instead of the server's local worker")
+	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many agents in the bench's process, speaking the worker protocol over HTTP, instead of the server's local worker (with --server: default 1)")
 	fl.IntVar(&cfg.Servers, "servers", 0, "run the server as this many processes (stint server) on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
 	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
 	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
-	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
+	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU the workloads (and memory the agents workload) read from /proc")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
 	fl.StringVar(&cfg.Shape, "shape", ShapeFanout, "DAG shape (dag): fanout (1 -> n-2 -> 1) or chain (n in a line)")
-	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
+	fl.StringVar(&cfg.Handler, "handler", "", "handler kind of the jobs, run by the bench's recording handler (default noop; with --server a kind of the bench's own)")
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
 	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs, a big store's history (plans: 1000000 unless given; see BENCHMARKS.md, Scale)")
