@@ -29,12 +29,21 @@ import (
 
 // benchJobs builds n no-op handler jobs, each with a queued first run.
 func benchJobs(seq *atomic.Int64, n int, now time.Time) []store.NewJob {
+	return benchJobsNamed(seq, n, now, true)
+}
+
+// benchJobsNamed is benchJobs with named jobs, or with unnamed ones, named by their id as
+// the API names them: one-off jobs that store.Anonymous stores as their run alone.
+func benchJobsNamed(seq *atomic.Int64, n int, now time.Time, named bool) []store.NewJob {
 	out := make([]store.NewJob, n)
 	for i := range out {
 		j := &model.Job{
 			ID: id.New(now), Namespace: model.DefaultNamespace, Name: fmt.Sprintf("bench-%09d", seq.Add(1)),
 			Spec:    model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Retry: model.RetryPolicy{MaxAttempts: 3}},
 			Enabled: true, CreatedAt: now, UpdatedAt: now,
+		}
+		if !named {
+			j.Name = j.ID
 		}
 		r := &model.Run{
 			ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace,
@@ -184,6 +193,13 @@ func BenchmarkLeaseComplete(b *testing.B) {
 // application_name (pg-us/run). On a busy machine the wall-clock rate swings by 2x from
 // one run to the next while these stay within about 10%, so compare commits by them.
 func BenchmarkLeaseCompleteCPU(b *testing.B) {
+	b.Run("named", func(b *testing.B) { leaseCompleteCPU(b, true) })
+	b.Run("unnamed", func(b *testing.B) { leaseCompleteCPU(b, false) })
+}
+
+// leaseCompleteCPU is BenchmarkLeaseCompleteCPU over the runs of named jobs, or of unnamed
+// one-off jobs.
+func leaseCompleteCPU(b *testing.B, named bool) {
 	const batch = 500
 	ctx := context.Background()
 	app := fmt.Sprintf("cpubench%d", os.Getpid())
@@ -193,7 +209,7 @@ func BenchmarkLeaseCompleteCPU(b *testing.B) {
 	fill := func(runs int) {
 		for runs > 0 {
 			n := min(runs, 1000)
-			if err := createAll(ctx, s, benchJobs(&seq, n, now), now); err != nil {
+			if err := createAll(ctx, s, benchJobsNamed(&seq, n, now, named), now); err != nil {
 				b.Fatal(err)
 			}
 			runs -= n
@@ -282,16 +298,19 @@ func selfCPU() time.Duration {
 // split by the table they touch (jobs-wal-B/job, runs-wal-B/job: a table's heap and its
 // indexes; the rest is commits and other tables), so that others' WAL is left out.
 //
-// Sub-benchmarks: "job+run" is a job definition and its first run (each POST /v1/jobs of
-// a one-off job); "job" is the definition alone, with no run.
+// Sub-benchmarks: "unnamed" are one-off jobs without a name (what POST /v1/jobs/batch
+// submits without names: since issue 15 their runs alone, see store.Anonymous); "named"
+// are named one-off jobs (a jobs row and a runs row each); "definition" are named jobs
+// with no run, the jobs row alone.
 func BenchmarkCreateJobsCPU(b *testing.B) {
 	const batch, callers = 1000, 4
 	shapes := []struct {
 		name  string
 		build func(seq *atomic.Int64, now time.Time) []store.NewJob
 	}{
-		{"job+run", func(seq *atomic.Int64, now time.Time) []store.NewJob { return benchJobs(seq, batch, now) }},
-		{"job", func(seq *atomic.Int64, now time.Time) []store.NewJob {
+		{"unnamed", func(seq *atomic.Int64, now time.Time) []store.NewJob { return benchJobsNamed(seq, batch, now, false) }},
+		{"named", func(seq *atomic.Int64, now time.Time) []store.NewJob { return benchJobs(seq, batch, now) }},
+		{"definition", func(seq *atomic.Int64, now time.Time) []store.NewJob {
 			jobs := benchJobs(seq, batch, now)
 			for i := range jobs {
 				jobs[i].Run = nil
