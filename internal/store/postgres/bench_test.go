@@ -190,7 +190,8 @@ func BenchmarkLeaseComplete(b *testing.B) {
 // BenchmarkLeaseCompleteCPU leases 500 runs and completes them, as
 // BenchmarkLeaseComplete/sequential does, and reports the CPU time each run costs: the
 // benchmark process's own (go-us/run) and that of its PostgreSQL backends, found by their
-// application_name (pg-us/run). On a busy machine the wall-clock rate swings by 2x from
+// application_name (pg-us/run); and the WAL written meanwhile (wal-B/run, and by table
+// with STINT_BENCH_WALINSPECT_URL, as BenchmarkCreateJobsCPU). On a busy machine the wall-clock rate swings by 2x from
 // one run to the next while these stay within about 10%, so compare commits by them.
 func BenchmarkLeaseCompleteCPU(b *testing.B) {
 	b.Run("named", func(b *testing.B) { leaseCompleteCPU(b, true) })
@@ -216,11 +217,14 @@ func leaseCompleteCPU(b *testing.B, named bool) {
 		}
 	}
 	var pg, self time.Duration
+	var wal int64
+	walTables := map[string]int64{}
+	inspect := os.Getenv("STINT_BENCH_WALINSPECT_URL")
 	processed := 0
 	for b.Loop() {
 		b.StopTimer()
 		fill(batch)
-		pg0, self0 := backendsCPU(b, s, app), selfCPU()
+		pg0, self0, lsn0 := backendsCPU(b, s, app), selfCPU(), walLSN(b, s)
 		b.StartTimer()
 		ls, err := storetest.Leases(s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: batch, LeaseTTL: time.Minute, Handlers: []string{"noop"}, Now: now}))
 		if err != nil || len(ls) != batch {
@@ -242,12 +246,23 @@ func leaseCompleteCPU(b *testing.B, named bool) {
 		b.StopTimer()
 		pg += backendsCPU(b, s, app) - pg0
 		self += selfCPU() - self0
+		lsn1 := walLSN(b, s)
+		wal += lsn1 - lsn0
+		if inspect != "" {
+			for t, n := range walByTable(b, s, inspect, lsn0, lsn1) {
+				walTables[t] += n
+			}
+		}
 		b.StartTimer()
 		processed += len(ls)
 	}
 	b.ReportMetric(float64(processed)/b.Elapsed().Seconds(), "runs/s")
 	b.ReportMetric(float64(pg.Microseconds())/float64(processed), "pg-us/run")
 	b.ReportMetric(float64(self.Microseconds())/float64(processed), "go-us/run")
+	b.ReportMetric(float64(wal)/float64(processed), "wal-B/run")
+	for t, n := range walTables {
+		b.ReportMetric(float64(n)/float64(processed), t+"-wal-B/run")
+	}
 }
 
 // backendsCPU is the CPU time used so far by the PostgreSQL backends whose
