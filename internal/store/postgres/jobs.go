@@ -578,21 +578,25 @@ func (s *Store) anonymousJob(ctx context.Context, id string) (*model.Job, error)
 }
 
 // materializeSQL gives the anonymous jobs among $1 (store.Anonymous) their jobs rows, made
-// from their runs, and takes the spec off those runs: from then on they are jobs like any
-// other. The runs are locked first, so that two such statements make one row.
+// from their runs, and takes the spec off the runs whose job got its row: from then on they
+// are jobs like any other. (A row that cannot go in, its name taken by a job named like
+// the id, leaves the job anonymous.) The runs are locked first, so that two such
+// statements make one row. It returns a row per jobs row written.
 const materializeSQL = `WITH anon AS (
 	SELECT r.id, r.job_id, r.namespace, r.job_name, r.spec, r.queue, r.handler, r.req_cpu,
 		r.req_memory_mb, r.req_gpu, r.req_labels, r.created_at
 	FROM runs r WHERE r.job_id = ANY($1) AND r.spec IS NOT NULL
 	ORDER BY r.id FOR UPDATE
-), cleared AS (
-	UPDATE runs r SET spec = NULL FROM anon WHERE r.id = anon.id
+), ins AS (
+	INSERT INTO jobs (` + jobInsertCols + `)
+	SELECT job_id, namespace, job_name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
+		true, NULL, NULL, '', created_at, created_at
+	FROM anon
+	ON CONFLICT DO NOTHING
+	RETURNING id
 )
-INSERT INTO jobs (` + jobInsertCols + `)
-SELECT job_id, namespace, job_name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
-	true, NULL, NULL, '', created_at, created_at
-FROM anon
-ON CONFLICT DO NOTHING`
+UPDATE runs r SET spec = NULL FROM anon JOIN ins ON ins.id = anon.job_id WHERE r.id = anon.id
+RETURNING r.job_id`
 
 // execer runs a statement on the pool (its own transaction) or in a transaction.
 type execer interface {
@@ -606,7 +610,7 @@ func materialize(ctx context.Context, q execer, jobIDs ...string) (int, error) {
 	if err != nil {
 		return 0, translate(err, "write the jobs rows of anonymous jobs")
 	}
-	return int(tag.RowsAffected()), nil
+	return int(tag.RowsAffected()), nil // a row per run, and an anonymous job has one
 }
 
 // cursorSep separates name and namespace in a cursor of a list across namespaces. Names

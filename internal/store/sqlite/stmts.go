@@ -243,7 +243,8 @@ const (
 	anonymousRunSQL = `SELECT ` + runCols + `, spec FROM runs INDEXED BY runs_job
 		WHERE job_id = ? AND spec IS NOT NULL ORDER BY id LIMIT 1`
 	// Materializing anonymous jobs (the JSON array ?1 of their ids): their jobs rows made
-	// from their runs, then the spec taken off those runs.
+	// from their runs, then the spec taken off the runs whose job got its row (one whose
+	// name is taken by a job named like its id stays anonymous).
 	materializeJobsSQL = `INSERT INTO jobs (id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb,
 			req_gpu, req_labels, enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
 		SELECT job_id, namespace, job_name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
@@ -251,7 +252,8 @@ const (
 		FROM runs INDEXED BY runs_job WHERE job_id IN (SELECT value FROM json_each(?1)) AND spec IS NOT NULL
 		ON CONFLICT DO NOTHING`
 	materializeRunsSQL = `UPDATE runs INDEXED BY runs_job SET spec = NULL
-		WHERE job_id IN (SELECT value FROM json_each(?1)) AND spec IS NOT NULL`
+		WHERE job_id IN (SELECT value FROM json_each(?1)) AND spec IS NOT NULL
+			AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)`
 	// The cron run of a job and instant (index runs_cron_instant).
 	runByCronSQL = `SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND instant = ? AND trigger_kind = 'cron'`
 	// The instants of a job's cron runs in a range.

@@ -197,6 +197,27 @@ func testAnonymous(t *testing.T, open OpenFunc) {
 		require.ErrorIs(t, cr[0].Err, model.ErrNotFound)
 	})
 
+	t.Run("NameTakenStaysAnonymous", func(t *testing.T) {
+		// A job named like an anonymous job's id takes the name its row would have: the
+		// anonymous job cannot get a row, and keeps its spec on its run.
+		f := setup(t, open)
+		j, r := f.anonymous()
+		f.createJob(j, r)
+		f.submit(j.ID)
+		spec := j.Spec
+		spec.Command = []string{"false"}
+		_, err := f.s.UpdateJob(f.ctx, &store.UpdateJobParams{ID: j.ID, Spec: spec, Enabled: true, Now: at(time.Second)})
+		require.ErrorIs(t, err, model.ErrNotFound)
+		f.register("w", "s", t0)
+		for _, l := range f.lease("w", 10, t0) {
+			if l.Run.ID == r.ID {
+				require.Equal(t, j.Spec, l.Spec, "the run still carries its spec")
+				return
+			}
+		}
+		t.Fatal("the anonymous run was not leased")
+	})
+
 	t.Run("DeleteCancelRetry", func(t *testing.T) {
 		f := setup(t, open)
 		j, r := f.anonymous()
