@@ -391,8 +391,8 @@ func (s *Store) anonymousJob(ctx context.Context, id string) (*model.Job, error)
 }
 
 // materialize gives the anonymous jobs among ids (store.Anonymous) their jobs rows, made
-// from their runs, and takes the spec off those runs: from then on they are jobs like any
-// other. It returns how many rows it wrote. It is what every change to a job does first,
+// from their runs, and takes the spec off the runs whose job got its row: from then on
+// they are jobs like any other. It returns how many rows it wrote. It is what every change to a job does first,
 // so that an anonymous job changes as a job.
 func (t *wtx) materialize(ids ...string) (int, error) {
 	list, err := json.Marshal(ids)
