@@ -378,10 +378,11 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 
 // plainBatch is the largest batch CreateJobs writes with insertPlainSQL rather than COPY.
 // A group commit of single submissions is a few jobs: one statement is one round trip
-// where COPY takes four (BEGIN, COPY jobs, COPY runs, COMMIT), and the three saved are CPU
+// where COPY takes four (BEGIN, COPY jobs, COPY runs, COMMIT; three when every job is
+// anonymous and has no jobs row to copy), and the round trips saved are CPU
 // (system calls and wake-ups in both processes, which share the cores): steady on
 // PostgreSQL did 1.15 times the jobs/s. Bigger batches are cheaper by COPY, hand-encoded
-// where pgx encodes the statement's 37 arrays generically (64-job batches ~1.25 times
+// where pgx encodes the statement's 41 arrays generically (64-job batches ~1.25 times
 // faster by COPY; see BENCHMARKS.md).
 const plainBatch = 16
 
