@@ -69,8 +69,11 @@ pipelines too, in a pipelines: list next to jobs:.`,
 		Args: args(),
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the pipeline, YAML or JSON (- for standard input)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
 			return err
@@ -90,11 +93,10 @@ pipelines too, in a pipelines: list next to jobs:.`,
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), pl)
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), pipelineAction(pl.Name, created, len(pl.Steps)))
-		return nil
+		return out.print(cmd.OutOrStdout(), pl, func(w io.Writer) error {
+			_, err := fmt.Fprintln(w, pipelineAction(pl.Name, created, len(pl.Steps)))
+			return err
+		})
 	}
 	return cmd
 }
@@ -156,8 +158,11 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 	}
 	cmd.Flags().Var(&runArgs, "arg", "argument KEY=VALUE of every step's run, repeatable")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the pipeline run to end; exit 0 only if it succeeded")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		a, err := runArgs.json()
 		if err != nil {
 			return err
@@ -175,11 +180,7 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 				return err
 			}
 		}
-		if *asJSON {
-			err = printJSON(cmd.OutOrStdout(), pr)
-		} else {
-			err = cfg.printPipelineRun(cmd.OutOrStdout(), pr)
-		}
+		err = out.print(cmd.OutOrStdout(), pr, func(w io.Writer) error { return cfg.printPipelineRun(w, pr) })
 		if err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ type submitFlags struct {
 	after                                            afterFlag
 	tags                                             []string
 	wait, follow, quiet                              bool
-	json                                             *bool
+	out                                              *output
 }
 
 func newSubmitCmd(cfg *config) *cobra.Command {
@@ -45,7 +45,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 			"docker run does: each change of the run's state, with why it waits, goes to stderr, and\n" +
 			"once it ends its last attempt's stdout goes to stdout and its stderr to stderr. With\n" +
 			"--follow it streams the run's logs meanwhile. Both exit 0 when the run succeeded, 1 when it\n" +
-			"did not, and 3 when --wait-timeout passed first (the run goes on).",
+			"did not, and 7 when --wait-timeout passed first (the run goes on).",
 		Example: "  stint submit -- ./backup.sh /data\n" +
 			"  stint submit --shell 'echo hi; sleep 5' --wait\n" +
 			"  stint submit --name report --queue reports --cpu 2 --memory 4G --retries 3 --backoff 30s -- ./report\n" +
@@ -90,23 +90,27 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringArrayVar(&f.tags, "tag", nil, "tag, repeatable")
 	fl.Var(&f.after, "after", "run only after run RUN_ID succeeded (RUN_ID:failed, RUN_ID:finished for the other conditions), repeatable")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, showing its state changes on stderr, then print its output; exit 0 only if it succeeded")
-	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait or --follow, stop waiting after this and exit 3; the run goes on (0: wait for ever)")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait or --follow, stop waiting after this and exit 7; the run goes on (0: wait for ever)")
 	fl.BoolVar(&f.follow, "follow", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
-	f.json = addJSONFlag(cmd)
+	f.out = addOutputFlags(cmd)
 	return cmd
 }
 
 func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) error {
+	if err := f.out.check(); err != nil {
+		return err
+	}
 	spec, err := f.spec(cmd, argv, cfg.getenv)
 	if err != nil {
 		return err
 	}
+	structured := f.out.structured()
 	switch {
-	case *f.json && f.quiet:
-		return Usagef("--json and --quiet: give one")
-	case *f.json && f.follow:
-		return Usagef("--json and --follow: --follow prints logs, not JSON")
+	case f.quiet && (f.out.json || cmd.Flags().Changed("output")):
+		return Usagef("%s and --quiet: give one", f.out.flag())
+	case structured && f.follow:
+		return Usagef("%s and --follow: --follow prints logs, not the API object", f.out.flag())
 	case (f.wait || f.follow) && f.cron != "":
 		return Usagef("--cron with --wait or --follow: a scheduled job has no run to wait for")
 	case f.waitTimeout < 0:
@@ -132,9 +136,9 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	}
 	waiting := f.wait || f.follow
 	switch {
-	case *f.json && !waiting:
-		return printJSON(out, resp)
-	case *f.json:
+	case structured && !waiting:
+		return f.out.print(out, resp, nil)
+	case structured: // the run, once it ended
 	case f.quiet:
 		id := resp.Job.ID
 		if resp.Run != nil {
@@ -175,7 +179,7 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	switch {
 	case f.follow:
 		run, err = followRun(waitCtx, c, resp.Run.ID, out, errOut)
-	case *f.json || f.quiet:
+	case structured || f.quiet:
 		run, err = c.WaitRun(waitCtx, resp.Run.ID, client.Finished)
 	default:
 		run, err = waitShowing(waitCtx, c, resp.Run, errOut)
@@ -188,8 +192,8 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		return err
 	}
 	switch {
-	case *f.json:
-		if err := printJSON(out, run); err != nil {
+	case structured:
+		if err := f.out.print(out, run, nil); err != nil {
 			return err
 		}
 	case f.follow:

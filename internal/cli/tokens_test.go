@@ -21,6 +21,15 @@ func TestTokens(t *testing.T) {
 				answer: `{"token":"stint_w","id":"t2","name":"w1","role":"worker","worker_id":"w1","created_at":"2030-01-02T11:00:00Z"}`}},
 			stdoutHas: []string{`"token": "stint_w"`, `"id": "t2"`, `"worker_id": "w1"`},
 		},
+		{
+			name: "create yaml",
+			args: []string{"tokens", "create", "--role", "viewer", "--name", "dash", "-o", "yaml"},
+			exchanges: []exchange{{method: "POST", path: "/v1/tokens", body: `{"name":"dash","role":"viewer"}`, status: 201,
+				answer: `{"token":"stint_v","id":"t3","name":"dash","role":"viewer","created_at":"2030-01-02T11:00:00Z"}`}},
+			stdoutHas: []string{"token: stint_v\n", "id: t3\n", "role: viewer\n"},
+		},
+		{name: "create with a bad -o sends nothing", args: []string{"tokens", "create", "--role", "viewer", "--name", "x", "-o", "csv"},
+			code: 2, stderr: `--output: want table, wide, json or yaml, got "csv"`},
 		{name: "create without a role", args: []string{"tokens", "create", "--name", "ci"}, code: 2, stderr: "--role: required"},
 		{name: "create without a name", args: []string{"tokens", "create", "--role", "viewer"}, code: 2, stderr: "--name: required"},
 		{
