@@ -110,8 +110,14 @@ memory from /proc.`,
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
 	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs, a big store's history (plans: 1000000 unless given; see BENCHMARKS.md, Scale)")
-	fl.DurationVar(&cfg.Retention, "retention", 0, "the server deletes finished runs this long after they finished, while the workload runs (0: keeps them; see BENCHMARKS.md, Retention)")
-	fl.DurationVar(&cfg.RetentionPause, "retention-pause", 0, "with --retention, the server's pause between delete batches of 500 runs (0: its default, 100ms), bounding the delete rate")
+	fl.DurationVar(&cfg.Retention, "retain-runs", 0, "the server deletes finished runs this long after they finished, while the workload runs (0: keeps them; see BENCHMARKS.md, Retention)")
+	fl.DurationVar(&cfg.RetentionPause, "retain-pause", 0, "with --retain-runs, the server's pause between delete batches of 500 runs (0: its default, 100ms), bounding the delete rate")
+	// --retention and --retention-pause were these flags' first spellings; the server's own
+	// flags, which they set, are --retain-runs and --retain-pause.
+	fl.DurationVar(&cfg.Retention, "retention", 0, "")
+	fl.DurationVar(&cfg.RetentionPause, "retention-pause", 0, "")
+	_ = fl.MarkDeprecated("retention", "use --retain-runs")
+	_ = fl.MarkDeprecated("retention-pause", "use --retain-pause")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file, and of each server process the bench starts (--servers, agents) to this file.s1, .s2...")
 	return cmd

@@ -254,9 +254,12 @@ func newPipelineRetryCmd(cfg *config) *cobra.Command {
 	retry := func(c *client.Client, ctx context.Context, name, id string) (*apitype.PipelineRun, error) {
 		return c.RetryPipelineRun(ctx, name, id, from)
 	}
-	cmd := pipelineRunCmd(cfg, "retry PIPELINE RUN_ID [--from STEP]",
-		"Run an ended pipeline run's failed or cancelled steps again (or --from a step), with what is downstream", retry)
-	cmd.Flags().StringVar(&from, "from", "", "run this step again, with every step downstream of it")
+	cmd := pipelineRunCmd(cfg, "retry PIPELINE RUN_ID [--from-step STEP]",
+		"Run an ended pipeline run's failed or cancelled steps again (or --from-step a step), with what is downstream", retry)
+	cmd.Flags().StringVar(&from, "from-step", "", "run this step again, with every step downstream of it")
+	// --from was this flag's first spelling; elsewhere --from is a time (backfill, cron explain).
+	cmd.Flags().StringVar(&from, "from", "", "")
+	_ = cmd.Flags().MarkDeprecated("from", "use --from-step")
 	return cmd
 }
 

@@ -192,9 +192,17 @@ load       r3   succeeded  1/1      -        -         -
 		},
 		{
 			name:      "retry from a step",
-			args:      []string{"pipelines", "retry", "etl", "pr1", "--from", "transform"},
+			args:      []string{"pipelines", "retry", "etl", "pr1", "--from-step", "transform"},
 			exchanges: []exchange{{method: "POST", path: "/v1/pipelines/etl/runs/pr1/retry", body: `{"from":"transform"}`, answer: cliPipelineRun("running", "waiting")}},
 			stdoutHas: []string{"Status:         running"},
+		},
+		{
+			// The old spelling still works, with a warning (on stdout here only because
+			// the test sets it; cobra writes it to stderr unless told otherwise).
+			name:      "retry --from, the old spelling",
+			args:      []string{"pipelines", "retry", "etl", "pr1", "--from", "transform"},
+			exchanges: []exchange{{method: "POST", path: "/v1/pipelines/etl/runs/pr1/retry", body: `{"from":"transform"}`, answer: cliPipelineRun("running", "waiting")}},
+			stdoutHas: []string{"Flag --from has been deprecated, use --from-step\n", "Status:         running"},
 		},
 		{
 			name: "retry with nothing to retry",

@@ -18,11 +18,11 @@ type submitFlags struct {
 	shell, handler, name, queue, dir, idempotencyKey string
 	cron, timezone, misfire                          string
 	concurrency, concurrencyKey, rate                string
-	maxConcurrent                                    int
+	maxConcurrency                                   int
 	priority, retries, maxAttempts, gpu              int
 	timeout, backoff, delay, waitTimeout             time.Duration
 	cpu                                              float64
-	memory                                           memoryFlag
+	memory                                           MemoryFlag
 	runAt                                            timeFlag
 	args, env, labels                                kvFlag
 	secretEnv                                        secretEnvFlag
@@ -73,8 +73,11 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&f.cron, "cron", "", "cron schedule; the job then runs on it instead of once")
 	fl.StringVar(&f.timezone, "timezone", "", "IANA time zone of --cron (default UTC)")
 	fl.StringVar(&f.misfire, "misfire", "", "what --cron does with instants missed while no server ran: run_once (default), skip, run_all")
-	fl.StringVar(&f.concurrency, "concurrency", "", "what a run does when --max-concurrent runs are active: allow, forbid, queue, replace")
-	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "runs of the job (or of its --concurrency-key) active at once (0: unlimited for allow, 1 otherwise)")
+	fl.StringVar(&f.concurrency, "concurrency", "", "what a run does when --max-concurrency runs are active: allow, forbid, queue, replace")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "runs of the job (or of its --concurrency-key) active at once (0: unlimited for allow, 1 otherwise)")
+	// --max-concurrent was this flag's first spelling; stint queues set says max-concurrency.
+	fl.IntVar(&f.maxConcurrency, "max-concurrent", 0, "")
+	_ = fl.MarkDeprecated("max-concurrent", "use --max-concurrency")
 	fl.StringVar(&f.rate, "rate", "", `rate limit of the job (or of its --concurrency-key): "N/DURATION", e.g. 100/1m`)
 	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", `limit per key, a template over the args, e.g. "customer-{{.customer_id}}"`)
 	fl.Var(&f.args, "arg", "argument KEY=VALUE of the run, repeatable (the args object; commands get STINT_ARGS)")
@@ -91,7 +94,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.Var(&f.after, "after", "run only after run RUN_ID succeeded (RUN_ID:failed, RUN_ID:finished for the other conditions), repeatable")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, showing its state changes on stderr, then print its output; exit 0 only if it succeeded")
 	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait or --follow, stop waiting after this and exit 7; the run goes on (0: wait for ever)")
-	fl.BoolVar(&f.follow, "follow", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
+	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
 	f.out = addOutputFlags(cmd)
 	return cmd
@@ -316,13 +319,13 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string, getenv func(string
 		}
 	}
 	if changed("cpu") || changed("memory") || changed("gpu") || changed("label") {
-		spec.Requirements = &apitype.Requirements{CPU: f.cpu, MemoryMB: f.memory.mb, GPU: f.gpu, Labels: f.labels.m}
+		spec.Requirements = &apitype.Requirements{CPU: f.cpu, MemoryMB: f.memory.MB, GPU: f.gpu, Labels: f.labels.m}
 	}
 	if f.cron != "" || f.timezone != "" || f.misfire != "" {
 		spec.Schedule = &apitype.Schedule{Cron: f.cron, Timezone: f.timezone, Misfire: f.misfire}
 	}
-	if f.concurrency != "" || f.maxConcurrent != 0 || f.concurrencyKey != "" || f.rate != "" {
-		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrent, Key: f.concurrencyKey}
+	if f.concurrency != "" || f.maxConcurrency != 0 || f.concurrencyKey != "" || f.rate != "" {
+		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrency, Key: f.concurrencyKey}
 		if f.rate != "" {
 			r, err := parseRate(f.rate)
 			if err != nil {

@@ -33,14 +33,18 @@ func newTokenCreateCmd(cfg *config) *cobra.Command {
 			"Roles: admin (everything, tokens included), operator (submit, trigger, cancel, retry,\n" +
 			"pause, drain, apply), viewer (read and logs), worker (the worker protocol only).",
 		Example: "  stint tokens create --role viewer --name grafana\n" +
-			"  stint tokens create --role operator --name etl-ci --namespace etl --json\n" +
+			"  stint tokens create --role operator --name etl-ci --namespaces etl,etl-dev -o json\n" +
 			"  stint tokens create --role worker --name gpu-1 --worker-id gpu-1",
 		Args: args(),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&req.Role, "role", "", "admin, operator, viewer or worker (required)")
 	fl.StringVar(&req.Name, "name", "", "what the token is for (required)")
-	fl.StringArrayVar(&namespaces, "namespace", nil, "limit an operator or viewer token to this namespace (repeat for more; none: all)")
+	fl.StringSliceVar(&namespaces, "namespaces", nil, "limit an operator or viewer token to these namespaces, comma-separated or repeated (none: all)")
+	// --namespace, repeated, was this flag's first spelling; it shadowed the global
+	// --namespace (the namespace a command acts in) with another meaning.
+	fl.StringArrayVar(&namespaces, "namespace", nil, "")
+	_ = fl.MarkDeprecated("namespace", "use --namespaces")
 	fl.StringVar(&req.WorkerID, "worker-id", "", "the one worker id a worker token may act as (recommended; none: any)")
 	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
