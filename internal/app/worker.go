@@ -259,9 +259,9 @@ func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog
 // capacityFlags are --cpu, --memory and --slots: what a worker offers (stint worker, and
 // the local worker of stint dev), each detected on the host when not given.
 type capacityFlags struct {
-	cpu      float64
-	memory   cli.MemoryFlag
-	slots    int
+	cpu    float64
+	memory cli.MemoryFlag
+	slots  int
 }
 
 func (f *capacityFlags) register(fl *pflag.FlagSet, slotsDefault string) {
