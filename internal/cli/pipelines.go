@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -150,8 +152,8 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 		Short: "Start a run of a pipeline now",
 		Long: "Start a run of a pipeline now: a run per step, each waiting for the steps it depends on.\n" +
 			"--arg values are laid over the pipeline's args and reach every step (commands get\n" +
-			"STINT_ARGS). With --wait it waits for the whole to end, prints it, and exits 0 only\n" +
-			"when it succeeded.",
+			"STINT_ARGS). With --wait it waits for the whole to end (on a terminal, a progress bar\n" +
+			"counts the steps that ended), prints it, and exits 0 only when it succeeded.",
 		Example: "  stint pipelines trigger etl --arg day=2026-11-22\n" +
 			"  stint pipelines trigger etl --wait",
 		Args: args("PIPELINE"),
@@ -176,7 +178,13 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 			return err
 		}
 		if wait {
-			if pr, err = c.WaitPipelineRun(cmd.Context(), argv[0], pr.ID, client.PipelineFinished); err != nil {
+			bar := cfg.progressBar(cmd, out, "pipeline "+argv[0], len(pr.Steps))
+			pr, err = c.WaitPipelineRun(cmd.Context(), argv[0], pr.ID, func(pr *apitype.PipelineRun) bool {
+				bar.Set(countFinished(maps.Values(pr.Steps)))
+				return client.PipelineFinished(pr)
+			})
+			bar.Finish()
+			if err != nil {
 				return err
 			}
 		}
@@ -362,6 +370,17 @@ func stepOrder(steps map[string]*apitype.Run) []string {
 		return strings.Compare(a, b)
 	})
 	return names
+}
+
+// countFinished counts the runs that are final.
+func countFinished(runs iter.Seq[*apitype.Run]) int {
+	n := 0
+	for r := range runs {
+		if client.Finished(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // stepCounts sums up a pipeline run's steps: "3/4 succeeded, 1 failed".
