@@ -79,6 +79,17 @@ type Config struct {
 	// (0: the server's default, app.DefaultRetainPause): it bounds the delete rate.
 	RetentionPause time.Duration
 	Logger         *slog.Logger
+	// Progress, when set, is told how far the workload got as it advances: done of total
+	// units of a phase ("insert": jobs inserted; "drain": runs ended). It may be called from
+	// several goroutines at once.
+	Progress func(phase string, done, total int)
+}
+
+// progress tells Progress, when set, that done of total units of phase are done.
+func (c *Config) progress(phase string, done, total int) {
+	if c.Progress != nil {
+		c.Progress(phase, done, total)
+	}
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -317,6 +328,10 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 	errs := make(chan error, r.cfg.InsertWorkers)
 	start := time.Now()
 	var wg sync.WaitGroup
+	var (
+		mu       sync.Mutex // in order: Progress never hears a count after a larger one
+		inserted int
+	)
 	for range r.cfg.InsertWorkers {
 		wg.Go(func() {
 			for off := range batches {
@@ -330,6 +345,10 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 					cancel()
 					return
 				}
+				mu.Lock()
+				inserted += end - off
+				r.cfg.progress("insert", inserted, n)
+				mu.Unlock()
 			}
 		})
 	}
@@ -471,6 +490,7 @@ func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	prev, prevAt := -1, time.Time{}
 	wait := 100 * time.Millisecond
+	total := 0 // the most runs seen active: the drain's size
 	for {
 		d, err := r.depth(ctx)
 		if err != nil {
@@ -478,6 +498,8 @@ func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) error {
 		}
 		now := time.Now()
 		left := d["queued"] + d["running"] + d["scheduled"] + d["waiting"]
+		total = max(total, left)
+		r.cfg.progress("drain", total-left, total)
 		if left == 0 {
 			return nil
 		}

@@ -89,6 +89,51 @@ func TestWorkloadsRun(t *testing.T) {
 
 // TestRemoteWorkers runs drain with the workers as real `stint worker` processes that speak
 // the worker protocol over HTTP.
+// TestProgress: a drain tells Progress of its inserts, up to all of them, then of its
+// drain, up to an idle queue.
+func TestProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	type call struct {
+		phase       string
+		done, total int
+	}
+	var (
+		mu    sync.Mutex
+		calls []call
+	)
+	_, err := Run(context.Background(), "drain", Config{
+		Store: "sqlite", N: 200, Slots: 50, BatchSize: 50, InsertWorkers: 2, Logger: slog.New(slog.DiscardHandler),
+		Progress: func(phase string, done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, call{phase, done, total})
+		},
+	})
+	require.NoError(t, err)
+	var inserts, drains []call
+	for _, c := range calls {
+		require.LessOrEqual(t, c.done, c.total, "%+v", c)
+		switch c.phase {
+		case "insert":
+			require.Empty(t, drains, "inserts come first")
+			require.Equal(t, 200, c.total)
+			inserts = append(inserts, c)
+		case "drain":
+			drains = append(drains, c)
+		default:
+			t.Fatalf("unknown phase %q", c.phase)
+		}
+	}
+	require.Len(t, inserts, 4, "one call a batch of 50")
+	require.Equal(t, 200, inserts[len(inserts)-1].done, "the last call counts them all")
+	require.NotEmpty(t, drains)
+	last := drains[len(drains)-1]
+	require.Positive(t, last.total)
+	require.Equal(t, last.total, last.done, "the drain ends with every run ended")
+}
+
 func TestRemoteWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds stint and starts processes")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/internal/progress"
 )
 
 // Command returns `stint bench`.
@@ -80,7 +82,14 @@ memory from /proc.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			// On a terminal, a progress bar per phase on stderr (not with --json).
+			var bars *progress.Phases
+			if !asJSON && progress.Shown(cmd.ErrOrStderr(), os.Getenv) {
+				bars = progress.NewPhases(cmd.ErrOrStderr())
+				cfg.Progress = bars.Update
+			}
 			res, err := Run(cmd.Context(), args[0], cfg)
+			bars.Finish()
 			if err != nil {
 				return err
 			}
