@@ -111,7 +111,10 @@ memory from /proc.`,
 	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
 	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
 	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
-	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
+	fl.IntVar(&cfg.BatchSize, "batch-size", 1000, "jobs per batch insert")
+	// --batch was this flag's first spelling; stint submit --batch names a file.
+	fl.IntVar(&cfg.BatchSize, "batch", 1000, "")
+	_ = fl.MarkDeprecated("batch", "use --batch-size")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
 	fl.StringVar(&cfg.Shape, "shape", ShapeFanout, "DAG shape (dag): fanout (1 -> n-2 -> 1) or chain (n in a line)")
