@@ -36,6 +36,17 @@ func (c *Client) GetDAG(ctx context.Context, id string) (*apitype.DAG, error) {
 	return &out, nil
 }
 
+// WaitDAG asks for a DAG every poll interval (see WithPollInterval) until done holds for
+// it, and returns that DAG; id is as for GetDAG. It returns early with the error of a failed
+// GetDAG, or with ctx's error.
+func (c *Client) WaitDAG(ctx context.Context, id string, done func(*apitype.DAG) bool) (*apitype.DAG, error) {
+	return poll(ctx, c, func(ctx context.Context) (*apitype.DAG, error) { return c.GetDAG(ctx, id) }, done)
+}
+
+// DAGFinished reports whether a DAG as a whole has ended (every entry's run is final): a
+// predicate for WaitDAG.
+func DAGFinished(d *apitype.DAG) bool { return d.Status != "" && d.Status != "running" }
+
 // ListDAGs pages the ad-hoc DAGs (GET /v1/dags) of namespace ("": every namespace the
 // token sees); limit <= 0 is the server's default. A page may hold fewer DAGs than limit
 // and still have a NextCursor: the server bounds the jobs it scans per request.

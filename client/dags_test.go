@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -93,4 +94,19 @@ func TestGetAndListDAGsCall(t *testing.T) {
 			},
 		},
 	})
+}
+
+func TestWaitDAG(t *testing.T) {
+	t.Parallel()
+	f := newFakeServer(t, answer{Body: `{"id":"r1","status":"running","entries":[]}`},
+		answer{Body: `{"id":"r1","status":"running","entries":[]}`}, answer{Body: `{"id":"r1","status":"succeeded","entries":[]}`})
+	c, err := client.New(f.URL, client.WithPollInterval(time.Millisecond))
+	require.NoError(t, err)
+	d, err := c.WaitDAG(context.Background(), "r2", client.DAGFinished)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", d.Status)
+	require.Len(t, f.seen(), 3, "asked until it ended")
+	require.Equal(t, "/v1/dags/r2", f.seen()[2].Path)
+	require.False(t, client.DAGFinished(&apitype.DAG{Status: "running"}))
+	require.True(t, client.DAGFinished(&apitype.DAG{Status: "failed"}))
 }

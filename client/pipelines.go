@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/stint-dev/stint/apitype"
 )
@@ -148,23 +147,7 @@ func (c *Client) RetryPipelineRun(ctx context.Context, name, id, from string) (*
 // done holds for it, and returns that run. It returns early with the error of a failed
 // GetPipelineRun, or with ctx's error.
 func (c *Client) WaitPipelineRun(ctx context.Context, name, id string, done func(*apitype.PipelineRun) bool) (*apitype.PipelineRun, error) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		pr, err := c.GetPipelineRun(ctx, name, id)
-		if err != nil {
-			return nil, err
-		}
-		if done(pr) {
-			return pr, nil
-		}
-		t.Reset(c.pollInterval)
-	}
+	return poll(ctx, c, func(ctx context.Context) (*apitype.PipelineRun, error) { return c.GetPipelineRun(ctx, name, id) }, done)
 }
 
 // PipelineFinished reports whether a pipeline run as a whole has ended (every step's run

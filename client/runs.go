@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/stint-dev/stint/apitype"
@@ -95,6 +96,12 @@ type LogsOptions struct {
 	Follow bool
 	// Stream is "stdout" or "stderr" for only that one; empty for both, interleaved.
 	Stream string
+	// Tail, when not nil, starts the text with only the last *Tail lines of what is stored
+	// (0: none of it); with Follow, what comes follows them.
+	Tail *int
+	// Timestamps leads each line with the time the server received it: RFC 3339 in UTC
+	// with nine fraction digits, then a space.
+	Timestamps bool
 }
 
 // Logs streams a run's stdout and stderr as text (GET /v1/runs/{id}/logs). The caller must
@@ -108,6 +115,12 @@ func (c *Client) Logs(ctx context.Context, runID string, opts LogsOptions) (io.R
 	q := url.Values{}
 	setInt(q, "attempt", opts.Attempt)
 	setString(q, "stream", opts.Stream)
+	if opts.Tail != nil {
+		q.Set("tail", strconv.Itoa(*opts.Tail))
+	}
+	if opts.Timestamps {
+		q.Set("timestamps", "true")
+	}
 	hc := c.hc
 	if opts.Follow {
 		q.Set("follow", "true")
@@ -124,20 +137,27 @@ func (c *Client) Logs(ctx context.Context, runID string, opts LogsOptions) (io.R
 // it, and returns that run. It returns early with the error of a failed GetRun, or with
 // ctx's error.
 func (c *Client) WaitRun(ctx context.Context, id string, done func(*apitype.Run) bool) (*apitype.Run, error) {
+	return poll(ctx, c, func(ctx context.Context) (*apitype.Run, error) { return c.GetRun(ctx, id) }, done)
+}
+
+// poll calls get at once, then every poll interval, until done holds for what it returned,
+// and returns that. It returns early with get's error, or with ctx's.
+func poll[T any](ctx context.Context, c *Client, get func(context.Context) (T, error), done func(T) bool) (T, error) {
+	var zero T
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return zero, ctx.Err()
 		case <-t.C:
 		}
-		run, err := c.GetRun(ctx, id)
+		v, err := get(ctx)
 		if err != nil {
-			return nil, err
+			return zero, err
 		}
-		if done(run) {
-			return run, nil
+		if done(v) {
+			return v, nil
 		}
 		t.Reset(c.pollInterval)
 	}

@@ -91,6 +91,21 @@ func TestRunCalls(t *testing.T) {
 			check:  func(t *testing.T, got any) { require.Equal(t, "hello\nworld\n", got) },
 		},
 		{
+			name: "logs: the last lines, stamped",
+			call: func(ctx context.Context, c *client.Client) (any, error) {
+				rc, err := c.Logs(ctx, "r1", client.LogsOptions{Tail: new(0), Timestamps: true, Follow: true})
+				if err != nil {
+					return nil, err
+				}
+				defer rc.Close()
+				b, err := io.ReadAll(rc)
+				return string(b), err
+			},
+			method: http.MethodGet, path: "/v1/runs/r1/logs", query: "follow=true&tail=0&timestamps=true",
+			answer: answer{ContentType: "text/plain; charset=utf-8", Body: "2030-01-02T12:00:00.000000000Z x\n"},
+			check:  func(t *testing.T, got any) { require.Equal(t, "2030-01-02T12:00:00.000000000Z x\n", got) },
+		},
+		{
 			name: "logs of a missing run",
 			call: func(ctx context.Context, c *client.Client) (any, error) {
 				return c.Logs(ctx, "nope", client.LogsOptions{})

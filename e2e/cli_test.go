@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +149,55 @@ func TestCLIUserJourney(t *testing.T) {
 		logs, _, code := cli(t, srv, "logs", "-f", strings.TrimSpace(out))
 		require.Equal(t, 0, code)
 		require.Equal(t, "line1\nline2\nline3\n", logs)
+	})
+
+	t.Run("logs: the last lines then what comes, with times", func(t *testing.T) {
+		gate := filepath.Join(t.TempDir(), "go-on")
+		before := time.Now().Add(-time.Second) // the server's clock is this machine's
+		out, _, code := cli(t, srv, "submit", "-q", "--shell",
+			`printf 'a\nb\nc\n'; while [ ! -e "$GATE" ]; do sleep 0.05; done; echo d`, "--env", "GATE="+gate)
+		require.Equal(t, 0, code)
+		id := strings.TrimSpace(out)
+		waitFor(t, 30*time.Second, "the first lines to be stored", func() bool {
+			logs, _, _ := cli(t, srv, "logs", id)
+			return logs == "a\nb\nc\n"
+		})
+		logs, _, code := cli(t, srv, "logs", id, "--tail", "2")
+		require.Equal(t, 0, code)
+		require.Equal(t, "b\nc\n", logs)
+
+		// -f --tail 1 --timestamps: c, stamped, then d once the job writes it, then the end.
+		cmd := exec.Command(stintBin, "logs", id, "-f", "--tail", "1", "--timestamps")
+		cmd.Env = stintEnv("STINT_SERVER="+srv.url(), "STINT_TOKEN="+srv.token)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		rd := bufio.NewReader(stdout)
+		stampOf := func(line, text string) time.Time {
+			t.Helper()
+			stamp, rest, ok := strings.Cut(line, " ")
+			require.True(t, ok, "%q", line)
+			require.Equal(t, text+"\n", rest)
+			require.Len(t, stamp, len("2030-01-02T15:04:05.123456789Z"), "fixed width: %q", stamp)
+			at, err := time.Parse(time.RFC3339Nano, stamp)
+			require.NoError(t, err)
+			require.Equal(t, time.UTC, at.Location())
+			return at
+		}
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		atC := stampOf(line, "c")
+		require.NoError(t, os.WriteFile(gate, nil, 0o600))
+		line, err = rd.ReadString('\n')
+		require.NoError(t, err)
+		atD := stampOf(line, "d")
+		rest, err := io.ReadAll(rd)
+		require.NoError(t, err)
+		require.Empty(t, string(rest), "the stream ends with the attempt")
+		require.NoError(t, cmd.Wait(), "exit 0")
+		require.False(t, atC.Before(before), "c came after the submission: %s", atC)
+		require.False(t, atD.Before(atC), "d came after c: %s, %s", atC, atD)
+		require.False(t, atD.After(time.Now()), "d came before now: %s", atD)
 	})
 
 	t.Run("bad input names the field", func(t *testing.T) {

@@ -79,7 +79,7 @@ func TestPipelineJourney(t *testing.T) {
 
 	// Its input there, a retry from transform runs transform and load again, not the rest.
 	require.NoError(t, os.WriteFile(ready, nil, 0o600))
-	out, errOut, code = cli(t, srv, "pipelines", "retry", "etl", pr.ID, "--from", "transform")
+	out, errOut, code = cli(t, srv, "pipelines", "retry", "etl", pr.ID, "--from-step", "transform")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	require.Contains(t, out, "Status:         running")
 	var done apitype.PipelineRun

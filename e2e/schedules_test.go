@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 // TestSchedulesJourney applies the example job file to a real `stint dev` and drives the
 // schedule commands of the README with the real binary: apply (twice), jobs get, a cron
-// tick that runs, pause and resume, trigger with args, backfill (dry), and a signed
+// tick that runs, pause and resume, trigger with args, backfill (dry, then for real), and a signed
 // webhook call as an outside system would make it.
 func TestSchedulesJourney(t *testing.T) {
 	t.Parallel()
@@ -92,4 +93,15 @@ func TestSchedulesJourney(t *testing.T) {
 	out, errOut, code = cli(t, srv, "backfill", ids["nightly-report"], "--from", "2026-03-23T00:00:00Z", "--to", "2026-03-29T23:59:59Z")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	require.Contains(t, out, "dry run: 5 of 5 instants have no run")
+
+	// With --yes: the five runs; again, none more (each instant has its run).
+	out, errOut, code = cli(t, srv, "backfill", ids["nightly-report"], "--from", "2026-03-23T00:00:00Z", "--to", "2026-03-29T23:59:59Z", "--yes")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Contains(t, out, "created 5 runs")
+	require.Equal(t, 5, strings.Count(out, " created "), out)
+	require.NotContains(t, errOut, "backfill ", "no bar: stderr is no terminal")
+	out, errOut, code = cli(t, srv, "backfill", ids["nightly-report"], "--from", "2026-03-23T00:00:00Z", "--to", "2026-03-29T23:59:59Z", "--yes")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Contains(t, out, "created 0 runs")
+	require.Equal(t, 5, strings.Count(out, "has a run"), out)
 }

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/stint-dev/stint/internal/app"
 	"github.com/stint-dev/stint/internal/bench"
 	"github.com/stint-dev/stint/internal/cli"
@@ -16,5 +18,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(cli.Execute(ctx, cli.NewRoot(append(app.Commands(), bench.Command())...)))
+	os.Exit(cli.Execute(ctx, newRoot()))
+}
+
+// newRoot builds the whole command tree: the CLI's commands, the server's and the bench.
+func newRoot() *cobra.Command {
+	return cli.NewRoot(append(app.Commands(), bench.Command())...)
 }

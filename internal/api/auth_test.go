@@ -333,7 +333,7 @@ func TestNamespaceScope(t *testing.T) {
 	r = etl.do(t, "POST", "/v1/jobs", `{"command": ["true"]}`)
 	require.Equal(t, http.StatusForbidden, r.status, "the default namespace is not the token's")
 	require.Equal(t, []string{"namespace"}, r.fields(t))
-	r = etl.do(t, "POST", "/v1/jobs", `{"namespace": "etl", "command": ["true"]}`)
+	r = etl.do(t, "POST", "/v1/jobs", `{"namespace": "etl", "name": "once", "command": ["true"]}`)
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	r = etl.do(t, "POST", "/v1/jobs/batch", `{"jobs": [{"namespace": "etl", "command": ["true"]}, {"command": ["true"]}]}`)
 	require.Equal(t, http.StatusForbidden, r.status)

@@ -252,8 +252,18 @@ func TestCreateJobsBatch(t *testing.T) {
 	require.NotNil(t, out.Items[1].Error)
 	require.Equal(t, http.StatusConflict, out.Items[1].Error.Status)
 	require.Equal(t, []string{"jobs[1].idempotency_key"}, fieldNames(out.Items[1].Error.Errors))
+	// The unnamed one-off job e is its run alone (store.Anonymous): it is read by its id,
+	// and the jobs list, a list of definitions, leaves it out.
+	r = b.do(t, "GET", "/v1/jobs/"+out.Items[0].Job.ID, nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var e apitype.Job
+	r.decode(t, &e)
+	require.NotNil(t, e.LastRun)
+	require.Equal(t, out.Items[0].Run.ID, e.LastRun.ID)
+	e.LastRun = nil
+	require.Equal(t, *out.Items[0].Job, e)
 	jobs, _ := b.counts(t)
-	require.Equal(t, 6, jobs)
+	require.Equal(t, 5, jobs)
 }
 
 func TestCreateJobsBatchLarge(t *testing.T) {

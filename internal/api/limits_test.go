@@ -169,7 +169,8 @@ func TestCountLimits(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, r.status, "body: %s", r.body)
 	require.Equal(t, []string{"runs"}, r.fields(t))
 
-	r = b.do(t, "POST", "/v1/jobs/batch", map[string]any{"jobs": []any{job, job, job}})
+	named := func(name string) map[string]any { return map[string]any{"name": name, "shell": "true"} }
+	r = b.do(t, "POST", "/v1/jobs/batch", map[string]any{"jobs": []any{named("a"), named("b"), named("c")}})
 	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
 	for _, path := range []string{"/v1/jobs", "/v1/runs"} {
 		r = b.do(t, "GET", path+"?limit=6", nil)

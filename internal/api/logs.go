@@ -14,10 +14,12 @@ import (
 // logPage is how many chunks one store read returns.
 const logPage = 1000
 
-// runLogs serves GET /v1/runs/{id}/logs?attempt=&follow=&stream=: an attempt's output as
-// text, its chunks in order. The attempt defaults to the run's latest. With follow=true the
-// answer streams, flushed after each read, until the attempt has ended and all its output is
-// written, or the client goes away.
+// runLogs serves GET /v1/runs/{id}/logs?attempt=&follow=&stream=&tail=&timestamps=: an
+// attempt's output as text, its chunks in order. The attempt defaults to the run's latest.
+// With follow=true the answer streams, flushed after each read, until the attempt has ended
+// and all its output is written, or the client goes away. tail=N starts with the last N
+// lines of what is stored (logTail), timestamps=true leads each line with the time its chunk
+// came (logWriter).
 func (a *API) runLogs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var errs []apitype.FieldError
@@ -36,6 +38,22 @@ func (a *API) runLogs(w http.ResponseWriter, r *http.Request) error {
 			errs = append(errs, apitype.FieldError{Field: "follow", Message: "must be true or false"})
 		}
 		follow = b
+	}
+	stamps := false
+	if s := q.Get("timestamps"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, apitype.FieldError{Field: "timestamps", Message: "must be true or false"})
+		}
+		stamps = b
+	}
+	var tail *logTail
+	if s := q.Get("tail"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			errs = append(errs, apitype.FieldError{Field: "tail", Message: "must be a whole number of lines, 0 or more"})
+		}
+		tail = &logTail{n: n}
 	}
 	stream := model.LogStream(q.Get("stream"))
 	if stream != "" && stream != model.Stdout && stream != model.Stderr {
@@ -85,6 +103,7 @@ func (a *API) runLogs(w http.ResponseWriter, r *http.Request) error {
 		_ = rc.Flush()
 	}
 
+	lw := &logWriter{w: w, stamps: stamps}
 	var after int64
 	for {
 		ended := true
@@ -111,18 +130,30 @@ func (a *API) runLogs(w http.ResponseWriter, r *http.Request) error {
 			}
 			a.writeWindow(w)
 			start()
-			for _, c := range chunks {
+			for i := range chunks {
+				c := &chunks[i]
 				after = c.Seq
-				if stream != "" && c.Stream != stream {
-					continue
-				}
-				if _, err := w.Write(c.Data); err != nil {
-					return nil // the client went away
+				switch {
+				case stream != "" && c.Stream != stream:
+				case tail != nil:
+					tail.add(*c)
+				default:
+					if err := lw.write(c); err != nil {
+						return nil // the client went away
+					}
 				}
 			}
 			if len(chunks) < logPage {
 				break
 			}
+		}
+		if tail != nil { // what was stored is read: its last lines, then what comes
+			for _, c := range tail.lines() {
+				if err := lw.write(&c); err != nil {
+					return nil
+				}
+			}
+			tail = nil
 		}
 		if !follow || ended {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/model"
 )
 
@@ -90,6 +91,77 @@ func TestRunLogs(t *testing.T) {
 	r = b.do(t, "GET", "/v1/runs/"+runID+"/logs?follow=true&stream=stdout", nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, "hello\nmore\nlast\n", string(r.body))
+}
+
+// TestRunLogsTailAndTimestamps: tail=N starts with the last N lines of what is stored,
+// then follows; timestamps=true leads each line with the time its chunk came in.
+func TestRunLogsTailAndTimestamps(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2030, 1, 2, 12, 0, 0, 0, time.UTC))
+	b := setupOn(t, clk, nil)
+	b.register(t, "w1")
+	runID := b.createJob(t, `{"command": ["true"]}`).Run.ID
+	l := b.lease(t, "w1", 1).Leases[0]
+	seq := int64(0)
+	appendLogs := func(stream, data string) {
+		t.Helper()
+		seq++
+		r := b.do(t, "POST", "/v1/attempts/logs", apitype.LogChunksRequest{Chunks: []apitype.LogChunk{
+			{RunID: runID, Attempt: 1, Token: l.Token, Seq: seq, Stream: stream, Data: data}}})
+		require.Equal(t, http.StatusNoContent, r.status, "body: %s", r.body)
+		clk.Advance(1500 * time.Millisecond)
+	}
+	appendLogs("stdout", "one\ntw")
+	appendLogs("stderr", "oops\n")
+	appendLogs("stdout", "o\nthree\n")
+
+	for _, tt := range []struct{ query, want string }{
+		{"?tail=2", "o\nthree\n"},
+		{"?tail=3", "twoops\no\nthree\n"}, // the lines of the text as it is, streams interleaved
+		{"?tail=9", "one\ntwoops\no\nthree\n"},
+		{"?tail=0", ""},
+		{"?tail=1&stream=stdout", "three\n"},
+		{"?tail=2&stream=stdout", "two\n" + "three\n"},
+		{"?timestamps=true", "2030-01-02T12:00:00.000000000Z one\n" +
+			"2030-01-02T12:00:00.000000000Z twoops\n" + // the line began in the first chunk
+			"2030-01-02T12:00:03.000000000Z o\n" +
+			"2030-01-02T12:00:03.000000000Z three\n"},
+		{"?timestamps=true&stream=stderr", "2030-01-02T12:00:01.500000000Z oops\n"},
+		{"?timestamps=true&tail=1", "2030-01-02T12:00:03.000000000Z three\n"},
+		{"?timestamps=false", "one\ntwoops\no\nthree\n"},
+	} {
+		r := b.do(t, "GET", "/v1/runs/"+runID+"/logs"+tt.query, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s: %s", tt.query, r.body)
+		require.Equal(t, tt.want, string(r.body), tt.query)
+	}
+	for query, field := range map[string]string{"?tail=-1": "tail", "?tail=x": "tail", "?timestamps=maybe": "timestamps"} {
+		r := b.do(t, "GET", "/v1/runs/"+runID+"/logs"+query, nil)
+		require.Equal(t, http.StatusBadRequest, r.status, query)
+		require.Equal(t, []string{field}, r.fields(t), query)
+	}
+
+	// Follow from the last line: it, then what comes, stamped, until the attempt ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/v1/runs/"+runID+"/logs?follow=true&tail=1&timestamps=true", nil)
+	require.NoError(t, err)
+	resp, err := b.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "2030-01-02T12:00:03.000000000Z three\n", line)
+	appendLogs("stdout", "four\n")
+	line, err = rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "2030-01-02T12:00:04.500000000Z four\n", line)
+	res := b.complete(t, apitype.Completion{RunID: runID, Token: l.Token, Status: "succeeded"})
+	require.True(t, res.Accepted)
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err, "the stream ends when the attempt has ended")
+	require.Empty(t, string(rest))
 }
 
 // TestRunLogsFollowEndsWhenClientLeaves follows a run that never starts and hangs up.

@@ -60,6 +60,7 @@ func TestDevLocalWorkerCapacity(t *testing.T) {
 	}{
 		{name: "detected", want: apitype.Capacity{CPU: 1.5, MemoryMB: 2048, Slots: 8}},
 		{name: "given", args: []string{"--memory", "4096", "--slots", "3", "--cpu", "2"}, want: apitype.Capacity{CPU: 2, MemoryMB: 4096, Slots: 3}},
+		{name: "memory with a unit", args: []string{"--memory", "6G"}, want: apitype.Capacity{CPU: 1.5, MemoryMB: 6144, Slots: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

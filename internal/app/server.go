@@ -8,6 +8,7 @@ import (
 	"io"
 	stdlog "log"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -89,6 +90,9 @@ type ServerConfig struct {
 	LocalCapacity apitype.Capacity
 	LocalPassEnv  []string
 	LocalGuard    []string
+	// LocalHandlers are handler kinds the local worker runs besides the built-in noop; an
+	// entry named noop replaces it (stint bench notes when each run's handler starts).
+	LocalHandlers map[string]worker.Handler
 
 	Logger *slog.Logger
 	// Ready, if set, receives the listening address once the server accepts requests.
@@ -329,11 +333,13 @@ func newLocalWorker(srv worker.Server, cfg ServerConfig, log *slog.Logger) (*wor
 		capa.Slots = localSlotsPerCPU * max(1, int(math.Ceil(capa.CPU)))
 	}
 	log.Info("local worker offers", "cpu", capa.CPU, "memory_mb", capa.MemoryMB, "slots", capa.Slots)
+	handlers := map[string]worker.Handler{"noop": worker.Noop}
+	maps.Copy(handlers, cfg.LocalHandlers)
 	w, err := worker.New(worker.Config{
 		Server:   srv,
 		ID:       "local-" + host,
 		Capacity: capa,
-		Handlers: map[string]worker.Handler{"noop": worker.Noop},
+		Handlers: handlers,
 		Commands: true,
 		PassEnv:  cfg.LocalPassEnv,
 		Limits:   true,

@@ -259,14 +259,14 @@ func (f *workerFlags) capacity(cmd *cobra.Command, host capacity.Host, log *slog
 // capacityFlags are --cpu, --memory and --slots: what a worker offers (stint worker, and
 // the local worker of stint dev), each detected on the host when not given.
 type capacityFlags struct {
-	cpu      float64
-	memoryMB mbFlag
-	slots    int
+	cpu    float64
+	memory cli.MemoryFlag
+	slots  int
 }
 
 func (f *capacityFlags) register(fl *pflag.FlagSet, slotsDefault string) {
 	fl.Float64Var(&f.cpu, "cpu", 0, "CPUs offered (default: detected)")
-	fl.Var(&f.memoryMB, "memory", "memory offered, in MB (default: detected)")
+	fl.Var(&f.memory, "memory", "memory offered, e.g. 16384 (MiB) or 16G (default: detected)")
 	fl.IntVar(&f.slots, "slots", 0, "attempts run at once (default: "+slotsDefault+")")
 }
 
@@ -275,9 +275,6 @@ func (f *capacityFlags) validate(cmd *cobra.Command) error {
 	given := cmd.Flags().Changed
 	if given("cpu") && (f.cpu <= 0 || math.IsInf(f.cpu, 0) || math.IsNaN(f.cpu)) {
 		return cli.Usagef("--cpu: must be a number of CPUs above 0, got %v", f.cpu)
-	}
-	if given("memory") && f.memoryMB < 0 {
-		return cli.Usagef("--memory: must not be negative, got %d", f.memoryMB)
 	}
 	if given("slots") && f.slots < 1 {
 		return cli.Usagef("--slots: must be at least 1, got %d", f.slots)
@@ -289,7 +286,7 @@ func (f *capacityFlags) validate(cmd *cobra.Command) error {
 // others, and slotsPerCPU slots per CPU offered (rounded up) unless --slots is given.
 func (f *capacityFlags) detect(cmd *cobra.Command, host capacity.Host, log *slog.Logger, slotsPerCPU int) apitype.Capacity {
 	given := cmd.Flags().Changed
-	c := apitype.Capacity{CPU: f.cpu, MemoryMB: int64(f.memoryMB), Slots: f.slots}
+	c := apitype.Capacity{CPU: f.cpu, MemoryMB: f.memory.MB, Slots: f.slots}
 	if !given("cpu") {
 		c.CPU = host.CPU(log)
 	}
@@ -330,23 +327,6 @@ func offeredGPUs(detected []capacity.GPU, overridden bool, n int) []string {
 	}
 	return ids
 }
-
-// mbFlag is an amount of memory in whole MB. (The CLI's sizes with units live in
-// internal/cli, out of reach.)
-type mbFlag int64
-
-func (f *mbFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
-
-func (f *mbFlag) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("want a whole number of MB such as 16384, got %q", s)
-	}
-	*f = mbFlag(n)
-	return nil
-}
-
-func (f *mbFlag) Type() string { return "MB" }
 
 // parseLabels reads "k=v,k=v". Keys must match placement.LabelPattern, as requirement labels
 // do, so that jobs can be placed by them.

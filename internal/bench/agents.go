@@ -638,16 +638,14 @@ func (w *backendWatch) sample(ctx context.Context) (map[int]procSample, error) {
 	return out, nil
 }
 
-// backendCPU is the CPU time used between two samples by the backends in both, and how
-// many those were.
+// backendCPU is the CPU time the backends used between two samples, and how many were
+// counted: a backend in both used the difference; one only in after connected in between,
+// so all its CPU time is the window's; one only in before ended in between, and what it used
+// since is lost with it.
 func backendCPU(before, after map[int]procSample) (time.Duration, int) {
 	var d time.Duration
-	n := 0
 	for pid, a := range after {
-		if b, ok := before[pid]; ok {
-			d += a.cpu - b.cpu
-			n++
-		}
+		d += a.cpu - before[pid].cpu
 	}
-	return d, n
+	return d, len(after)
 }

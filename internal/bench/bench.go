@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/worker"
 )
 
 // Config is one bench invocation.
@@ -36,8 +38,10 @@ type Config struct {
 	Duration  time.Duration // steady
 	Producers int           // steady
 	Slots     int           // worker slots when the bench starts the server (split among Workers)
-	// Workers, when above 0, runs the workers as that many `stint worker` processes (the
-	// worker protocol over HTTP, the SDK's agent) instead of the server's local worker.
+	// Workers, when above 0, runs the workers as that many agents of the worker package in
+	// the bench's process, speaking the worker protocol over HTTP as a user's own worker does,
+	// instead of the server's local worker. With Server the bench always runs its own
+	// workers (default 1).
 	Workers int
 	// Servers, when above 0, runs that many `stint server` processes on the fresh store
 	// (several need PostgreSQL) instead of a server in the bench's process; the workers
@@ -56,7 +60,10 @@ type Config struct {
 	// ServerProfile, when set, makes each server process started for Servers (and for the
 	// agents workload) write a CPU profile of its life to ServerProfile.<id> (s1, s2...).
 	ServerProfile string
-	Handler       string // no-op handler kind (default "noop")
+	// Handler is the handler kind of the jobs (default "noop"; with Server, a kind of the
+	// bench's own, so that only its workers take them). The bench's workers run it with a
+	// handler that notes when each run started and succeeds.
+	Handler string
 	// CPU, when above 0, makes each job of drain and steady ask that many CPUs, so that
 	// leases take the placing path (the local worker offers the host's CPUs).
 	CPU       float64
@@ -78,7 +85,11 @@ type Config struct {
 	// RetentionPause is the server's pause between two delete batches under Retention
 	// (0: the server's default, app.DefaultRetainPause): it bounds the delete rate.
 	RetentionPause time.Duration
-	Logger         *slog.Logger
+	// Progress, when set, is called as work advances: phase "insert" (jobs inserted of the
+	// workload's), "submit" (steady: seconds of the duration gone), "run" (runs whose handler
+	// started, or, for exec, that left the queue). One call at a time.
+	Progress func(phase string, done, total int)
+	Logger   *slog.Logger
 }
 
 // Result is what a workload measured: named figures in print order.
@@ -137,9 +148,6 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	if cfg.Handler == "" {
-		cfg.Handler = "noop"
-	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
 	}
@@ -182,12 +190,22 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	}
 	storeName := "external server " + cfg.Server
 	srvURL := cfg.Server
+	queue := "bench-" + workload + "-" + id.New(time.Now())[:10]
+	kind := cfg.Handler
+	if kind == "" {
+		kind = "noop"
+		if cfg.Server != "" {
+			kind = queue // no other worker of that server offers it
+		}
+	}
+	rec := newRecorder(time.Now)
 	var (
-		seeded   *seedStats
-		storeURL string
-		urls     = []string{srvURL}
-		pids     []int
-		token    = cfg.Token // the in-process server runs open on loopback
+		seeded       *seedStats
+		storeURL     string
+		urls         = []string{srvURL}
+		pids         = cfg.PIDs
+		token        = cfg.Token // the in-process server runs open on loopback
+		benchProcess = "the bench"
 	)
 	switch {
 	case srvURL != "":
@@ -199,12 +217,34 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		defer cl.stop()
 		srvURL, urls, pids, storeName, storeURL, token = cl.urls[0], cl.urls, cl.pids, cl.storeName, cl.storeURL, cl.token
 	default:
-		srv, err := startServer(ctx, cfg)
+		var local map[string]worker.Handler
+		if cfg.Workers == 0 {
+			local = map[string]worker.Handler{kind: rec.handler}
+			benchProcess = "the bench, the server and its local worker"
+		} else {
+			benchProcess = "the bench and the server"
+		}
+		srv, err := startServer(ctx, cfg, local)
 		if err != nil {
 			return nil, err
 		}
 		defer srv.stop()
 		srvURL, urls, storeName, storeURL = srv.url, []string{srv.url}, srv.storeName, srv.storeURL
+	}
+	if workers := benchWorkers(cfg); workers > 0 && workload != "plans" {
+		// Worker i polls server i mod n first and moves to the next only when that one fails.
+		// Commands (exec) run only on a store of the bench's own: on another server they could
+		// be anyone's.
+		stopWorkers, err := startBenchWorkers(ctx, cfg, workers, func(i int) string {
+			rot := append(append([]string{}, urls[i%len(urls):]...), urls[:i%len(urls)]...)
+			return strings.Join(rot, ",")
+		}, token, kind, cfg.Server == "", rec)
+		if err != nil {
+			return nil, err
+		}
+		defer stopWorkers()
+		storeName += fmt.Sprintf(", %d HTTP workers in the bench's process", workers)
+		benchProcess += fmt.Sprintf(" and its %d workers", workers)
 	}
 	if cfg.SeedFinished > 0 {
 		var err error
@@ -218,15 +258,18 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("server url: %w", err)
 	}
 	r := &runner{
-		cfg:      cfg,
-		c:        c,
-		storeURL: storeURL,
-		url:      strings.TrimRight(srvURL, "/"),
-		urls:     urls,
-		pids:     pids,
-		hc:       &http.Client{Transport: bearer(token, &http.Transport{MaxIdleConnsPerHost: 64})},
-		queue:    "bench-" + workload + "-" + id.New(time.Now())[:10],
-		res:      &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
+		cfg:          cfg,
+		c:            c,
+		storeURL:     storeURL,
+		url:          strings.TrimRight(srvURL, "/"),
+		urls:         urls,
+		pids:         pids,
+		hc:           &http.Client{Transport: bearer(token, &http.Transport{MaxIdleConnsPerHost: 64})},
+		queue:        queue,
+		kind:         kind,
+		rec:          rec,
+		benchProcess: benchProcess,
+		res:          &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
 	}
 	if cfg.CPU > 0 {
 		r.res.Params["cpu per job"] = strconv.FormatFloat(cfg.CPU, 'g', -1, 64)
@@ -295,7 +338,21 @@ type runner struct {
 	pids     []int        // the server processes the bench started (--servers), for /proc
 	hc       *http.Client // for submissions (see submit)
 	queue    string
-	res      *Result
+	kind     string    // the handler kind of the jobs
+	rec      *recorder // when each run's handler started (the workers run rec.handler)
+	// benchProcess says what runs in the bench's process, for its CPU figures.
+	benchProcess string
+	progressMu   sync.Mutex
+	polls        atomic.Int64 // the queue's depth asked while waiting (waitIdle)
+	res          *Result
+}
+
+// benchWorkers is how many workers the bench runs in its process (see Config.Workers).
+func benchWorkers(cfg Config) int {
+	if cfg.Server != "" {
+		return max(cfg.Workers, 1)
+	}
+	return cfg.Workers
 }
 
 // setPaused pauses or resumes the bench queue, creating it (a queue of its own, paused
@@ -316,6 +373,7 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 	batches := make(chan int)
 	errs := make(chan error, r.cfg.InsertWorkers)
 	start := time.Now()
+	var inserted atomic.Int64
 	var wg sync.WaitGroup
 	for range r.cfg.InsertWorkers {
 		wg.Go(func() {
@@ -330,6 +388,7 @@ func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.Job
 					cancel()
 					return
 				}
+				r.progress("insert", int(inserted.Add(int64(end-off))), n)
 			}
 		})
 	}
@@ -360,34 +419,17 @@ feed:
 // server it measures (a fifth of it while inserting); a client elsewhere would not.
 // (Encoding the request is the client's own work and stays.)
 func (r *runner) submit(ctx context.Context, server int, path string, body any, jobs int) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
-	}
-	base := strings.TrimRight(r.urls[server%len(r.urls)], "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	batch := path == "/v1/jobs/batch"
-	if batch && !r.cfg.FullAnswers {
-		req.Header.Set("Prefer", "return=minimal")
-	}
-	resp, err := r.hc.Do(req)
+	resp, _, err := r.post(ctx, server, path, body, batch && !r.cfg.FullAnswers)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
-	}
 	if !batch {
 		_, err := io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	b, err = io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("POST %s: read answer: %w", path, err)
 	}
@@ -412,6 +454,56 @@ func (r *runner) submit(ctx context.Context, server int, path string, body any, 
 		}
 	}
 	return fmt.Errorf("POST %s: answer %.200q... does not list %d created jobs", path, b, jobs)
+}
+
+// submitJob posts one job to server number server (modulo their number) and returns the id
+// of the run it created and the instant just before the request left: where the latency a
+// user sees starts.
+func (r *runner) submitJob(ctx context.Context, server int, spec *apitype.JobSpec) (string, time.Time, error) {
+	resp, sent, err := r.post(ctx, server, "/v1/jobs", spec, false)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("POST /v1/jobs: read answer: %w", err)
+	}
+	runID, err := createdRunID(b)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("POST /v1/jobs: %w", err)
+	}
+	return runID, sent, nil
+}
+
+// post encodes body and posts it to path on server number server (modulo their number),
+// asking for the minimal answer when minimal is set. It returns the answer of a 201 (an error
+// otherwise) and the instant just before the request left, after the encoding.
+func (r *runner) post(ctx context.Context, server int, path string, body any, minimal bool) (*http.Response, time.Time, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("encode request: %w", err)
+	}
+	base := strings.TrimRight(r.urls[server%len(r.urls)], "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if minimal {
+		req.Header.Set("Prefer", "return=minimal")
+	}
+	sent := time.Now()
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if resp.StatusCode != http.StatusCreated {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, time.Time{}, fmt.Errorf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
+	}
+	return resp, sent, nil
 }
 
 // checkMinimal checks a minimal batch answer (ids only): every one of its jobs items names
@@ -459,15 +551,18 @@ func (r *runner) depth(ctx context.Context) (map[string]int, error) {
 	return q.Depth, nil
 }
 
-// waitIdle polls the queue's depth (its active runs) until none is left. Call it only after
-// every run of the workload exists. When the queue went idle is not what this tells: it is
-// known only to within a poll, so figures take it from the runs' own timestamps (see
-// countStatus).
+// waitIdle polls the queue's depth (its active runs) until none is left, reporting progress
+// as phase "run" when total (the runs expected) is above 0. Call it only after every run of
+// the workload exists. When the queue went idle is not what this tells: it is known only to
+// within a poll, so figures take it from the runs' own timestamps (see countStatus). The
+// workloads whose handlers the bench runs call it only once every handler started: the
+// polls then span the completions' tail alone (exec, whose processes it does not see, polls
+// throughout).
 //
 // A poll counts the queue's active runs on the server, which is not free while 100,000 are
 // queued (polling every 10 ms took a sixth of the CPU of a drain): the interval follows how
 // fast the depth falls, aiming at half the time left, from 20 ms to 1 s.
-func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) error {
+func (r *runner) waitIdle(ctx context.Context, timeout time.Duration, total int) error {
 	deadline := time.Now().Add(timeout)
 	prev, prevAt := -1, time.Time{}
 	wait := 100 * time.Millisecond
@@ -478,6 +573,10 @@ func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) error {
 		}
 		now := time.Now()
 		left := d["queued"] + d["running"] + d["scheduled"] + d["waiting"]
+		r.polls.Add(1)
+		if total > 0 {
+			r.progress("run", max(total-left, 0), total)
+		}
 		if left == 0 {
 			return nil
 		}
@@ -501,9 +600,10 @@ func (r *runner) waitIdle(ctx context.Context, timeout time.Duration) error {
 // statusCount is what countStatus found: how many runs, and the span of their server-side
 // start and finish times.
 type statusCount struct {
-	n            int
-	firstStarted time.Time // earliest started_at
-	lastFinished time.Time // latest finished_at
+	n             int
+	firstStarted  time.Time // earliest started_at
+	firstFinished time.Time // earliest finished_at
+	lastFinished  time.Time // latest finished_at
 }
 
 // countStatus counts the queue's runs in one status and finds their earliest start and
@@ -520,6 +620,9 @@ func (r *runner) countStatus(ctx context.Context, status string) (statusCount, e
 		for _, run := range page.Items {
 			if run.StartedAt != nil && (sc.firstStarted.IsZero() || run.StartedAt.Before(sc.firstStarted)) {
 				sc.firstStarted = *run.StartedAt
+			}
+			if run.FinishedAt != nil && (sc.firstFinished.IsZero() || run.FinishedAt.Before(sc.firstFinished)) {
+				sc.firstFinished = *run.FinishedAt
 			}
 			if run.FinishedAt != nil && run.FinishedAt.After(sc.lastFinished) {
 				sc.lastFinished = *run.FinishedAt

@@ -45,7 +45,8 @@ func buildStint(t *testing.T) string {
 }
 
 // TestWorkloadsRun runs every workload small on a server the bench starts itself on SQLite,
-// and checks each reports its figures. Speed is measured by `stint bench`, not here.
+// and checks each reports its figures, its progress, and latencies as the user sees them.
+// Speed is measured by `stint bench`, not here.
 func TestWorkloadsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers")
@@ -55,12 +56,12 @@ func TestWorkloadsRun(t *testing.T) {
 		BatchSize: 100, Lead: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
 	}
 	want := map[string][]string{
-		"drain":     {"insert", "processed"},
-		"exec":      {"insert", "processed"},
-		"steady":    {"completed", "submit-to-start p99", "backlog at end"},
+		"drain":     {"insert", "processed", "first start after resume", "last start after resume"},
+		"exec":      {"insert", "processed", "first start after resume (server stamp)"},
+		"steady":    {"completed", "submit-to-start p99", "backlog at end", "never started"},
 		"scheduled": {"lateness p50", "lateness p99", "lateness max"},
 		"cron":      {"lateness p50", "lateness p99", "duplicates", "misses"},
-		"dag":       {"submit", "processed"},
+		"dag":       {"submit", "processed", "first start after resume"},
 	}
 	for _, w := range Workloads {
 		switch w {
@@ -72,14 +73,51 @@ func TestWorkloadsRun(t *testing.T) {
 			if w == "exec" {
 				c.N = 20
 			}
+			var mu sync.Mutex
+			last := map[string][2]int{}
+			c.Progress = func(phase string, done, total int) {
+				mu.Lock()
+				defer mu.Unlock()
+				require.LessOrEqual(t, done, total, phase)
+				require.GreaterOrEqual(t, done, last[phase][0], "%s goes backwards", phase)
+				last[phase] = [2]int{done, total}
+			}
 			res, err := Run(context.Background(), w, c)
 			require.NoError(t, err)
 			names := map[string]float64{}
 			for _, f := range res.Figures {
 				names[f.Name] = f.Value
 			}
-			for _, n := range want[w] {
+			for _, n := range append(want[w], "bench process CPU", "progress polls in the window") {
 				require.Contains(t, names, n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch w {
+			case "drain", "exec", "scheduled", "cron":
+				require.Equal(t, [2]int{c.N, c.N}, last["insert"], "insert progress ends at every job")
+			}
+			switch w {
+			case "drain", "dag", "scheduled", "cron", "exec":
+				require.Equal(t, [2]int{c.N, c.N}, last["run"], "run progress ends at every run")
+			case "steady":
+				require.Equal(t, 1, last["submit"][1], "steady reports its seconds")
+			}
+			switch w {
+			case "steady":
+				// created_at is stamped after the request left the bench, started_at before
+				// the handler ran, on the same clock: the user's wait holds the server's
+				// (to within the stamps' rounding).
+				require.GreaterOrEqual(t, names["submit-to-start p50"], names["created_at to started_at p50 (server stamps)"]-1)
+				require.Positive(t, names["submit-to-start p50"])
+				require.Zero(t, names["never started"])
+				require.Zero(t, names["progress polls in the window"], "steady asks the server nothing while it measures")
+			case "scheduled", "cron":
+				// A handler starts after its lease was stamped, and not before the instant.
+				require.GreaterOrEqual(t, names["lateness p50"], names["started_at − instant p50 (server stamps)"]-1)
+				require.GreaterOrEqual(t, names["lateness p50"], 0.0)
+			case "drain", "dag":
+				require.LessOrEqual(t, names["first start after resume"], names["last start after resume"])
 			}
 		})
 	}
@@ -87,26 +125,47 @@ func TestWorkloadsRun(t *testing.T) {
 	require.ErrorContains(t, err, "want one of drain")
 }
 
-// TestRemoteWorkers runs drain with the workers as real `stint worker` processes that speak
-// the worker protocol over HTTP.
-func TestRemoteWorkers(t *testing.T) {
+// TestBenchWorkers runs drain and scheduled with the workers as agents in the bench's process
+// that speak the worker protocol over HTTP: each run's start is noted by their handler.
+func TestBenchWorkers(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds stint and starts processes")
+		t.Skip("starts a server")
 	}
-	bin := buildStint(t)
-	res, err := Run(context.Background(), "drain", Config{
-		Store: "sqlite", N: 300, Slots: 20, Workers: 2, WorkerBinary: bin,
-		BatchSize: 100, Logger: slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err, "every run must succeed on the remote workers")
-	require.Contains(t, res.Store, "2 remote worker processes")
-	var processed float64
-	for _, f := range res.Figures {
-		if f.Name == "processed" {
-			processed = f.Value
+	for _, w := range []string{"drain", "scheduled"} {
+		res, err := Run(context.Background(), w, Config{
+			Store: "sqlite", N: 300, Slots: 20, Workers: 2, Lead: 2 * time.Second,
+			BatchSize: 100, Logger: slog.New(slog.DiscardHandler),
+		})
+		require.NoError(t, err, "every run must succeed on the bench's workers")
+		require.Contains(t, res.Store, "2 HTTP workers in the bench's process")
+		figures := map[string]float64{}
+		for _, f := range res.Figures {
+			figures[f.Name] = f.Value
+		}
+		if w == "drain" {
+			require.Positive(t, figures["processed"])
+			require.Positive(t, figures["last start after resume"])
+		} else {
+			require.GreaterOrEqual(t, figures["lateness max"], figures["lateness p50"])
 		}
 	}
-	require.Positive(t, processed)
+}
+
+// TestExternalServer runs scheduled against a server the bench did not start, whose own local
+// worker offers the built-in noop: the bench's jobs name a handler kind of its own, so only
+// its worker takes them, and every run's start is seen.
+func TestExternalServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	ctx := context.Background()
+	srv, err := startServer(ctx, Config{Store: "sqlite", Slots: 10, Logger: slog.New(slog.DiscardHandler)}, nil)
+	require.NoError(t, err)
+	defer srv.stop()
+	res, err := Run(ctx, "scheduled", Config{Server: srv.url, N: 100, BatchSize: 50, Slots: 20, Lead: 2 * time.Second,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "every run must start on the bench's worker")
+	require.Contains(t, res.Store, "1 HTTP workers in the bench's process")
 }
 
 // TestFailover runs the failover workload: three server processes on a scratch PostgreSQL
@@ -165,9 +224,9 @@ func TestAgents(t *testing.T) {
 }
 
 // TestClusterDrain runs drain on three server processes sharing a scratch PostgreSQL
-// database, with three worker processes, one per server: the queue is resumed through the
-// first server, so the other two must be woken through the database, and every run, from
-// whichever server took its batch, must succeed.
+// database, with three workers of the bench (over HTTP), one polling each server: the queue
+// is resumed through the first server, so the other two must be woken through the database,
+// and every run, from whichever server took its batch, must succeed.
 func TestClusterDrain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds stint and starts processes")
@@ -183,11 +242,12 @@ func TestClusterDrain(t *testing.T) {
 	res, err := Run(context.Background(), "drain", Config{Store: base, Servers: 3, Workers: 3, Slots: 30, N: 900,
 		BatchSize: 100, InsertWorkers: 3, WorkerBinary: bin, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err, "every run must succeed")
-	require.Contains(t, res.Store, "3 server processes, 3 worker processes")
+	require.Contains(t, res.Store, "3 server processes, 3 HTTP workers in the bench's process")
 	figures := map[string]float64{}
 	for _, f := range res.Figures {
 		figures[f.Name] = f.Value
 	}
 	require.Positive(t, figures["processed"])
-	require.Positive(t, figures["servers CPU while draining"])
+	require.Positive(t, figures["servers CPU"])
+	require.Positive(t, figures["PostgreSQL CPU per run"])
 }

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
 
-// benchCluster is `stint server` processes (and `stint worker` processes) the bench started
+// benchCluster is `stint server` processes the bench started
 // on one fresh store, for the workloads run with --servers: its processes' CPU and memory
 // can be read from /proc, and several servers share one PostgreSQL database.
 type benchCluster struct {
@@ -24,10 +23,8 @@ type benchCluster struct {
 }
 
 // startCluster starts cfg.Servers server processes on a fresh store (a scratch PostgreSQL
-// database, or SQLite in a temp directory for a single server) and, when cfg.Workers is
-// above 0, that many worker processes spread over the servers: worker i is given every
-// server's address starting with server i mod n, so each leases from its own server and
-// moves to the next only when that one fails.
+// database, or SQLite in a temp directory for a single server). Their workers are the
+// bench's (see Run).
 func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 	n := cfg.Servers
 	bin := cfg.WorkerBinary
@@ -84,20 +81,6 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 		cl.pids = append(cl.pids, p.cmd.Process.Pid)
 	}
 	cl.storeName = fmt.Sprintf("%s, %d server processes", engine, n)
-	if cfg.Workers > 0 {
-		wcfg := cfg
-		wcfg.WorkerBinary = bin
-		stopWorkers, err := startWorkers(ctx, wcfg, func(i int) string {
-			rot := append(append([]string{}, cl.urls[i%n:]...), cl.urls[:i%n]...)
-			return strings.Join(rot, ",")
-		}, token)
-		if err != nil {
-			cl.stop()
-			return nil, err
-		}
-		cleanups = append(cleanups, stopWorkers)
-		cl.storeName += fmt.Sprintf(", %d worker processes", cfg.Workers)
-	}
 	return cl, nil
 }
 

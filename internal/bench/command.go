@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stint-dev/stint/internal/progress"
 )
 
 // Command returns `stint bench`.
@@ -56,9 +58,6 @@ memory from /proc.`,
 			if len(cfg.PIDs) > 0 && cfg.Server == "" {
 				return fmt.Errorf("--pid: goes with --server (the bench knows the processes it starts)")
 			}
-			if cfg.Workers > 0 && cfg.Store == "" {
-				return fmt.Errorf("--workers: needs --store (the bench starts the server and its workers)")
-			}
 			if args[0] == "plans" && !cmd.Flags().Changed("seed-finished") {
 				cfg.SeedFinished = DefaultSeedPlans
 			}
@@ -80,7 +79,14 @@ memory from /proc.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			// On a terminal, a progress bar per phase on stderr (not with --json).
+			var bars *progress.Phases
+			if !asJSON && progress.Shown(cmd.ErrOrStderr(), os.Getenv) {
+				bars = progress.NewPhases(cmd.ErrOrStderr())
+				cfg.Progress = bars.Update
+			}
 			res, err := Run(cmd.Context(), args[0], cfg)
+			bars.Finish()
 			if err != nil {
 				return err
 			}
@@ -97,21 +103,30 @@ memory from /proc.`,
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady), or the window measured (agents)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
 	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
-	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many processes (stint worker, the worker protocol over HTTP) instead of the server's local worker")
+	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many agents in the bench's process, speaking the worker protocol over HTTP, instead of the server's local worker (with --server: default 1)")
 	fl.IntVar(&cfg.Servers, "servers", 0, "run the server as this many processes (stint server) on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
 	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")
 	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
-	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU and memory the agents workload reads from /proc")
-	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
+	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU the workloads (and memory the agents workload) read from /proc")
+	fl.IntVar(&cfg.BatchSize, "batch-size", 1000, "jobs per batch insert")
+	// --batch was this flag's first spelling; stint submit --batch names a file.
+	fl.IntVar(&cfg.BatchSize, "batch", 1000, "")
+	_ = fl.MarkDeprecated("batch", "use --batch-size")
 	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
 	fl.StringVar(&cfg.Shape, "shape", ShapeFanout, "DAG shape (dag): fanout (1 -> n-2 -> 1) or chain (n in a line)")
-	fl.StringVar(&cfg.Handler, "handler", "noop", "no-op handler kind")
+	fl.StringVar(&cfg.Handler, "handler", "", "handler kind of the jobs, run by the bench's recording handler (default noop; with --server a kind of the bench's own)")
 	fl.Float64Var(&cfg.CPU, "cpu", 0, "CPUs each job of drain and steady asks for (0: none), to measure placement")
 	fl.BoolVar(&cfg.FullAnswers, "full-answers", false, "batch inserts ask for the full answer (every job and run), not the minimal one (ids)")
 	fl.IntVar(&cfg.SeedFinished, "seed-finished", 0, "before the workload, fill the fresh PostgreSQL store with this many finished runs, a big store's history (plans: 1000000 unless given; see BENCHMARKS.md, Scale)")
-	fl.DurationVar(&cfg.Retention, "retention", 0, "the server deletes finished runs this long after they finished, while the workload runs (0: keeps them; see BENCHMARKS.md, Retention)")
-	fl.DurationVar(&cfg.RetentionPause, "retention-pause", 0, "with --retention, the server's pause between delete batches of 500 runs (0: its default, 100ms), bounding the delete rate")
+	fl.DurationVar(&cfg.Retention, "retain-runs", 0, "the server deletes finished runs this long after they finished, while the workload runs (0: keeps them; see BENCHMARKS.md, Retention)")
+	fl.DurationVar(&cfg.RetentionPause, "retain-pause", 0, "with --retain-runs, the server's pause between delete batches of 500 runs (0: its default, 100ms), bounding the delete rate")
+	// --retention and --retention-pause were these flags' first spellings; the server's own
+	// flags, which they set, are --retain-runs and --retain-pause.
+	fl.DurationVar(&cfg.Retention, "retention", 0, "")
+	fl.DurationVar(&cfg.RetentionPause, "retention-pause", 0, "")
+	_ = fl.MarkDeprecated("retention", "use --retain-runs")
+	_ = fl.MarkDeprecated("retention-pause", "use --retain-pause")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file, and of each server process the bench starts (--servers, agents) to this file.s1, .s2...")
 	return cmd

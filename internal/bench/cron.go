@@ -11,9 +11,9 @@ import (
 )
 
 // cronWorkload: K cron jobs that all fire on one second Lead ahead (a six-field expression
-// naming that second, in UTC). Lateness is started_at - instant: when each job's run
-// started. "created before instant" is how far ahead of the instant the server made the
-// runs (the engine's cron lead; negative: after it). Every job must fire once: a job with no
+// naming that second, in UTC). Lateness is from the instant to the start of each run's
+// handler. "created before instant" is how far ahead of the instant the server made the runs
+// (the engine's cron lead; negative: after it). Every job must fire once: a job with no
 // run is a miss, a second run a duplicate.
 func cronWorkload(ctx context.Context, r *runner) error {
 	k, lead := r.cfg.N, r.cfg.Lead
@@ -23,7 +23,7 @@ func cronWorkload(ctx context.Context, r *runner) error {
 	expr := fmt.Sprintf("%d %d %d %d %d *", instant.Second(), instant.Minute(), instant.Hour(), instant.Day(), int(instant.Month()))
 	r.res.Params["cron"] = expr + " (UTC)"
 	took, err := r.insert(ctx, k, func(int) apitype.JobSpec {
-		return apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue, Schedule: &apitype.Schedule{Cron: expr}}
+		return apitype.JobSpec{Handler: r.kind, Queue: r.queue, Schedule: &apitype.Schedule{Cron: expr}}
 	})
 	if err != nil {
 		return err
@@ -32,39 +32,34 @@ func cronWorkload(ctx context.Context, r *runner) error {
 	if time.Now().After(instant) {
 		return fmt.Errorf("creating %d cron jobs took %s, longer than the %s lead: raise --lead", k, took, lead)
 	}
-	// Wait for the instant, then until every job's run has finished (or a minute passed:
-	// then the missing ones are misses).
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Until(instant)):
+	// Wait for the instant, then until every job's run has started (or a minute passed:
+	// then the missing ones are misses), counted in the bench's process, then until the
+	// queue is empty.
+	cpu, err := r.atInstant(ctx, instant)
+	if err != nil {
+		return err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		sc, err := r.countStatus(ctx, "succeeded")
-		if err != nil {
-			return err
-		}
-		if sc.n >= k || time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	defer cpu.close()
+	if _, err := r.awaitStarts(ctx, k, time.Until(instant.Add(time.Minute))); err != nil {
+		return err
+	}
+	if err := r.waitIdle(ctx, time.Minute, 0); err != nil {
+		return err
+	}
+	if err := cpu.stop(ctx, r); err != nil {
+		return err
 	}
 	runs, err := r.allRuns(ctx)
 	if err != nil {
 		return err
 	}
 	perJob := map[string]int{}
-	var fire, start []time.Duration
+	var fire, stamped []time.Duration
 	for _, run := range runs {
 		perJob[run.JobID]++
 		fire = append(fire, run.CreatedAt.Sub(instant))
 		if run.StartedAt != nil {
-			start = append(start, run.StartedAt.Sub(instant))
+			stamped = append(stamped, run.StartedAt.Sub(instant))
 		}
 	}
 	dups := 0
@@ -72,14 +67,14 @@ func cronWorkload(ctx context.Context, r *runner) error {
 		dups += n - 1
 	}
 	slices.Sort(fire)
-	slices.Sort(start)
-	r.res.add("lateness p50", percentile(start, 50), "ms")
-	r.res.add("lateness p99", percentile(start, 99), "ms")
-	r.res.add("lateness max", percentile(start, 100), "ms")
+	slices.Sort(stamped)
+	r.addLateness(instant, stamped)
+	r.addLeaseToHandler(runs, r.rec.snapshot())
 	r.res.add("created before instant, min", -percentile(fire, 100), "ms")
 	r.res.add("created before instant, max", -percentile(fire, 0), "ms")
 	r.res.add("duplicates", float64(dups), "runs")
 	r.res.add("misses", float64(k-len(perJob)), "jobs")
+	cpu.report(r, k, "from just before the instant until the queue was empty")
 	if dups > 0 || len(perJob) < k {
 		return fmt.Errorf("%d duplicate runs and %d jobs that did not fire (results: %+v)", dups, k-len(perJob), r.res.Figures)
 	}

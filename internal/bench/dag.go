@@ -66,7 +66,7 @@ func dagWorkload(ctx context.Context, r *runner) error {
 	if shape == "" {
 		shape = ShapeFanout
 	}
-	entries, edges, err := dagGraph(shape, n, r.cfg.Handler, r.queue)
+	entries, edges, err := dagGraph(shape, n, r.kind, r.queue)
 	if err != nil {
 		return err
 	}
@@ -114,27 +114,21 @@ func dagWorkload(ctx context.Context, r *runner) error {
 	r.res.add("submit per edge", float64(took)/float64(time.Microsecond)/float64(edges), "µs")
 	r.res.add("submit rate", float64(n)/took.Seconds(), "runs/s")
 
-	resumed := time.Now()
-	if err := r.setPaused(ctx, false); err != nil {
-		return err
-	}
-	if err := r.waitIdle(ctx, 30*time.Minute); err != nil {
-		return err
-	}
-	ok, err := r.countStatus(ctx, "succeeded")
+	resumed, cpu, err := r.resumeAndDrain(ctx, n, false)
 	if err != nil {
 		return err
 	}
-	if ok.n != n {
-		depth, _ := r.depth(ctx)
-		return fmt.Errorf("%d of %d runs succeeded (queue now %v)", ok.n, n, depth)
+	ok, err := r.finished(ctx, n, resumed)
+	if err != nil {
+		return err
 	}
 	drained := ok.lastFinished.Sub(resumed)
 	r.res.add("processed", float64(n)/drained.Seconds(), "runs/s")
 	r.res.add("drain time", drained.Seconds(), "s")
-	r.res.add("first start after resume", float64(max(ok.firstStarted.Sub(resumed), 0))/float64(time.Millisecond), "ms")
+	r.addStartSpan(resumed)
 	if shape == ShapeChain {
 		r.res.add("per link", float64(drained)/float64(time.Millisecond)/float64(n), "ms")
 	}
+	cpu.report(r, n, "from the resume until the queue was empty")
 	return nil
 }

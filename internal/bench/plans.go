@@ -36,7 +36,7 @@ func plansWorkload(ctx context.Context, r *runner) error {
 		return err
 	}
 	if _, err := r.insert(ctx, n, func(int) apitype.JobSpec {
-		return apitype.JobSpec{Handler: r.cfg.Handler, Queue: r.queue}
+		return apitype.JobSpec{Handler: r.kind, Queue: r.queue}
 	}); err != nil {
 		return err
 	}

@@ -63,3 +63,17 @@ func TestReadProc(t *testing.T) {
 	require.InDelta(t, 50.0, cpuShare(500*time.Millisecond, time.Second), 1e-9)
 	require.Zero(t, cpuShare(time.Second, 0))
 }
+
+func TestBackendCPU(t *testing.T) {
+	t.Parallel()
+	before := map[int]procSample{1: {cpu: time.Second}, 2: {cpu: 2 * time.Second}, 3: {cpu: 5 * time.Second}}
+	after := map[int]procSample{
+		1: {cpu: 1500 * time.Millisecond}, // 0.5 s in the window
+		2: {cpu: 2 * time.Second},         // idle
+		4: {cpu: 300 * time.Millisecond},  // connected in the window: all of it
+		// 3 ended in the window: what it used since the first sample is lost
+	}
+	used, n := backendCPU(before, after)
+	require.Equal(t, 800*time.Millisecond, used)
+	require.Equal(t, 3, n)
+}

@@ -114,7 +114,7 @@ func TestSeedStore(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := startServer(ctx, Config{Store: base, Slots: 10, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := startServer(ctx, Config{Store: base, Slots: 10, Logger: slog.New(slog.DiscardHandler)}, nil)
 	require.NoError(t, err)
 	defer srv.stop()
 	const n = 3000

@@ -13,6 +13,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/app"
 	"github.com/stint-dev/stint/internal/engine"
+	"github.com/stint-dev/stint/worker"
 )
 
 // benchServer is a server the bench started in its own process.
@@ -23,8 +24,9 @@ type benchServer struct {
 	stop      func()
 }
 
-// startServer starts a server with a local worker on a fresh store.
-func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
+// startServer starts a server on a fresh store, with a local worker that runs handlers (the
+// bench's recording handler) unless cfg.Workers asks for workers of the bench's own.
+func startServer(ctx context.Context, cfg Config, handlers map[string]worker.Handler) (*benchServer, error) {
 	dataDir, err := os.MkdirTemp("", "stint-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
@@ -63,6 +65,7 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			StoreURL:      storeURL,
 			LocalWorker:   cfg.Workers == 0,
 			LocalCapacity: apitype.Capacity{Slots: cfg.Slots},
+			LocalHandlers: handlers,
 			Logger:        cfg.Logger,
 			Ready:         func(addr string) { ready <- addr },
 			Retention:     benchRetention(cfg.Retention, cfg.RetentionPause),
@@ -75,15 +78,6 @@ func startServer(ctx context.Context, cfg Config) (*benchServer, error) {
 			srv.storeURL = storeURL
 		}
 		cleanups = append(cleanups, func() { cancel(); <-done })
-		if cfg.Workers > 0 {
-			stopWorkers, err := startWorkers(ctx, cfg, func(int) string { return srv.url }, "")
-			if err != nil {
-				cleanup()
-				return nil, err
-			}
-			cleanups = append(cleanups, stopWorkers)
-			srv.storeName += fmt.Sprintf(", %d remote worker processes", cfg.Workers)
-		}
 		srv.stop = cleanup
 		return srv, nil
 	case err := <-done:

@@ -8,13 +8,16 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
+	"github.com/stint-dev/stint/worker"
 )
 
-// startWorkers starts cfg.Workers `stint worker` processes, worker i given servers(i) (a
+// startWorkers starts cfg.Workers `stint worker` processes (the failover workload's workers), worker i given servers(i) (a
 // server's URL, or a comma-separated list of a cluster's), the slots split among them, and
 // waits until all have registered. token (empty: none, for a server without
 // authentication) goes to them in STINT_TOKEN, never on their command line. The returned
@@ -52,36 +55,88 @@ func startWorkers(ctx context.Context, cfg Config, servers func(i int) string, t
 		}
 		procs = append(procs, cmd)
 	}
-	c, err := client.New(servers(0), client.WithToken(token))
-	if err != nil {
+	if err := awaitRegistered(ctx, servers(0), token, prefix, cfg.Workers); err != nil {
 		stop()
 		return nil, err
+	}
+	return stop, nil
+}
+
+// startBenchWorkers runs n workers in the bench's process, each an agent of the worker package
+// that polls the servers servers(i) names over HTTP, as a user's own worker does, the slots
+// split among them. Each runs handler kind with rec's handler, which notes when each run
+// started, and commands when commands is true. It waits until all have registered; the
+// returned function stops them.
+func startBenchWorkers(ctx context.Context, cfg Config, n int, servers func(i int) string, token, kind string,
+	commands bool, rec *recorder) (func(), error) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	stop := func() {
+		cancel()
+		wg.Wait()
+	}
+	slots := max(cfg.Slots/n, 1)
+	prefix := fmt.Sprintf("bench-%d-", os.Getpid())
+	for i := range n {
+		c, err := client.New(servers(i), client.WithToken(token))
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("worker %d: %w", i, err)
+		}
+		a, err := worker.New(worker.Config{
+			Server:   c,
+			ID:       prefix + strconv.Itoa(i),
+			Capacity: apitype.Capacity{Slots: slots},
+			Handlers: map[string]worker.Handler{kind: rec.handler},
+			Commands: commands,
+			Logger:   cfg.Logger.With("worker", prefix+strconv.Itoa(i)),
+		})
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("worker %d: %w", i, err)
+		}
+		wg.Go(func() {
+			if err := a.Run(wctx); err != nil && wctx.Err() == nil {
+				cfg.Logger.Error("bench worker stopped", "worker", a.ID(), "err", err)
+			}
+		})
+	}
+	if err := awaitRegistered(ctx, servers(0), token, prefix, n); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// awaitRegistered waits until n workers whose ids start with prefix are active on the
+// server at url.
+func awaitRegistered(ctx context.Context, url, token, prefix string, n int) error {
+	c, err := client.New(url, client.WithToken(token))
+	if err != nil {
+		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ws, err := c.ListWorkers(ctx)
 		if err != nil {
-			stop()
-			return nil, fmt.Errorf("workers: %w", err)
+			return fmt.Errorf("workers: %w", err)
 		}
-		n := 0
+		active := 0
 		for _, w := range ws.Items {
 			if w.State == "active" && strings.HasPrefix(w.ID, prefix) {
-				n++
+				active++
 			}
 		}
-		if n == cfg.Workers {
-			return stop, nil
+		if active == n {
+			return nil
 		}
 		if time.Now().After(deadline) {
-			stop()
-			return nil, errors.New("workers: not all registered within 30s")
+			return errors.New("workers: not all registered within 30s")
 		}
 		select {
 		case <-ctx.Done():
-			stop()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond): // a poll of another process: no signal to wait on
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond): // another process's (or goroutine's) registration: no signal to wait on
 		}
 	}
 }

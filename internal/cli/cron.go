@@ -22,9 +22,10 @@ func newCronCmd(cfg *config) *cobra.Command {
 
 func newCronExplainCmd(cfg *config) *cobra.Command {
 	var (
-		zone, from string
-		count      int
-		asJSON     bool
+		zone   string
+		from   timeFlag
+		count  int
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "explain EXPRESSION",
@@ -51,7 +52,7 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 	// --tz was this flag's first spelling; submit and job files say timezone.
 	fl.StringVar(&zone, "tz", "", "")
 	_ = fl.MarkDeprecated("tz", "use --timezone")
-	fl.StringVar(&from, "from", "", "list the fires after this RFC 3339 time (default now)")
+	fl.Var(&from, "from", "list the fires after this RFC 3339 time (default now)")
 	fl.IntVar(&count, "count", 5, fmt.Sprintf("how many fires to list (1-%d)", maxExplain))
 	fl.BoolVar(&asJSON, "json", false, "print the fires as indented JSON")
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
@@ -59,12 +60,8 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 			return Usagef("--count: must be from 1 to %d", maxExplain)
 		}
 		start := cfg.clock.Now()
-		if from != "" {
-			t, err := time.Parse(time.RFC3339, from)
-			if err != nil {
-				return Usagef("--from: want an RFC 3339 time such as 2030-01-02T15:04:05Z, got %q", from)
-			}
-			start = t
+		if from.t != nil {
+			start = *from.t
 		}
 		sched, err := cron.Parse(argv[0], zone)
 		if err != nil {

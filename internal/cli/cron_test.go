@@ -109,7 +109,7 @@ UTC                   LOCAL                 DST
 			stderr: "stint: EXPRESSION: give it as one quoted argument, such as '0 2 * * 1-5' (got 5 arguments)"},
 		{name: "no expression", args: []string{"cron", "explain"}, code: 2, stderr: "stint: missing EXPRESSION"},
 		{name: "bad from", args: []string{"cron", "explain", "@daily", "--from", "tomorrow"}, code: 2,
-			stderr: `stint: --from: want an RFC 3339 time such as 2030-01-02T15:04:05Z, got "tomorrow"`},
+			stderr: `stint: invalid argument "tomorrow" for "--from" flag: want an RFC 3339 time such as 2030-01-02T15:04:05Z`},
 		{name: "count zero", args: []string{"cron", "explain", "@daily", "--count", "0"}, code: 2, stderr: "stint: --count: must be from 1 to 1000"},
 		{name: "count too large", args: []string{"cron", "explain", "@daily", "--count", "1001"}, code: 2, stderr: "--count: must be from 1 to 1000"},
 		{name: "cron alone shows help", args: []string{"cron"}, stdoutHas: []string{"Usage:", "explain"}},

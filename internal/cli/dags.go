@@ -117,14 +117,24 @@ that exist already with run, and a condition (succeeded, the default; failed; fi
         depends_on: [{ref: transform, condition: failed}]
 
 Prints the run created for each entry. A ref to a missing entry, a cycle or a bad field is
-refused with the field named (runs.load.depends_on[0].ref), and nothing is created.`,
+refused with the field named (runs.load.depends_on[0].ref), and nothing is created.
+
+With --wait it then waits for every run of the DAG to end (on a terminal, a progress bar
+counts those that did), prints the DAG as stint dags get does (with -o json or yaml, only
+that), and exits 0 only when it succeeded as a whole.`,
 		Example: "  stint dags submit -f etl.yaml\n" +
+			"  stint dags submit -f etl.yaml --wait\n" +
 			"  stint dags submit -f etl.json --json",
 		Args: args(),
 	}
+	var wait bool
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the DAG, YAML or JSON (- for standard input)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for every run of the DAG to end, then print it; exit 0 only if it succeeded")
 	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
 			return err
@@ -136,9 +146,59 @@ refused with the field named (runs.load.depends_on[0].ref), and nothing is creat
 		if req.Namespace == "" {
 			req.Namespace = cfg.namespace // --namespace / STINT_NAMESPACE, when the file names none
 		}
-		return callAndPrint(cmd, cfg, out, bind((*client.Client).SubmitDAG, req), printDAG)
+		if !wait {
+			return callAndPrint(cmd, cfg, out, bind((*client.Client).SubmitDAG, req), printDAG)
+		}
+		return cfg.submitDAGAndWait(cmd, out, req)
 	}
 	return cmd
+}
+
+// submitDAGAndWait submits a DAG, prints its runs (as a table only), waits for them all to
+// end, advancing a progress bar, and prints the DAG as it ended; errRunFailed unless it
+// succeeded.
+func (cfg *config) submitDAGAndWait(cmd *cobra.Command, o *output, req *apitype.DAGRequest) error {
+	c, err := cfg.client(cmd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.SubmitDAG(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	if !o.structured() {
+		if err := printDAG(w, resp); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	if len(resp.Runs) == 0 {
+		return fmt.Errorf("the server created no run for the DAG: nothing to wait for")
+	}
+	first := slices.Min(slices.Collect(maps.Keys(resp.Runs))) // any entry's run names the DAG
+	bar := cfg.progressBar(cmd, o, "dag", len(resp.Runs))
+	d, err := c.WaitDAG(cmd.Context(), resp.Runs[first], func(d *apitype.DAG) bool {
+		bar.Set(countFinished(func(yield func(*apitype.Run) bool) {
+			for _, en := range d.Entries {
+				if !yield(en.Run) {
+					return
+				}
+			}
+		}))
+		return client.DAGFinished(d)
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if err := o.print(w, d, func(w io.Writer) error { return cfg.printDAGState(w, d) }); err != nil {
+		return err
+	}
+	if d.Status != "succeeded" {
+		return errRunFailed
+	}
+	return nil
 }
 
 // readDAGFile parses a DAG request from YAML or JSON. Unknown fields are errors naming the

@@ -5,7 +5,10 @@
 // 6 conflict, 7 timeout, 130 interrupted).
 //
 // Commands write only to cmd.OutOrStdout() and cmd.ErrOrStderr(), so tests run them against
-// an httptest server and read what they print. Read commands print through one printer
-// (output.go): aligned tables with times in local time, or with -o wide more columns, or
-// -o json / -o yaml (--json) the API object.
+// an httptest server and read what they print. Read and write commands print through one
+// printer (output.go): aligned tables with times in local time, or with -o wide more
+// columns, or -o json / -o yaml (--json) the API object. Long operations (apply, backfill,
+// waiting on many runs) draw a progress bar on the error output when a person reads it at
+// a terminal (progress.go), never in JSON or YAML output. A flag has one spelling across the
+// command tree: cmd/stint's TestFlagSpellings checks it.
 package cli

@@ -68,17 +68,14 @@ func (f *timeFlag) Set(s string) error {
 
 func (f *timeFlag) Type() string { return "time" }
 
-// memoryFlag is an amount of memory in MiB: "512", "512M", "512Mi", "2G", "2GiB".
-type memoryFlag struct{ mb int64 }
+// MemoryFlag is a flag's amount of memory, MB in MiB: "512" (a bare number is MiB),
+// "512M", "512Mi", "2G", "2GiB", "1T". Every --memory flag of the binary is one: a job's
+// need (stint submit) and a worker's offer (stint worker, stint dev).
+type MemoryFlag struct{ MB int64 }
 
-func (f *memoryFlag) String() string {
-	if f.mb == 0 {
-		return ""
-	}
-	return strconv.FormatInt(f.mb, 10) + "Mi"
-}
+func (f *MemoryFlag) String() string { return strconv.FormatInt(f.MB, 10) }
 
-func (f *memoryFlag) Set(s string) error {
+func (f *MemoryFlag) Set(s string) error {
 	num := strings.TrimRightFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 	unit := strings.ToLower(s[len(num):])
 	n, err := strconv.ParseInt(num, 10, 64)
@@ -94,11 +91,11 @@ func (f *memoryFlag) Set(s string) error {
 	default:
 		return fmt.Errorf("unknown unit %q: want M or G", unit)
 	}
-	f.mb = n
+	f.MB = n
 	return nil
 }
 
-func (f *memoryFlag) Type() string { return "size" }
+func (f *MemoryFlag) Type() string { return "size" }
 
 // parseRate reads --rate: "N/DURATION" such as 100/1m, or "0" (no limit: rate 0).
 func parseRate(s string) (*apitype.RateLimit, error) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -25,18 +26,20 @@ func TestMemoryFlag(t *testing.T) {
 		{in: "", wantErr: "want an amount of memory"},
 		{in: "G", wantErr: "want an amount of memory"},
 		{in: "5K", wantErr: `unknown unit "k"`},
+		{in: "-5", wantErr: "want an amount of memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			t.Parallel()
-			var f memoryFlag
+			var f MemoryFlag
 			err := f.Set(tt.in)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, tt.want, f.mb)
+			require.Equal(t, tt.want, f.MB)
+			require.Equal(t, strconv.FormatInt(tt.want, 10), f.String(), "in MiB, as --print-config shows it")
 		})
 	}
 }

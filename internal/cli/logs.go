@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 
@@ -19,19 +18,24 @@ func newLogsCmd(cfg *config) *cobra.Command {
 		Use:   "logs RUN_ID",
 		Short: "Print a run's output (stdout and stderr)",
 		Long: "Print a run's output: its latest attempt's, or --attempt N's. With -f, keep printing until the attempt ends.\n" +
+			"--tail N starts with the last N lines of what the attempt wrote so far (then, with -f, what comes);\n" +
+			"--timestamps leads each line with the time the server received it (RFC 3339, UTC, nine fraction digits).\n" +
 			"An attempt the run never made is an error (exit code 3), unless -f waits for a retry to make it.",
-		Example: "  stint logs 01jd3x5k8q9r2s4t6v8w0y2z4a --tail 20\n  stint logs 01jd3x5k8q9r2s4t6v8w0y2z4a -f --attempt 2",
-		Args:    args("RUN_ID"),
+		Example: "  stint logs 01jd3x5k8q9r2s4t6v8w0y2z4a --tail 20\n" +
+			"  stint logs 01jd3x5k8q9r2s4t6v8w0y2z4a -f --tail 10 --timestamps\n" +
+			"  stint logs 01jd3x5k8q9r2s4t6v8w0y2z4a -f --attempt 2",
+		Args: args("RUN_ID"),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			switch {
 			case opts.Attempt < 0:
 				return Usagef("--attempt: must be 1 or more")
 			case opts.Stream != "" && opts.Stream != "stdout" && opts.Stream != "stderr":
 				return Usagef("--stream: must be stdout or stderr")
-			case tail < 0:
-				return Usagef("--tail: must not be negative")
-			case tail > 0 && opts.Follow:
-				return Usagef("--tail with --follow: not supported yet; give one")
+			case tail < -1:
+				return Usagef("--tail: must be 0 or more (-1: all)")
+			}
+			if tail >= 0 {
+				opts.Tail = &tail
 			}
 			c, err := cfg.client(cmd)
 			if err != nil {
@@ -52,12 +56,7 @@ func newLogsCmd(cfg *config) *cobra.Command {
 				return err
 			}
 			defer logs.Close()
-			if tail > 0 {
-				err = copyTail(cmd.OutOrStdout(), logs, tail)
-			} else {
-				_, err = io.Copy(cmd.OutOrStdout(), logs)
-			}
-			if err != nil {
+			if _, err := io.Copy(cmd.OutOrStdout(), logs); err != nil {
 				return fmt.Errorf("read logs: %w", err)
 			}
 			return nil
@@ -66,36 +65,7 @@ func newLogsCmd(cfg *config) *cobra.Command {
 	cmd.Flags().BoolVarP(&opts.Follow, "follow", "f", false, "stream until the attempt ends")
 	cmd.Flags().IntVar(&opts.Attempt, "attempt", 0, "attempt number (default: the latest)")
 	cmd.Flags().StringVar(&opts.Stream, "stream", "", "only stdout or stderr (default: both)")
-	cmd.Flags().IntVar(&tail, "tail", 0, "print only the last N lines (default: all)")
+	cmd.Flags().IntVar(&tail, "tail", -1, "start with the last N lines of what is stored (0: none), then with -f what comes; -1: all")
+	cmd.Flags().BoolVar(&opts.Timestamps, "timestamps", false, "lead each line with the time the server received it (RFC 3339, UTC)")
 	return cmd
-}
-
-// copyTail copies the last n lines of r to w.
-func copyTail(w io.Writer, r io.Reader, n int) error {
-	ring := make([]string, 0, n)
-	next := 0
-	sc := bufio.NewReader(r)
-	for {
-		line, err := sc.ReadString('\n')
-		if line != "" {
-			if len(ring) < n {
-				ring = append(ring, line)
-			} else {
-				ring[next] = line
-				next = (next + 1) % n
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-	}
-	for i := range ring {
-		if _, err := io.WriteString(w, ring[(next+i)%len(ring)]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

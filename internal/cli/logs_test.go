@@ -45,17 +45,20 @@ func TestLogs(t *testing.T) {
 			stdout: "again\n",
 		},
 		{
+			// The server cuts the tail: the CLI asks for it.
 			name:      "tail",
 			args:      []string{"logs", "r1", "--tail", "2"},
-			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", contentType: "text/plain", answer: "1\n2\n3\nno newline"}},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", query: "tail=2", contentType: "text/plain", answer: "3\nno newline"}},
 			stdout:    "3\nno newline",
 		},
 		{
-			name:      "tail of a short log",
-			args:      []string{"logs", "r1", "--tail", "5"},
-			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", contentType: "text/plain", answer: "1\n2\n"}},
-			stdout:    "1\n2\n",
+			name: "tail with follow, stamped",
+			args: []string{"logs", "r1", "-f", "--tail", "0", "--timestamps"},
+			exchanges: []exchange{{method: "GET", path: "/v1/runs/r1/logs", query: "follow=true&tail=0&timestamps=true", contentType: "text/plain",
+				answer: "2030-01-02T12:00:00.000000000Z new\n"}},
+			stdout: "2030-01-02T12:00:00.000000000Z new\n",
 		},
+		{name: "bad tail", args: []string{"logs", "r1", "--tail", "-2"}, code: 2, stderr: "--tail: must be 0 or more (-1: all)"},
 		{
 			name:      "missing run",
 			args:      []string{"logs", "nope"},

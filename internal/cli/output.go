@@ -14,13 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// addJSONFlag adds --json to a command that prints an API object it made (submit).
-func addJSONFlag(cmd *cobra.Command) *bool {
-	return cmd.Flags().Bool("json", false, "print the API object as indented JSON")
-}
-
-// output is how a read command prints: -o/--output table, wide, json or yaml; --json is
-// -o json.
+// output is how a command prints what the server answered, read or write: -o/--output
+// table, wide, json or yaml; --json is -o json.
 type output struct {
 	format string
 	json   bool
@@ -48,8 +43,22 @@ func (o *output) check() error {
 	return nil
 }
 
+// structured reports whether o asks for the API object (JSON or YAML), for programs,
+// rather than a table for people.
+func (o *output) structured() bool {
+	return o.json || o.format == "json" || o.format == "yaml"
+}
+
+// flag names the output flag the command line gave, for messages: "--json" or "-o yaml".
+func (o *output) flag() string {
+	if o.json {
+		return "--json"
+	}
+	return "-o " + o.format
+}
+
 // print writes v as the format says: the API object as JSON or YAML, else show's table (with
-// its wide columns for -o wide).
+// its wide columns for -o wide). show may be nil when o is structured.
 func (o *output) print(w io.Writer, v any, show func(io.Writer) error) error {
 	switch {
 	case o.json || o.format == "json":

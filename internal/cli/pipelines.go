@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 
@@ -69,8 +71,11 @@ pipelines too, in a pipelines: list next to jobs:.`,
 		Args: args(),
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the pipeline, YAML or JSON (- for standard input)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		b, err := readFileFlag(cmd, file)
 		if err != nil {
 			return err
@@ -90,11 +95,10 @@ pipelines too, in a pipelines: list next to jobs:.`,
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), pl)
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), pipelineAction(pl.Name, created, len(pl.Steps)))
-		return nil
+		return out.print(cmd.OutOrStdout(), pl, func(w io.Writer) error {
+			_, err := fmt.Fprintln(w, pipelineAction(pl.Name, created, len(pl.Steps)))
+			return err
+		})
 	}
 	return cmd
 }
@@ -148,16 +152,19 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 		Short: "Start a run of a pipeline now",
 		Long: "Start a run of a pipeline now: a run per step, each waiting for the steps it depends on.\n" +
 			"--arg values are laid over the pipeline's args and reach every step (commands get\n" +
-			"STINT_ARGS). With --wait it waits for the whole to end, prints it, and exits 0 only\n" +
-			"when it succeeded.",
+			"STINT_ARGS). With --wait it waits for the whole to end (on a terminal, a progress bar\n" +
+			"counts the steps that ended), prints it, and exits 0 only when it succeeded.",
 		Example: "  stint pipelines trigger etl --arg day=2026-11-22\n" +
 			"  stint pipelines trigger etl --wait",
 		Args: args("PIPELINE"),
 	}
 	cmd.Flags().Var(&runArgs, "arg", "argument KEY=VALUE of every step's run, repeatable")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the pipeline run to end; exit 0 only if it succeeded")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		a, err := runArgs.json()
 		if err != nil {
 			return err
@@ -171,15 +178,17 @@ func newPipelineTriggerCmd(cfg *config) *cobra.Command {
 			return err
 		}
 		if wait {
-			if pr, err = c.WaitPipelineRun(cmd.Context(), argv[0], pr.ID, client.PipelineFinished); err != nil {
+			bar := cfg.progressBar(cmd, out, "pipeline "+argv[0], len(pr.Steps))
+			pr, err = c.WaitPipelineRun(cmd.Context(), argv[0], pr.ID, func(pr *apitype.PipelineRun) bool {
+				bar.Set(countFinished(maps.Values(pr.Steps)))
+				return client.PipelineFinished(pr)
+			})
+			bar.Finish()
+			if err != nil {
 				return err
 			}
 		}
-		if *asJSON {
-			err = printJSON(cmd.OutOrStdout(), pr)
-		} else {
-			err = cfg.printPipelineRun(cmd.OutOrStdout(), pr)
-		}
+		err = out.print(cmd.OutOrStdout(), pr, func(w io.Writer) error { return cfg.printPipelineRun(w, pr) })
 		if err != nil {
 			return err
 		}
@@ -253,9 +262,12 @@ func newPipelineRetryCmd(cfg *config) *cobra.Command {
 	retry := func(c *client.Client, ctx context.Context, name, id string) (*apitype.PipelineRun, error) {
 		return c.RetryPipelineRun(ctx, name, id, from)
 	}
-	cmd := pipelineRunCmd(cfg, "retry PIPELINE RUN_ID [--from STEP]",
-		"Run an ended pipeline run's failed or cancelled steps again (or --from a step), with what is downstream", retry)
-	cmd.Flags().StringVar(&from, "from", "", "run this step again, with every step downstream of it")
+	cmd := pipelineRunCmd(cfg, "retry PIPELINE RUN_ID [--from-step STEP]",
+		"Run an ended pipeline run's failed or cancelled steps again (or --from-step a step), with what is downstream", retry)
+	cmd.Flags().StringVar(&from, "from-step", "", "run this step again, with every step downstream of it")
+	// --from was this flag's first spelling; elsewhere --from is a time (backfill, cron explain).
+	cmd.Flags().StringVar(&from, "from", "", "")
+	_ = cmd.Flags().MarkDeprecated("from", "use --from-step")
 	return cmd
 }
 
@@ -358,6 +370,17 @@ func stepOrder(steps map[string]*apitype.Run) []string {
 		return strings.Compare(a, b)
 	})
 	return names
+}
+
+// countFinished counts the runs that are final.
+func countFinished(runs iter.Seq[*apitype.Run]) int {
+	n := 0
+	for r := range runs {
+		if client.Finished(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // stepCounts sums up a pipeline run's steps: "3/4 succeeded, 1 failed".

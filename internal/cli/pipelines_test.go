@@ -112,6 +112,19 @@ load       r3   succeeded  1/1      -        -         -
 			code:   ExitUsage,
 			stderr: "steps.load.depends_on[0].ref: cycle: load -> transform -> load",
 		},
+		{
+			name:      "put, yaml",
+			args:      []string{"pipelines", "put", "-f", etl, "-o", "yaml"},
+			exchanges: []exchange{{method: "PUT", path: "/v1/pipelines/etl", body: etlBody, status: http.StatusCreated, answer: cliPipeline}},
+			stdoutHas: []string{"name: etl\n", "steps:\n"},
+		},
+		{
+			name:      "put, json",
+			args:      []string{"pipelines", "put", "-f", etl, "-o", "json"},
+			exchanges: []exchange{{method: "PUT", path: "/v1/pipelines/etl", body: etlBody, status: http.StatusCreated, answer: cliPipeline}},
+			stdoutHas: []string{"\"name\": \"etl\",\n"},
+		},
+		{name: "put with a bad -o sends nothing", args: []string{"pipelines", "put", "-f", etl, "-o", "csv"}, code: 2, stderr: "--output: want table"},
 		{name: "put needs a file", args: []string{"pipelines", "put"}, code: 2, stderr: "-f FILE is required"},
 		{name: "put needs a name", args: []string{"pipelines", "put", "-f", noName}, code: 2, stderr: "names no pipeline"},
 		{name: "put unknown field", args: []string{"pipelines", "put", "-f", bad}, code: 2, stderr: `unknown field "comand"`},
@@ -149,6 +162,15 @@ load       r3   succeeded  1/1      -        -         -
 			stdoutHas: []string{`"status": "failed"`},
 		},
 		{
+			name: "trigger --wait, yaml",
+			args: []string{"pipelines", "trigger", "etl", "--wait", "-o", "yaml"},
+			exchanges: []exchange{
+				{method: "POST", path: "/v1/pipelines/etl/trigger", body: `{}`, status: http.StatusCreated, answer: cliPipelineRun("running", "waiting")},
+				{method: "GET", path: "/v1/pipelines/etl/runs/pr1", answer: cliPipelineRun("succeeded", "succeeded")},
+			},
+			stdoutHas: []string{"id: pr1\n", "status: succeeded\n"},
+		},
+		{
 			name: "runs",
 			args: []string{"pipelines", "runs", "etl", "--limit", "1"},
 			exchanges: []exchange{{method: "GET", path: "/v1/pipelines/etl/runs", query: "limit=1",
@@ -170,9 +192,17 @@ load       r3   succeeded  1/1      -        -         -
 		},
 		{
 			name:      "retry from a step",
-			args:      []string{"pipelines", "retry", "etl", "pr1", "--from", "transform"},
+			args:      []string{"pipelines", "retry", "etl", "pr1", "--from-step", "transform"},
 			exchanges: []exchange{{method: "POST", path: "/v1/pipelines/etl/runs/pr1/retry", body: `{"from":"transform"}`, answer: cliPipelineRun("running", "waiting")}},
 			stdoutHas: []string{"Status:         running"},
+		},
+		{
+			// The old spelling still works, with a warning (on stdout here only because
+			// the test sets it; cobra writes it to stderr unless told otherwise).
+			name:      "retry --from, the old spelling",
+			args:      []string{"pipelines", "retry", "etl", "pr1", "--from", "transform"},
+			exchanges: []exchange{{method: "POST", path: "/v1/pipelines/etl/runs/pr1/retry", body: `{"from":"transform"}`, answer: cliPipelineRun("running", "waiting")}},
+			stdoutHas: []string{"Flag --from has been deprecated, use --from-step\n", "Status:         running"},
 		},
 		{
 			name: "retry with nothing to retry",

@@ -16,6 +16,7 @@ import (
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/clock"
+	"github.com/stint-dev/stint/internal/progress"
 )
 
 const defaultServer = "http://127.0.0.1:8080"
@@ -32,12 +33,19 @@ type config struct {
 	clock      clock.Clock
 	loc        *time.Location  // times are shown in this zone
 	clientOpts []client.Option // added to the client's options (tests: a short poll interval)
+	// terminal tells whether a person reads w at a terminal, where progress bars are drawn
+	// (nil: nowhere).
+	terminal func(w io.Writer) bool
+	// backfillChunk is how many instants one call of stint backfill --yes fills (0:
+	// defaultBackfillChunk).
+	backfillChunk int
 }
 
 // NewRoot builds the stint command with the client-side commands and the given extra ones
 // (server, worker, dev, ...).
 func NewRoot(extra ...*cobra.Command) *cobra.Command {
-	return newRoot(&config{getenv: os.Getenv, clock: clock.Real{}, loc: time.Local}, extra...)
+	return newRoot(&config{getenv: os.Getenv, clock: clock.Real{}, loc: time.Local,
+		terminal: func(w io.Writer) bool { return progress.Shown(w, os.Getenv) }}, extra...)
 }
 
 func newRoot(cfg *config, extra ...*cobra.Command) *cobra.Command {

@@ -115,11 +115,20 @@ type result struct {
 // run runs the CLI with args against server (none when empty), with env as the environment.
 func run(t testing.TB, env map[string]string, args ...string) result {
 	t.Helper()
+	return runWith(t, env, nil, args...)
+}
+
+// runWith is run with the config changed by mod first (when not nil).
+func runWith(t testing.TB, env map[string]string, mod func(*config), args ...string) result {
+	t.Helper()
 	cfg := &config{
 		getenv:     func(k string) string { return env[k] },
 		clock:      clock.NewFake(testNow),
 		loc:        time.UTC,
 		clientOpts: []client.Option{client.WithPollInterval(time.Millisecond)},
+	}
+	if mod != nil {
+		mod(cfg)
 	}
 	root := newRoot(cfg)
 	var stdout, stderr bytes.Buffer

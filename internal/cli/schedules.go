@@ -48,6 +48,10 @@ func (cfg *config) printWebhookSecret(w io.Writer, _ string, s *apitype.WebhookS
 	return t.flush()
 }
 
+// defaultBackfillChunk is how many missing instants one call of stint backfill --yes fills
+// (config.backfillChunk).
+const defaultBackfillChunk = 100
+
 func newBackfillCmd(cfg *config) *cobra.Command {
 	var (
 		from, to timeFlag
@@ -56,7 +60,16 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backfill JOB --from T1 --to T2 [--yes]",
 		Short: "Create a cron run for each instant of a range that has none (a dry run without --yes)",
-		Args:  args("JOB"),
+		Long: `List the cron instants of a range and whether each has a run (POST /v1/jobs/{id}/backfill
+with dry_run); with --yes, create a run for each one that has none, up to now.
+
+With --yes the CLI lists the instants first, then creates the missing runs in calls of 100
+instants each, showing a progress bar on a terminal. A backfill that is interrupted keeps
+the runs it created: run it again to create the rest (an instant that has a run gets no
+other).`,
+		Example: "  stint backfill nightly --from 2026-11-01T00:00:00Z --to 2026-11-20T00:00:00Z\n" +
+			"  stint backfill nightly --from 2026-11-01T00:00:00Z --to 2026-11-20T00:00:00Z --yes",
+		Args: args("JOB"),
 	}
 	fl := cmd.Flags()
 	fl.Var(&from, "from", "first instant of the range (RFC 3339)")
@@ -68,7 +81,11 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 			return Usagef("--from and --to are required")
 		}
 		call := func(c *client.Client, ctx context.Context) (*apitype.BackfillResponse, error) {
-			return c.Backfill(ctx, argv[0], &apitype.BackfillRequest{From: *from.t, To: *to.t, DryRun: !yes})
+			plan, err := c.Backfill(ctx, argv[0], &apitype.BackfillRequest{From: *from.t, To: *to.t, DryRun: true})
+			if err != nil || !yes {
+				return plan, err
+			}
+			return cfg.fillBackfill(cmd, out, c, argv[0], plan)
 		}
 		return callAndPrint(cmd, cfg, out, call, func(w io.Writer, out *apitype.BackfillResponse) error {
 			t := newTable(w, "INSTANT (UTC)", "LOCAL", "STATE")
@@ -97,6 +114,54 @@ func newBackfillCmd(cfg *config) *cobra.Command {
 		})
 	}
 	return cmd
+}
+
+// fillBackfill creates the runs of the instants a dry run (plan) found missing, in calls
+// of config.backfillChunk instants each (the range from a chunk's first instant to its
+// last), advancing a progress bar, and returns the plan with what the calls did: each
+// instant's run, and the runs created in all.
+func (cfg *config) fillBackfill(cmd *cobra.Command, o *output, c *client.Client, job string,
+	plan *apitype.BackfillResponse) (*apitype.BackfillResponse, error) {
+	var missing []time.Time
+	for _, in := range plan.Instants {
+		if !in.Existed {
+			missing = append(missing, in.At)
+		}
+	}
+	chunk := cfg.backfillChunk
+	if chunk <= 0 {
+		chunk = defaultBackfillChunk
+	}
+	out := &apitype.BackfillResponse{Instants: plan.Instants}
+	at := make(map[time.Time]int, len(out.Instants))
+	for i, in := range out.Instants {
+		at[in.At.UTC()] = i
+	}
+	bar := cfg.progressBar(cmd, o, "backfill", len(missing))
+	defer bar.Finish()
+	for len(missing) > 0 {
+		part := missing[:min(chunk, len(missing))]
+		missing = missing[len(part):]
+		resp, err := c.Backfill(cmd.Context(), job, &apitype.BackfillRequest{From: part[0], To: part[len(part)-1]})
+		if err != nil {
+			bar.Finish()
+			fmt.Fprintf(cmd.ErrOrStderr(), "backfill stopped at %s with %d runs created: run it again to create the rest\n",
+				part[0].UTC().Format(time.RFC3339), out.Created)
+			return nil, err
+		}
+		for _, in := range resp.Instants {
+			if i, ok := at[in.At.UTC()]; ok {
+				out.Instants[i] = in
+			} else { // not in the plan: the schedule's grid moved meanwhile
+				at[in.At.UTC()] = len(out.Instants)
+				out.Instants = append(out.Instants, in)
+			}
+		}
+		out.Created += resp.Created
+		bar.Add(len(part))
+	}
+	slices.SortFunc(out.Instants, func(a, b apitype.BackfillInstant) int { return a.At.Compare(b.At) })
+	return out, nil
 }
 
 // jobFile is what `stint apply -f` reads: the jobs and pipelines of one namespace.
@@ -192,7 +257,8 @@ has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 		if f.Namespace == "" {
 			f.Namespace = cfg.namespace // --namespace / STINT_NAMESPACE, when the file names none
 		}
-		w := cmd.OutOrStdout()
+		bar := cfg.progressBar(cmd, nil, "apply", len(f.Jobs)+len(f.Pipelines))
+		w := bar.Writer(cmd.OutOrStdout()) // the lines of what changed go above the bar
 		suffix := ""
 		if dryRun {
 			suffix = " (dry run)"
@@ -200,6 +266,7 @@ has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 		var failed error
 		for i := range f.Jobs {
 			res, err := c.ApplyJob(cmd.Context(), f.Namespace, &f.Jobs[i], dryRun)
+			bar.Add(1)
 			if err != nil {
 				fmt.Fprintf(w, "job/%s failed: %v\n", f.Jobs[i].Name, err)
 				failed = errors.Join(failed, err)
@@ -214,6 +281,7 @@ has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 		for i := range f.Pipelines {
 			p := &f.Pipelines[i]
 			pl, created, err := c.ApplyPipeline(cmd.Context(), f.Namespace, p, dryRun)
+			bar.Add(1)
 			if err != nil {
 				fmt.Fprintf(w, "pipeline/%s failed: %v\n", p.Name, err)
 				failed = errors.Join(failed, err)
@@ -221,6 +289,7 @@ has (the jobs of pipelines' steps are kept; pipelines are never pruned).`,
 			}
 			fmt.Fprintln(w, pipelineAction(p.Name, created, len(pl.Steps))+suffix)
 		}
+		bar.Finish()
 		if prune && failed == nil {
 			if err := pruneJobs(cmd, c, f, dryRun, suffix); err != nil {
 				return err

@@ -71,9 +71,12 @@ dry run: 1 of 2 instants have no run; run again with --yes to create them
 		{
 			name: "backfill",
 			args: []string{"backfill", "hourly", "--from", "2030-01-01T00:00:00Z", "--to", "2030-01-01T00:00:00Z", "--yes"},
-			exchanges: []exchange{{method: "POST", path: "/v1/jobs/hourly/backfill",
-				body: `{"from":"2030-01-01T00:00:00Z","to":"2030-01-01T00:00:00Z"}`, status: 201,
-				answer: `{"dry_run":false,"created":1,"instants":[{"at":"2030-01-01T00:00:00Z","at_local":"2030-01-01T00:00:00Z","existed":false,"run_id":"r7"}]}`}},
+			exchanges: []exchange{
+				{method: "POST", path: "/v1/jobs/hourly/backfill", body: `{"from":"2030-01-01T00:00:00Z","to":"2030-01-01T00:00:00Z","dry_run":true}`,
+					answer: `{"dry_run":true,"created":0,"instants":[{"at":"2030-01-01T00:00:00Z","at_local":"2030-01-01T00:00:00Z","existed":false}]}`},
+				{method: "POST", path: "/v1/jobs/hourly/backfill", body: `{"from":"2030-01-01T00:00:00Z","to":"2030-01-01T00:00:00Z"}`, status: 201,
+					answer: `{"dry_run":false,"created":1,"instants":[{"at":"2030-01-01T00:00:00Z","at_local":"2030-01-01T00:00:00Z","existed":false,"run_id":"r7"}]}`},
+			},
 			stdoutHas: []string{"created r7", "created 1 runs"},
 		},
 		{name: "backfill needs a range", args: []string{"backfill", "hourly"}, code: 2, stderr: "--from and --to are required"},

@@ -18,18 +18,18 @@ type submitFlags struct {
 	shell, handler, name, queue, dir, idempotencyKey string
 	cron, timezone, misfire                          string
 	concurrency, concurrencyKey, rate                string
-	maxConcurrent                                    int
+	maxConcurrency                                   int
 	priority, retries, maxAttempts, gpu              int
 	timeout, backoff, delay, waitTimeout             time.Duration
 	cpu                                              float64
-	memory                                           memoryFlag
+	memory                                           MemoryFlag
 	runAt                                            timeFlag
 	args, env, labels                                kvFlag
 	secretEnv                                        secretEnvFlag
 	after                                            afterFlag
 	tags                                             []string
 	wait, follow, quiet                              bool
-	json                                             *bool
+	out                                              *output
 }
 
 func newSubmitCmd(cfg *config) *cobra.Command {
@@ -45,7 +45,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 			"docker run does: each change of the run's state, with why it waits, goes to stderr, and\n" +
 			"once it ends its last attempt's stdout goes to stdout and its stderr to stderr. With\n" +
 			"--follow it streams the run's logs meanwhile. Both exit 0 when the run succeeded, 1 when it\n" +
-			"did not, and 3 when --wait-timeout passed first (the run goes on).",
+			"did not, and 7 when --wait-timeout passed first (the run goes on).",
 		Example: "  stint submit -- ./backup.sh /data\n" +
 			"  stint submit --shell 'echo hi; sleep 5' --wait\n" +
 			"  stint submit --name report --queue reports --cpu 2 --memory 4G --retries 3 --backoff 30s -- ./report\n" +
@@ -73,8 +73,11 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringVar(&f.cron, "cron", "", "cron schedule; the job then runs on it instead of once")
 	fl.StringVar(&f.timezone, "timezone", "", "IANA time zone of --cron (default UTC)")
 	fl.StringVar(&f.misfire, "misfire", "", "what --cron does with instants missed while no server ran: run_once (default), skip, run_all")
-	fl.StringVar(&f.concurrency, "concurrency", "", "what a run does when --max-concurrent runs are active: allow, forbid, queue, replace")
-	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "runs of the job (or of its --concurrency-key) active at once (0: unlimited for allow, 1 otherwise)")
+	fl.StringVar(&f.concurrency, "concurrency", "", "what a run does when --max-concurrency runs are active: allow, forbid, queue, replace")
+	fl.IntVar(&f.maxConcurrency, "max-concurrency", 0, "runs of the job (or of its --concurrency-key) active at once (0: unlimited for allow, 1 otherwise)")
+	// --max-concurrent was this flag's first spelling; stint queues set says max-concurrency.
+	fl.IntVar(&f.maxConcurrency, "max-concurrent", 0, "")
+	_ = fl.MarkDeprecated("max-concurrent", "use --max-concurrency")
 	fl.StringVar(&f.rate, "rate", "", `rate limit of the job (or of its --concurrency-key): "N/DURATION", e.g. 100/1m`)
 	fl.StringVar(&f.concurrencyKey, "concurrency-key", "", `limit per key, a template over the args, e.g. "customer-{{.customer_id}}"`)
 	fl.Var(&f.args, "arg", "argument KEY=VALUE of the run, repeatable (the args object; commands get STINT_ARGS)")
@@ -90,23 +93,27 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.StringArrayVar(&f.tags, "tag", nil, "tag, repeatable")
 	fl.Var(&f.after, "after", "run only after run RUN_ID succeeded (RUN_ID:failed, RUN_ID:finished for the other conditions), repeatable")
 	fl.BoolVar(&f.wait, "wait", false, "wait for the run to end, showing its state changes on stderr, then print its output; exit 0 only if it succeeded")
-	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait or --follow, stop waiting after this and exit 3; the run goes on (0: wait for ever)")
-	fl.BoolVar(&f.follow, "follow", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 0, "with --wait or --follow, stop waiting after this and exit 7; the run goes on (0: wait for ever)")
+	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
-	f.json = addJSONFlag(cmd)
+	f.out = addOutputFlags(cmd)
 	return cmd
 }
 
 func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) error {
+	if err := f.out.check(); err != nil {
+		return err
+	}
 	spec, err := f.spec(cmd, argv, cfg.getenv)
 	if err != nil {
 		return err
 	}
+	structured := f.out.structured()
 	switch {
-	case *f.json && f.quiet:
-		return Usagef("--json and --quiet: give one")
-	case *f.json && f.follow:
-		return Usagef("--json and --follow: --follow prints logs, not JSON")
+	case f.quiet && (f.out.json || cmd.Flags().Changed("output")):
+		return Usagef("%s and --quiet: give one", f.out.flag())
+	case structured && f.follow:
+		return Usagef("%s and --follow: --follow prints logs, not the API object", f.out.flag())
 	case (f.wait || f.follow) && f.cron != "":
 		return Usagef("--cron with --wait or --follow: a scheduled job has no run to wait for")
 	case f.waitTimeout < 0:
@@ -132,9 +139,9 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	}
 	waiting := f.wait || f.follow
 	switch {
-	case *f.json && !waiting:
-		return printJSON(out, resp)
-	case *f.json:
+	case structured && !waiting:
+		return f.out.print(out, resp, nil)
+	case structured: // the run, once it ended
 	case f.quiet:
 		id := resp.Job.ID
 		if resp.Run != nil {
@@ -175,7 +182,7 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 	switch {
 	case f.follow:
 		run, err = followRun(waitCtx, c, resp.Run.ID, out, errOut)
-	case *f.json || f.quiet:
+	case structured || f.quiet:
 		run, err = c.WaitRun(waitCtx, resp.Run.ID, client.Finished)
 	default:
 		run, err = waitShowing(waitCtx, c, resp.Run, errOut)
@@ -188,8 +195,8 @@ func runSubmit(cmd *cobra.Command, cfg *config, f *submitFlags, argv []string) e
 		return err
 	}
 	switch {
-	case *f.json:
-		if err := printJSON(out, run); err != nil {
+	case structured:
+		if err := f.out.print(out, run, nil); err != nil {
 			return err
 		}
 	case f.follow:
@@ -312,13 +319,13 @@ func (f *submitFlags) spec(cmd *cobra.Command, argv []string, getenv func(string
 		}
 	}
 	if changed("cpu") || changed("memory") || changed("gpu") || changed("label") {
-		spec.Requirements = &apitype.Requirements{CPU: f.cpu, MemoryMB: f.memory.mb, GPU: f.gpu, Labels: f.labels.m}
+		spec.Requirements = &apitype.Requirements{CPU: f.cpu, MemoryMB: f.memory.MB, GPU: f.gpu, Labels: f.labels.m}
 	}
 	if f.cron != "" || f.timezone != "" || f.misfire != "" {
 		spec.Schedule = &apitype.Schedule{Cron: f.cron, Timezone: f.timezone, Misfire: f.misfire}
 	}
-	if f.concurrency != "" || f.maxConcurrent != 0 || f.concurrencyKey != "" || f.rate != "" {
-		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrent, Key: f.concurrencyKey}
+	if f.concurrency != "" || f.maxConcurrency != 0 || f.concurrencyKey != "" || f.rate != "" {
+		spec.Concurrency = &apitype.Concurrency{Policy: f.concurrency, Max: f.maxConcurrency, Key: f.concurrencyKey}
 		if f.rate != "" {
 			r, err := parseRate(f.rate)
 			if err != nil {

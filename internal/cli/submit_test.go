@@ -129,6 +129,38 @@ func TestSubmit(t *testing.T) {
 			stdoutHas: []string{"{\n  \"job\": {\n    \"id\": \"j1\",\n", "\n  \"run\": {\n    \"id\": \"r1\",\n", "\"status\": \"queued\""},
 		},
 		{
+			name: "yaml",
+			args: []string{"submit", "-o", "yaml", "--shell", "x"},
+			exchanges: []exchange{{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`,
+				status: http.StatusCreated, answer: `{"job":{"id":"j1","name":"n","queue":"default","created_at":"2030-01-02T12:00:00Z"},"run":{"id":"r1","status":"queued"}}`}},
+			stdoutHas: []string{"job:\n", "  id: j1\n", "run:\n", "  status: queued\n"},
+		},
+		{
+			// -o wide is the table: submit's lines have no wide columns.
+			name: "wide",
+			args: []string{"submit", "-o", "wide", "--shell", "x"},
+			exchanges: []exchange{{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`,
+				status: http.StatusCreated, answer: createdAnswer}},
+			stdout: "run r1 queued\njob j1 backup\n",
+		},
+		{name: "yaml and quiet", args: []string{"submit", "-o", "yaml", "-q", "--shell", "x"}, code: 2, stderr: "-o yaml and --quiet: give one"},
+		{name: "wide and quiet", args: []string{"submit", "-o", "wide", "-q", "--shell", "x"}, code: 2, stderr: "-o wide and --quiet: give one"},
+		{name: "json and quiet", args: []string{"submit", "--json", "-q", "--shell", "x"}, code: 2, stderr: "--json and --quiet: give one"},
+		{name: "yaml and follow", args: []string{"submit", "-o", "yaml", "--follow", "--shell", "x"}, code: 2,
+			stderr: "-o yaml and --follow: --follow prints logs, not the API object"},
+		{name: "unknown output", args: []string{"submit", "-o", "xml", "--shell", "x"}, code: 2, stderr: `--output: want table, wide, json or yaml, got "xml"`},
+		{name: "json and yaml", args: []string{"submit", "--json", "-o", "yaml", "--shell", "x"}, code: 2, stderr: "--json and -o yaml: give one"},
+		{
+			name: "wait, yaml: the run as it ended",
+			args: []string{"submit", "--wait", "-o", "yaml", "--shell", "x"},
+			exchanges: []exchange{
+				{method: "POST", path: "/v1/jobs", body: `{"shell":"x"}`, status: http.StatusCreated, answer: createdAnswer},
+				{method: "GET", path: "/v1/runs/r1", answer: `{"id":"r1","status":"running"}`},
+				{method: "GET", path: "/v1/runs/r1", answer: succeededRun},
+			},
+			stdoutHas: []string{"id: r1\n", "status: succeeded\n"},
+		},
+		{
 			name: "wait until it succeeds",
 			args: []string{"submit", "--wait", "--shell", "x"},
 			exchanges: []exchange{

@@ -28,22 +28,29 @@ func newTokenCreateCmd(cfg *config) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create --role ROLE --name NAME",
 		Short: "Create an API token and print its secret, which is shown only this once",
-		Long: "Create an API token and print its secret on stdout (with --json, {\"token\": ...} and the\n" +
-			"token's fields). The server keeps only a hash of the secret: store it now.\n\n" +
+		Long: "Create an API token and print its secret on stdout (with -o json or yaml, {\"token\": ...} and\n" +
+			"the token's fields). The server keeps only a hash of the secret: store it now.\n\n" +
 			"Roles: admin (everything, tokens included), operator (submit, trigger, cancel, retry,\n" +
 			"pause, drain, apply), viewer (read and logs), worker (the worker protocol only).",
 		Example: "  stint tokens create --role viewer --name grafana\n" +
-			"  stint tokens create --role operator --name etl-ci --namespace etl --json\n" +
+			"  stint tokens create --role operator --name etl-ci --namespaces etl,etl-dev -o json\n" +
 			"  stint tokens create --role worker --name gpu-1 --worker-id gpu-1",
 		Args: args(),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&req.Role, "role", "", "admin, operator, viewer or worker (required)")
 	fl.StringVar(&req.Name, "name", "", "what the token is for (required)")
-	fl.StringArrayVar(&namespaces, "namespace", nil, "limit an operator or viewer token to this namespace (repeat for more; none: all)")
+	fl.StringSliceVar(&namespaces, "namespaces", nil, "limit an operator or viewer token to these namespaces, comma-separated or repeated (none: all)")
+	// --namespace, repeated, was this flag's first spelling; it shadowed the global
+	// --namespace (the namespace a command acts in) with another meaning.
+	fl.StringArrayVar(&namespaces, "namespace", nil, "")
+	_ = fl.MarkDeprecated("namespace", "use --namespaces")
 	fl.StringVar(&req.WorkerID, "worker-id", "", "the one worker id a worker token may act as (recommended; none: any)")
-	asJSON := addJSONFlag(cmd)
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		switch {
 		case req.Role == "":
 			return Usagef("--role: required (admin, operator, viewer or worker)")
@@ -59,15 +66,14 @@ func newTokenCreateCmd(cfg *config) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(cmd.OutOrStdout(), created)
-		}
-		if _, err := fmt.Fprintln(cmd.OutOrStdout(), created.Secret); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s, role %s%s): the secret above is shown only this once\n",
-			created.ID, created.Name, created.Role, tokenScope(&created.Token))
-		return nil
+		return out.print(cmd.OutOrStdout(), created, func(w io.Writer) error {
+			if _, err := fmt.Fprintln(w, created.Secret); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "created token %s (%s, role %s%s): the secret above is shown only this once\n",
+				created.ID, created.Name, created.Role, tokenScope(&created.Token))
+			return nil
+		})
 	}
 	return cmd
 }

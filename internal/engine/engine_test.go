@@ -313,7 +313,7 @@ func TestQueuedRunsSayWhyTheyWait(t *testing.T) {
 	require.Equal(t, "no worker is connected", r.PendingReason)
 
 	register(t, e, "w1")
-	require.Contains(t, explain().PendingReason, "1 active workers are busy")
+	require.Contains(t, explain().PendingReason, "the one active worker is busy")
 
 	paused := true
 	_, err := e.UpdateQueue(ctx, &store.UpdateQueueParams{Name: model.DefaultQueue, Paused: &paused})

@@ -161,7 +161,7 @@ func TestLeftWorkerIsNotBusy(t *testing.T) {
 		require.NoError(t, e.ExplainPending(ctx, []*model.Run{r}))
 		return r.PendingReason
 	}
-	require.Equal(t, "waiting for a free slot: 1 active workers are busy", explain())
+	require.Equal(t, "waiting for a free slot: the one active worker is busy", explain())
 
 	require.ErrorIs(t, e.Leave(ctx, "w", "another session"), ErrUnknownWorker, "a later session does not leave")
 	require.NoError(t, e.Leave(ctx, "w", reg.Session))

@@ -32,6 +32,8 @@ func WaitForWorker(rooms []placement.Room, req model.Requirements) (model.Pendin
 	switch {
 	case len(rooms) == 0:
 		return model.PendingNoWorker, "no worker is connected"
+	case !placement.Constrained(req) && len(rooms) == 1:
+		return model.PendingNoWorker, "waiting for a free slot: the one active worker is busy"
 	case !placement.Constrained(req):
 		return model.PendingNoWorker, fmt.Sprintf("waiting for a free slot: %d active workers are busy", len(rooms))
 	}

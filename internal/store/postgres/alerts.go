@@ -53,10 +53,13 @@ func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]
 	rows, err := s.pool.Query(ctx, `WITH ids AS (
 			SELECT DISTINCT job_id AS id FROM runs WHERE status = 'failed' AND finished_at > $1
 			UNION SELECT unnest($2::text[]))
-		SELECT ids.id, j.namespace, j.name, j.spec,
+		SELECT ids.id, coalesce(j.namespace, a.namespace), coalesce(j.name, a.job_name), coalesce(j.spec, a.spec),
 			coalesce((SELECT array_agg(st ORDER BY rid DESC) FROM (SELECT r.id AS rid, r.status AS st FROM runs r
 				WHERE r.job_id = ids.id AND r.status IN ('succeeded', 'failed') ORDER BY r.id DESC LIMIT $3) last), '{}')
-		FROM ids LEFT JOIN jobs j ON j.id = ids.id ORDER BY ids.id`, utc(p.FailedAfter), orEmptyStrings(p.StreakJobs), p.Streak)
+		FROM ids LEFT JOIN jobs j ON j.id = ids.id
+		LEFT JOIN LATERAL (SELECT r.namespace, r.job_name, r.spec FROM runs r
+			WHERE j.id IS NULL AND r.job_id = ids.id AND r.spec IS NOT NULL LIMIT 1) a ON true
+		ORDER BY ids.id`, utc(p.FailedAfter), orEmptyStrings(p.StreakJobs), p.Streak)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +175,11 @@ func (s *Store) alertWorkers(ctx context.Context) ([]alerting.Worker, error) {
 }
 
 func (s *Store) alertRunning(ctx context.Context, p *store.AlertFactsParams) ([]alerting.Running, error) {
-	rows, err := s.pool.Query(ctx, `SELECT r.id, r.attempt_started_at, j.id, j.namespace, j.name, j.spec
-		FROM runs r JOIN jobs j ON j.id = r.job_id
-		WHERE r.status = 'running' AND r.attempt_started_at <= $1 ORDER BY r.id`, utc(p.RunningBefore))
+	rows, err := s.pool.Query(ctx, `SELECT r.id, r.attempt_started_at, r.job_id,
+			coalesce(j.namespace, r.namespace), coalesce(j.name, r.job_name), coalesce(r.spec, j.spec)
+		FROM runs r LEFT JOIN jobs j ON j.id = r.job_id
+		WHERE r.status = 'running' AND r.attempt_started_at <= $1 AND (r.spec IS NOT NULL OR j.id IS NOT NULL)
+		ORDER BY r.id`, utc(p.RunningBefore))
 	if err != nil {
 		return nil, err
 	}

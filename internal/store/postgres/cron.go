@@ -223,18 +223,24 @@ func createRunTx(ctx context.Context, tx pgx.Tx, r *model.Run, now time.Time) (s
 	return store.CreateRunResult{Run: r, Replaced: replaced}, nil
 }
 
-// SetWebhookSecret creates or replaces a job's webhook secret.
+// SetWebhookSecret creates or replaces a job's webhook secret. An anonymous job first gets
+// its jobs row.
 func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretParams) error {
-	tag, err := s.pool.Exec(ctx, `INSERT INTO job_secrets (job_id, secret, created_at)
-		SELECT id, $2, $3 FROM (SELECT id FROM jobs WHERE id = $1 UNION ALL SELECT id FROM pipelines WHERE id = $1) o
-		ON CONFLICT (job_id) DO UPDATE SET secret = $2, created_at = $3`, p.JobID, p.Secret, utc(p.Now))
-	if err != nil {
-		return translate(err, "set webhook secret of job %s", p.JobID)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("set webhook secret of job %s: %w", p.JobID, model.ErrNotFound)
-	}
-	return nil
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := materialize(ctx, tx, p.JobID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO job_secrets (job_id, secret, created_at)
+			SELECT id, $2, $3 FROM (SELECT id FROM jobs WHERE id = $1 UNION ALL SELECT id FROM pipelines WHERE id = $1) o
+			ON CONFLICT (job_id) DO UPDATE SET secret = $2, created_at = $3`, p.JobID, p.Secret, utc(p.Now))
+		if err != nil {
+			return translate(err, "set webhook secret of job %s", p.JobID)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("set webhook secret of job %s: %w", p.JobID, model.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // WebhookSecret returns a job's webhook secret.

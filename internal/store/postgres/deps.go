@@ -285,7 +285,7 @@ func reopenTx(ctx context.Context, tx pgx.Tx, id string, now time.Time) (*model.
 		status, pending, trigger string
 		args, spec               []byte
 	)
-	err := tx.QueryRow(ctx, `SELECT `+runCols+`, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)
+	err := tx.QueryRow(ctx, `SELECT `+runCols+`, `+runSpec+`
 		FROM runs r WHERE r.id = $1 FOR UPDATE`, id).Scan(append(runDest(&row, &status, &pending, &trigger, &args), &spec)...)
 	if err != nil {
 		return nil, translate(err, "run %s", id)

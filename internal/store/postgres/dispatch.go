@@ -269,7 +269,7 @@ var leaseUnplacedSQL = `WITH picked AS MATERIALIZED (
 	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 3, 4, 5) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 		AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.placed)
-	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
+	RETURNING ` + runCols + `, ` + runSpec
 
 // leaseUnplaced runs leaseUnplacedSQL for up to p.Max runs of queue.
 func leaseUnplaced(ctx context.Context, q querier, p *store.LeaseRunsParams, queue string) ([]*model.Lease, error) {
@@ -393,7 +393,7 @@ var claimSQL = `WITH picked AS MATERIALIZED (
 	)
 	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 2, 3, 4) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
-	RETURNING ` + runCols + `, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id)`
+	RETURNING ` + runCols + `, ` + runSpec
 
 // leaseFromQueue leases up to n runs of queue that the placer takes, in lease order.
 func leaseFromQueue(ctx context.Context, tx pgx.Tx, p *store.LeaseRunsParams, placer *store.Placer, queue string, n int) ([]*model.Lease, error) {
@@ -850,7 +850,7 @@ const lockForEndSQL = `SELECT ` + runCols + `, %[1]s
 // 0, else only for the runs whose id is in the array parameter $param (the others get NULL),
 // so that a completion batch reads the job specs of its failed attempts alone.
 func policyOf(param int) string {
-	const retry = `(SELECT j.spec->'retry' FROM jobs j WHERE j.id = r.job_id)`
+	const retry = `(` + runSpec + `)->'retry'`
 	if param == 0 {
 		return retry
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
@@ -24,11 +25,11 @@ const defaultLimit = 100
 // the job's kind and requirements come from %s (i.handler, ... or the jobs row j).
 const runInsertSelect = `i.id, i.job_id, i.job_name, i.namespace, i.status, i.pending_code,
 	i.pending_reason, i.queue, i.priority, i.trigger_kind, %s, i.args, i.scheduled_for, i.created_at,
-	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error, i.instant`
+	i.finished_at, i.attempt, i.max_attempts, NULLIF(i.idempotency_key, ''), i.error, i.instant, i.spec`
 
 const runInsertCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason,
 	queue, priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, req_labels, args, scheduled_for,
-	created_at, finished_at, attempt, max_attempts, idempotency_key, error, instant`
+	created_at, finished_at, attempt, max_attempts, idempotency_key, error, instant, spec`
 
 // Where a run's job kind and requirements come from: the input arrays, or the jobs row j.
 const (
@@ -46,9 +47,11 @@ const insertJobsFromInput = `INSERT INTO jobs (` + jobInsertCols + `)
 		$14::text[], $15::timestamptz[], $16::timestamptz[])
 		AS j(` + jobInsertCols + `)`
 
-// createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs, and
-// the queues those runs name, in one statement; it returns the ids of the inserted jobs. It
-// is the slow path of CreateJobs, taken when the fast path (COPY) met a unique violation.
+// createJobsSQL inserts the jobs that clash with nothing, the first runs of those jobs and
+// the anonymous runs (which carry their spec, and have no jobs row to clash), and the queues
+// those runs name, in one statement; it returns the ids of the inserted jobs, anonymous ones
+// included. It is the slow path of CreateJobs, taken when the fast path (COPY) met a unique
+// violation.
 var createJobsSQL = `WITH ins AS (
 	` + insertJobsFromInput + `
 	ON CONFLICT DO NOTHING
@@ -56,14 +59,15 @@ var createJobsSQL = `WITH ins AS (
 ), new_runs AS (
 	INSERT INTO runs (` + runInsertCols + `)
 	SELECT ` + fmt.Sprintf(runInsertSelect, kindFromInput) + `
-	FROM ` + runInput{}.sql(18) + ` JOIN ins ON ins.id = i.job_id
-	RETURNING queue
+	FROM ` + runInput{}.sql(18) + ` LEFT JOIN ins ON ins.id = i.job_id
+	WHERE ins.id IS NOT NULL OR i.spec IS NOT NULL
+	RETURNING queue, job_id, spec IS NOT NULL AS anonymous
 ), new_queues AS (
 	INSERT INTO queues (name, created_at, updated_at)
 	SELECT DISTINCT queue, $17::timestamptz, $17::timestamptz FROM new_runs
 	ON CONFLICT DO NOTHING
 )
-SELECT id FROM ins`
+SELECT id FROM ins UNION ALL SELECT job_id FROM new_runs WHERE anonymous`
 
 const jobInsertCols = `id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
 	enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at`
@@ -77,7 +81,7 @@ var (
 	runColumns = []string{"id", "job_id", "job_name", "namespace", "status", "pending_code",
 		"pending_reason", "queue", "priority", "trigger_kind", "handler", "req_cpu",
 		"req_memory_mb", "req_gpu", "req_labels", "args", "scheduled_for", "created_at", "finished_at",
-		"attempt", "max_attempts", "idempotency_key", "error", "instant"}
+		"attempt", "max_attempts", "idempotency_key", "error", "instant", "spec"}
 
 	copyJobsSQL = `COPY jobs (` + strings.Join(jobColumns, ", ") + `) FROM STDIN (FORMAT binary)`
 	copyRunsSQL = `COPY runs (` + strings.Join(runColumns, ", ") + `) FROM STDIN (FORMAT binary)`
@@ -88,9 +92,14 @@ type newJob struct {
 	job  *model.Job
 	run  *model.Run
 	spec []byte
+	// anonymous entries (store.Anonymous) are written as their run alone, which carries
+	// spec.
+	anonymous bool
 }
 
-// CreateJobs inserts jobs and their first runs in one transaction.
+// CreateJobs inserts jobs and their first runs in one transaction. An anonymous job
+// (store.Anonymous) is its run alone: the run carries the job's spec, and no jobs row is
+// written.
 //
 // Before writing: entries that repeat an earlier entry's idempotency key are answered from
 // it, and a repeated name fails; a first run whose idempotency key is taken fails its entry;
@@ -188,7 +197,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		if err != nil {
 			return nil, fmt.Errorf("create job %s/%s: %w", j.Namespace, j.Name, err)
 		}
-		batch = append(batch, newJob{job: j, run: runs[i], spec: spec})
+		batch = append(batch, newJob{job: j, run: runs[i], spec: spec, anonymous: store.Anonymous(p.Jobs[i])})
 	}
 
 	// Concurrent batches insert names in one order, so that their waits on the unique index
@@ -266,8 +275,11 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) error {
 	var newQueues []string
 	seen := map[string]bool{}
-	nruns := 0
+	nruns, njobs := 0, 0
 	for _, b := range batch {
+		if !b.anonymous {
+			njobs++
+		}
 		if b.run == nil {
 			continue
 		}
@@ -284,8 +296,12 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 				return err
 			}
 		}
-		jobs := newCopyBuf(len(batch) * 400)
+		pg := tx.Conn().PgConn()
+		jobs := newCopyBuf(njobs * 400)
 		for _, b := range batch {
+			if b.anonymous {
+				continue
+			}
 			j, req := b.job, b.job.Spec.Requirements
 			jobs.tuple(len(jobColumns))
 			jobs.text(j.ID)
@@ -305,9 +321,10 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 			jobs.time(j.CreatedAt)
 			jobs.time(j.UpdatedAt)
 		}
-		pg := tx.Conn().PgConn()
-		if _, err := pg.CopyFrom(ctx, bytes.NewReader(jobs.end()), copyJobsSQL); err != nil {
-			return err
+		if njobs > 0 {
+			if _, err := pg.CopyFrom(ctx, bytes.NewReader(jobs.end()), copyJobsSQL); err != nil {
+				return err
+			}
 		}
 		if nruns == 0 {
 			return nil
@@ -343,6 +360,11 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 			runs.textOrNull(r.IdempotencyKey)
 			runs.text(r.Error)
 			runs.timeOrNull(r.Instant)
+			if b.anonymous {
+				runs.jsonb(b.spec)
+			} else {
+				runs.null()
+			}
 		}
 		_, err := pg.CopyFrom(ctx, bytes.NewReader(runs.end()), copyRunsSQL)
 		return err
@@ -356,10 +378,11 @@ func (s *Store) copyJobs(ctx context.Context, batch []newJob, now time.Time) err
 
 // plainBatch is the largest batch CreateJobs writes with insertPlainSQL rather than COPY.
 // A group commit of single submissions is a few jobs: one statement is one round trip
-// where COPY takes four (BEGIN, COPY jobs, COPY runs, COMMIT), and the three saved are CPU
+// where COPY takes four (BEGIN, COPY jobs, COPY runs, COMMIT; three when every job is
+// anonymous and has no jobs row to copy), and the round trips saved are CPU
 // (system calls and wake-ups in both processes, which share the cores): steady on
 // PostgreSQL did 1.15 times the jobs/s. Bigger batches are cheaper by COPY, hand-encoded
-// where pgx encodes the statement's 37 arrays generically (64-job batches ~1.25 times
+// where pgx encodes the statement's 41 arrays generically (64-job batches ~1.25 times
 // faster by COPY; see BENCHMARKS.md).
 const plainBatch = 16
 
@@ -427,18 +450,24 @@ func createJobsArgs(batch []newJob, now time.Time) []any {
 		created, updated                        = make([]time.Time, n), make([]time.Time, n)
 		in                                      runInput
 	)
-	for i, b := range batch {
+	n = 0 // the jobs rows: anonymous entries have none
+	for _, b := range batch {
 		j, req := b.job, b.job.Spec.Requirements
-		id[i], ns[i], name[i], specs[i], queue[i], handler[i] = j.ID, j.Namespace, j.Name, b.spec, j.Spec.Queue, j.Spec.Handler
-		reqCPU[i], reqMem[i], reqGPU[i], enabled[i], nextFire[i] = req.CPU, req.MemoryMB, int32(req.GPU), j.Enabled, j.NextFireAt
-		key[i], hash[i], created[i], updated[i] = j.IdempotencyKey, j.RequestHash, j.CreatedAt, j.UpdatedAt
-		reqLabels[i] = labelsDoc(req.Labels)
 		if b.run != nil {
 			in.add(b.run, j.Spec.Handler, req)
+			if b.anonymous {
+				in.spec[in.len()-1] = b.spec
+				continue
+			}
 		}
+		id[n], ns[n], name[n], specs[n], queue[n], handler[n] = j.ID, j.Namespace, j.Name, b.spec, j.Spec.Queue, j.Spec.Handler
+		reqCPU[n], reqMem[n], reqGPU[n], enabled[n], nextFire[n] = req.CPU, req.MemoryMB, int32(req.GPU), j.Enabled, j.NextFireAt
+		key[n], hash[n], created[n], updated[n] = j.IdempotencyKey, j.RequestHash, j.CreatedAt, j.UpdatedAt
+		reqLabels[n] = labelsDoc(req.Labels)
+		n++
 	}
-	return append([]any{id, ns, name, specs, queue, handler, reqCPU, reqMem, reqGPU, reqLabels, enabled,
-		nextFire, key, hash, created, updated, now}, in.params()...)
+	return append([]any{id[:n], ns[:n], name[:n], specs[:n], queue[:n], handler[:n], reqCPU[:n], reqMem[:n], reqGPU[:n],
+		reqLabels[:n], enabled[:n], nextFire[:n], key[:n], hash[:n], created[:n], updated[:n], now}, in.params()...)
 }
 
 // takenRunKeys returns which of keys are idempotency keys of existing runs.
@@ -519,10 +548,70 @@ func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*model.Job, 
 	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs
 		WHERE id = $1 OR (namespace = $2 AND name = $1)
 		ORDER BY id = $1 DESC LIMIT 1`, p.IDOrName, ns))
+	if errors.Is(err, pgx.ErrNoRows) {
+		j, err = s.anonymousJob(ctx, p.IDOrName)
+	}
 	if err != nil {
 		return nil, translate(err, "get job %s", p.IDOrName)
 	}
 	return j, nil
+}
+
+// anonymousJob reads the anonymous job id from its run (runs_job). Its name is its id.
+func (s *Store) anonymousJob(ctx context.Context, id string) (*model.Job, error) {
+	var (
+		r                        runRow
+		status, pending, trigger string
+		args, spec               []byte
+	)
+	err := s.pool.QueryRow(ctx, `SELECT `+runCols+`, r.spec FROM runs r
+		WHERE r.job_id = $1 AND r.spec IS NOT NULL ORDER BY r.id LIMIT 1`, id).
+		Scan(append(runDest(&r, &status, &pending, &trigger, &args), &spec)...)
+	if err != nil {
+		return nil, err
+	}
+	fixRun(&r, status, pending, trigger, args)
+	var js model.JobSpec
+	if err := decodeSpec(spec, &js); err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	return store.AnonymousJob(&r.Run, js), nil
+}
+
+// materializeSQL gives the anonymous jobs among $1 (store.Anonymous) their jobs rows, made
+// from their runs, and takes the spec off the runs whose job got its row: from then on they
+// are jobs like any other. (A row that cannot go in, its name taken by a job named like
+// the id, leaves the job anonymous.) The runs are locked first, so that two such
+// statements make one row. It returns a row per jobs row written.
+const materializeSQL = `WITH anon AS (
+	SELECT r.id, r.job_id, r.namespace, r.job_name, r.spec, r.queue, r.handler, r.req_cpu,
+		r.req_memory_mb, r.req_gpu, r.req_labels, r.created_at
+	FROM runs r WHERE r.job_id = ANY($1) AND r.spec IS NOT NULL
+	ORDER BY r.id FOR UPDATE
+), ins AS (
+	INSERT INTO jobs (` + jobInsertCols + `)
+	SELECT job_id, namespace, job_name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
+		true, NULL, NULL, '', created_at, created_at
+	FROM anon
+	ON CONFLICT DO NOTHING
+	RETURNING id
+)
+UPDATE runs r SET spec = NULL FROM anon JOIN ins ON ins.id = anon.job_id WHERE r.id = anon.id
+RETURNING r.job_id`
+
+// execer runs a statement on the pool (its own transaction) or in a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// materialize runs materializeSQL for jobIDs and returns how many jobs rows it wrote. It is
+// what every change to a job does first, so that an anonymous job changes as a job.
+func materialize(ctx context.Context, q execer, jobIDs ...string) (int, error) {
+	tag, err := q.Exec(ctx, materializeSQL, jobIDs)
+	if err != nil {
+		return 0, translate(err, "write the jobs rows of anonymous jobs")
+	}
+	return int(tag.RowsAffected()), nil // a row per run, and an anonymous job has one
 }
 
 // cursorSep separates name and namespace in a cursor of a list across namespaces. Names
@@ -614,6 +703,9 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 	}
 	var j *model.Job
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := materialize(ctx, tx, p.ID); err != nil {
+			return err
+		}
 		var oldHandler string
 		if err := tx.QueryRow(ctx, `SELECT handler FROM jobs WHERE id = $1 FOR UPDATE`, p.ID).Scan(&oldHandler); err != nil {
 			return translate(err, "update job %s", p.ID)
@@ -659,6 +751,9 @@ const dropAheadSQL = `DELETE FROM runs WHERE job_id = $1 AND trigger_kind = 'cro
 func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := materialize(ctx, tx, p.ID); err != nil {
+			return err
+		}
 		var id string
 		if err := tx.QueryRow(ctx, `DELETE FROM jobs WHERE id = $1 RETURNING id`, p.ID).Scan(&id); err != nil {
 			return translate(err, "delete job %s", p.ID)

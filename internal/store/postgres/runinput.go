@@ -23,16 +23,18 @@ type runInput struct {
 	finishedAt, instant                                                      []*time.Time
 	attempt, maxAttempts                                                     []int32
 	idempotencyKey, errMsg                                                   []string
+	// spec is the job's spec of an anonymous run (store.Anonymous), nil for the others.
+	spec [][]byte
 }
 
 // runInputCols names the columns of runInput.sql, in order.
 const runInputCols = `id, job_id, job_name, namespace, status, pending_code, pending_reason, queue,
 	priority, trigger_kind, handler, req_cpu, req_memory_mb, req_gpu, req_labels, args, scheduled_for, created_at,
-	finished_at, attempt, max_attempts, idempotency_key, error, instant`
+	finished_at, attempt, max_attempts, idempotency_key, error, instant, spec`
 
 var runInputTypes = []string{"text", "text", "text", "text", "text", "text", "text", "text",
 	"int4", "text", "text", "float8", "int8", "int4", "jsonb", "jsonb", "timestamptz", "timestamptz",
-	"timestamptz", "int4", "int4", "text", "text", "timestamptz"}
+	"timestamptz", "int4", "int4", "text", "text", "timestamptz", "jsonb"}
 
 // sql is the unnest expression over parameters $first.. (aliased in, with runInputCols).
 func (runInput) sql(first int) string {
@@ -79,6 +81,7 @@ func (in *runInput) add(r *model.Run, handler string, req model.Requirements) {
 	in.idempotencyKey = append(in.idempotencyKey, r.IdempotencyKey)
 	in.errMsg = append(in.errMsg, r.Error)
 	in.instant = append(in.instant, r.Instant)
+	in.spec = append(in.spec, nil)
 }
 
 func (in *runInput) len() int { return len(in.id) }
@@ -88,7 +91,7 @@ func (in *runInput) params() []any {
 		in.pendingReason, in.queue, in.priority, in.trigger, in.handler, in.reqCPU,
 		in.reqMemoryMB, in.reqGPU, in.reqLabels, in.args,
 		in.scheduledFor, in.createdAt, in.finishedAt, in.attempt, in.maxAttempts,
-		in.idempotencyKey, in.errMsg, in.instant}
+		in.idempotencyKey, in.errMsg, in.instant, in.spec}
 }
 
 // labelsDoc is the req_labels value of labels: a JSON object, NULL when there are none.

@@ -68,17 +68,30 @@ func insertRuns(ctx context.Context, q querier, in *runInput, now time.Time) (ma
 // fails with model.ErrNotFound, one whose id is taken with model.ErrConflict; one whose
 // idempotency key or cron instant is taken (in the store or earlier in the batch) answers
 // with that run, Existing.
+//
+// A run of an anonymous job (store.Anonymous) first gives its job a jobs row.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
 	if err := store.CheckInstants(p.Runs...); err != nil {
 		return nil, fmt.Errorf("create runs: %w", err)
 	}
-	if hasLimit(p.Runs) {
-		return s.createRunsTx(ctx, p)
+	res, err := s.createRuns(ctx, p.Runs, p.Now)
+	if err != nil {
+		return nil, err
+	}
+	return store.CreateRunsOfAnonymous(p.Runs, res,
+		func(jobIDs []string) (int, error) { return materialize(ctx, s.pool, jobIDs...) },
+		func(runs []*model.Run) ([]store.CreateRunResult, error) { return s.createRuns(ctx, runs, p.Now) })
+}
+
+// createRuns is CreateRuns without the jobs rows of anonymous jobs.
+func (s *Store) createRuns(ctx context.Context, runs []*model.Run, now time.Time) ([]store.CreateRunResult, error) {
+	if hasLimit(runs) {
+		return s.createRunsTx(ctx, &store.CreateRunsParams{Runs: runs, Now: now})
 	}
 	var res []store.CreateRunResult
 	err := s.retry(ctx, func() error {
 		var err error
-		res, err = createRunsBatch(ctx, s.pool, p.Runs, utc(p.Now))
+		res, err = createRunsBatch(ctx, s.pool, runs, utc(now))
 		return err
 	})
 	if err != nil {
@@ -482,7 +495,7 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 			return err
 		}
 		var jobExists bool
-		row := tx.QueryRow(ctx, `SELECT `+runCols+`, EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id)
+		row := tx.QueryRow(ctx, `SELECT `+runCols+`, `+runHasJob+`
 			FROM runs r WHERE r.id = $1 FOR UPDATE OF r`, p.ID)
 		var (
 			rr                       runRow

@@ -64,6 +64,13 @@ func decodeSpec(b []byte, spec *model.JobSpec) error {
 	return nil
 }
 
+// runSpec is the spec of run r's job: the run's own when it is anonymous (store.Anonymous),
+// else its job row's; NULL once the job was deleted.
+const runSpec = `coalesce(r.spec, (SELECT j.spec FROM jobs j WHERE j.id = r.job_id))`
+
+// runHasJob tells whether run r's job exists: the run is anonymous or its job has a row.
+const runHasJob = `(r.spec IS NOT NULL OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id))`
+
 // jobCols are the columns scanJob reads, in order.
 const jobCols = `id, namespace, name, spec, enabled, next_fire_at, coalesce(idempotency_key, ''),
 	request_hash, created_at, updated_at`

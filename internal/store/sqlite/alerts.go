@@ -59,7 +59,9 @@ func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]
 		seen[id] = true
 		var ns, name string
 		var spec []byte
-		err := s.r.QueryRowContext(ctx, `SELECT namespace, name, spec FROM jobs WHERE id = ?`, id).Scan(&ns, &name, &spec)
+		err := s.r.QueryRowContext(ctx, `SELECT namespace, name, spec FROM jobs WHERE id = ?1
+			UNION ALL SELECT namespace, job_name, spec FROM runs INDEXED BY runs_job WHERE job_id = ?1 AND spec IS NOT NULL
+			LIMIT 1`, id).Scan(&ns, &name, &spec)
 		if err == sql.ErrNoRows {
 			out = append(out, alerting.Streak{Job: alerting.Job{ID: id}, Recent: nil}) // deleted: clears
 			continue
@@ -209,9 +211,11 @@ func (s *Store) alertWorkers(ctx context.Context) ([]alerting.Worker, error) {
 
 // alertRunning reads the running runs whose attempt started at or before RunningBefore.
 func (s *Store) alertRunning(ctx context.Context, p *store.AlertFactsParams) ([]alerting.Running, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT r.id, r.attempt_started_at, j.id, j.namespace, j.name, j.spec
-		FROM runs r INDEXED BY runs_running JOIN jobs j ON j.id = r.job_id
-		WHERE r.status = 'running' AND r.attempt_started_at <= ? ORDER BY r.id`, micros(p.RunningBefore))
+	rows, err := s.r.QueryContext(ctx, `SELECT r.id, r.attempt_started_at, r.job_id,
+			coalesce(j.namespace, r.namespace), coalesce(j.name, r.job_name), coalesce(r.spec, j.spec)
+		FROM runs r INDEXED BY runs_running LEFT JOIN jobs j ON j.id = r.job_id
+		WHERE r.status = 'running' AND r.attempt_started_at <= ? AND (r.spec IS NOT NULL OR j.id IS NOT NULL)
+		ORDER BY r.id`, micros(p.RunningBefore))
 	if err != nil {
 		return nil, fmt.Errorf("running runs: %w", err)
 	}

@@ -141,7 +141,7 @@ var (
 	runsInsert = &multiInsert{name: "runs", table: "runs", cols: []string{"id", "job_id", "job_name", "namespace",
 		"status", "pending_code", "pending_reason", "queue", "priority", "trigger_kind", "args", "handler", "req_cpu",
 		"req_memory_mb", "req_gpu", "req_labels", "scheduled_for", "created_at", "started_at", "finished_at", "attempt",
-		"max_attempts", "idempotency_key", "cancel_requested", "error", "instant"}, onConflict: "ON CONFLICT DO NOTHING"}
+		"max_attempts", "idempotency_key", "cancel_requested", "error", "instant", "spec"}, onConflict: "ON CONFLICT DO NOTHING"}
 	attemptsInsert = &multiInsert{name: "attempts", table: "attempts", cols: []string{"run_id", "n", "worker_id",
 		"status", "exit_code", "error", "started_at", "finished_at"}}
 )

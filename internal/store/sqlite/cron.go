@@ -186,6 +186,9 @@ func (t *wtx) createRun(ins *sql.Stmt, r *model.Run, ji jobInfo, now time.Time) 
 // SetWebhookSecret creates or replaces a job's webhook secret.
 func (s *Store) SetWebhookSecret(ctx context.Context, p *store.SetWebhookSecretParams) error {
 	err := s.write(ctx, func(t *wtx) error {
+		if _, err := t.materialize(p.JobID); err != nil {
+			return err
+		}
 		var one int
 		if err := t.tx.QueryRowContext(t.ctx, `SELECT 1 FROM jobs WHERE id = ?1 UNION ALL SELECT 1 FROM pipelines WHERE id = ?1`,
 			p.JobID).Scan(&one); err != nil {

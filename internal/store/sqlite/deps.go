@@ -167,7 +167,7 @@ func (s *Store) ReopenRuns(ctx context.Context, p *store.ReopenRunsParams) ([]*m
 // reopen runs one final run again.
 func (t *wtx) reopen(e *ender, id string, now time.Time) (*model.Run, error) {
 	var job int
-	rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+`, EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
+	rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+`, `+runHasJobSQL+`
 		FROM runs WHERE id = ?`, id), &job)
 	if err != nil {
 		return nil, mapErr(err)

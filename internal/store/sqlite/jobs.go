@@ -71,25 +71,29 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 	return out, nil
 }
 
-// createJobsFast inserts every job and run with multi-row INSERTs. ok is false, with
-// nothing written, when any row met a taken key.
+// createJobsFast inserts every job and run with multi-row INSERTs; an anonymous job
+// (store.Anonymous) is its run alone, which carries the spec. ok is false, with nothing
+// written, when any row met a taken key.
 func (t *wtx) createJobsFast(jobs []store.NewJob, specs [][]byte, out []store.CreateJobResult) (bool, error) {
-	var withRun []int
+	var withRow, withRun []int
 	for i, nj := range jobs {
+		if !store.Anonymous(nj) {
+			withRow = append(withRow, i)
+		}
 		if nj.Run != nil {
 			withRun = append(withRun, i)
 		}
 	}
 	ok, err := t.allOrNothing(func() (bool, error) {
-		ok, err := t.insertAll(jobsInsert, len(jobs), func(i int) []any {
-			return jobArgs(jobs[i].Job, specs[i])
+		ok, err := t.insertAll(jobsInsert, len(withRow), func(i int) []any {
+			return jobArgs(jobs[withRow[i]].Job, specs[withRow[i]])
 		})
 		if err != nil || !ok {
 			return false, err
 		}
 		return t.insertAll(runsInsert, len(withRun), func(i int) []any {
-			nj := jobs[withRun[i]]
-			return runArgs(nj.Run, infoOf(&nj.Job.Spec))
+			k := withRun[i]
+			return runArgs(jobs[k].Run, runInfo(jobs[k], specs[k]))
 		})
 	})
 	if err != nil || !ok {
@@ -178,7 +182,26 @@ func runArgs(r *model.Run, ji jobInfo) []any {
 	return []any{r.ID, r.JobID, r.JobName, r.Namespace, string(r.Status), string(r.PendingCode), r.PendingReason,
 		r.Queue, r.Priority, string(r.Trigger), args, ji.handler, ji.req.CPU, ji.req.MemoryMB, ji.req.GPU,
 		store.LabelsColumn(ji.req.Labels), micros(r.ScheduledFor), micros(r.CreatedAt), nullMicros(r.StartedAt), nullMicros(r.FinishedAt),
-		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error, nullMicros(r.Instant)}
+		r.Attempt, r.MaxAttempts, nullStr(r.IdempotencyKey), boolInt(r.CancelRequested), r.Error, nullMicros(r.Instant),
+		nullBytes(ji.spec)}
+}
+
+// nullBytes is b, or NULL when b is nil.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// runInfo is what the first run of nj, whose job's spec encodes as spec, copies from its
+// job: with the spec when the job is anonymous.
+func runInfo(nj store.NewJob, spec []byte) jobInfo {
+	ji := infoOf(&nj.Job.Spec)
+	if store.Anonymous(nj) {
+		ji.spec = spec
+	}
+	return ji
 }
 
 // storedJob returns j as the store keeps it.
@@ -205,6 +228,16 @@ func storedRun(r *model.Run, req model.Requirements) *model.Run {
 // error aborts the batch.
 func (t *wtx) createJob(insJob, insRun *sql.Stmt, nj store.NewJob, spec []byte, now time.Time) (store.CreateJobResult, error) {
 	j := nj.Job
+	if store.Anonymous(nj) {
+		rr, err := t.createRun(insRun, nj.Run, runInfo(nj, spec), now)
+		if err != nil || rr.Err != nil {
+			return store.CreateJobResult{Err: rr.Err}, err
+		}
+		if rr.Existing {
+			return store.CreateJobResult{Err: fmt.Errorf("run %s: id taken: %w", nj.Run.ID, model.ErrConflict)}, nil
+		}
+		return store.CreateJobResult{Job: storedJob(j), Run: rr.Run}, nil
+	}
 	res, err := insJob.ExecContext(t.ctx, jobArgs(j, spec)...)
 	if err != nil {
 		return store.CreateJobResult{}, mapErr(err)
@@ -262,6 +295,9 @@ func (t *wtx) undoJob(j *model.Job, r *model.Run, runErr error) (store.CreateJob
 type jobInfo struct {
 	handler string
 	req     model.Requirements
+	// spec is the job's spec (JSON) when the run is anonymous (store.Anonymous) and carries
+	// it, nil for the others.
+	spec []byte
 }
 
 // jobInfoCols are the jobs columns of a jobInfo, in scanJobInfo's order.
@@ -331,10 +367,50 @@ func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*model.Job, 
 		}
 		j, err = scanJob(s.rs.jobByName.QueryRowContext(ctx, ns, p.IDOrName))
 	}
+	if errors.Is(err, sql.ErrNoRows) {
+		j, err = s.anonymousJob(ctx, p.IDOrName)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %q: %w", p.IDOrName, mapErr(err))
 	}
 	return j, nil
+}
+
+// anonymousJob reads the anonymous job id from its run (runs_job). Its name is its id.
+func (s *Store) anonymousJob(ctx context.Context, id string) (*model.Job, error) {
+	var spec []byte
+	rr, err := scanRun(s.rs.anonymousRun.QueryRowContext(ctx, id), &spec)
+	if err != nil {
+		return nil, err
+	}
+	var js model.JobSpec
+	if err := json.Unmarshal(spec, &js); err != nil {
+		return nil, fmt.Errorf("job %s: decode spec: %w", id, err)
+	}
+	return store.AnonymousJob(rr.run, js), nil
+}
+
+// materialize gives the anonymous jobs among ids (store.Anonymous) their jobs rows, made
+// from their runs, and takes the spec off the runs whose job got its row: from then on
+// they are jobs like any other. It returns how many rows it wrote. It is what every change to a job does first,
+// so that an anonymous job changes as a job.
+func (t *wtx) materialize(ids ...string) (int, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return 0, fmt.Errorf("materialize jobs: %w", err)
+	}
+	res, err := t.tx.ExecContext(t.ctx, materializeJobsSQL, list)
+	if err != nil {
+		return 0, fmt.Errorf("write the jobs rows of anonymous jobs: %w", mapErr(err))
+	}
+	n, _ := res.RowsAffected()
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := t.tx.ExecContext(t.ctx, materializeRunsSQL, list); err != nil {
+		return 0, fmt.Errorf("take the spec off anonymous runs: %w", mapErr(err))
+	}
+	return int(n), nil
 }
 
 // encodeJobCursor makes ListJobs' opaque cursor from the last job's name and namespace.
@@ -435,6 +511,9 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 	}
 	var j *model.Job
 	err = s.write(ctx, func(t *wtx) error {
+		if _, err := t.materialize(p.ID); err != nil {
+			return err
+		}
 		var oldHandler string
 		if err := t.tx.QueryRowContext(t.ctx, `SELECT handler FROM jobs WHERE id = ?`, p.ID).Scan(&oldHandler); err != nil {
 			return mapErr(err)
@@ -471,6 +550,9 @@ func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model
 func (s *Store) DeleteJob(ctx context.Context, p *store.DeleteJobParams) ([]*model.Run, error) {
 	var out []*model.Run
 	err := s.write(ctx, func(t *wtx) error {
+		if _, err := t.materialize(p.ID); err != nil {
+			return err
+		}
 		res, err := t.stmt(t.ws.deleteJob).ExecContext(t.ctx, p.ID)
 		if err != nil {
 			return err

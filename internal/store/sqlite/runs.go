@@ -16,11 +16,31 @@ import (
 )
 
 // CreateRuns inserts runs of existing jobs; see store.Store. Like CreateJobs, it tries
-// multi-row INSERTs first and goes run by run when a key is taken or a job is missing.
+// multi-row INSERTs first and goes run by run when a key is taken or a job is missing. A
+// run of an anonymous job (store.Anonymous) first gives its job a jobs row.
 func (s *Store) CreateRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
 	if err := store.CheckInstants(p.Runs...); err != nil {
 		return nil, fmt.Errorf("create runs: %w", err)
 	}
+	res, err := s.createRuns(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return store.CreateRunsOfAnonymous(p.Runs, res,
+		func(jobIDs []string) (n int, err error) {
+			err = s.write(ctx, func(t *wtx) error {
+				n, err = t.materialize(jobIDs...)
+				return err
+			})
+			return n, err
+		},
+		func(runs []*model.Run) ([]store.CreateRunResult, error) {
+			return s.createRuns(ctx, &store.CreateRunsParams{Runs: runs, Now: p.Now})
+		})
+}
+
+// createRuns is CreateRuns without the jobs rows of anonymous jobs.
+func (s *Store) createRuns(ctx context.Context, p *store.CreateRunsParams) ([]store.CreateRunResult, error) {
 	out := make([]store.CreateRunResult, len(p.Runs))
 	err := s.write(ctx, func(t *wtx) error {
 		clear(out)
@@ -400,7 +420,7 @@ func (s *Store) RetryRun(ctx context.Context, p *store.RetryRunParams) (*model.R
 	var out *model.Run
 	err := s.write(ctx, func(t *wtx) error {
 		var job int
-		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+`, EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)
+		rr, err := scanRun(t.tx.QueryRowContext(t.ctx, `SELECT `+runCols+`, `+runHasJobSQL+`
 			FROM runs WHERE id = ?`, p.ID), &job)
 		if err != nil {
 			return mapErr(err)

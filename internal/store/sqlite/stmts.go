@@ -80,6 +80,7 @@ type readStmts struct {
 	getRun         *sql.Stmt
 	attemptsOf     *sql.Stmt
 	jobByID        *sql.Stmt
+	anonymousRun   *sql.Stmt
 	jobByName      *sql.Stmt
 	runExists      *sql.Stmt
 	readLogs       *sql.Stmt
@@ -101,8 +102,8 @@ const statusPending = `('waiting', 'scheduled', 'queued')`
 
 const insertRunSQL = `INSERT INTO runs (id, job_id, job_name, namespace, status, pending_code, pending_reason, queue, priority,
 	trigger_kind, args, handler, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for, created_at, started_at,
-	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error, instant)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	finished_at, attempt, max_attempts, idempotency_key, cancel_requested, error, instant, spec)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 
 func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s := &writeStmts{db: db, dyn: map[string]*sql.Stmt{}, queues: map[string]bool{}}
@@ -127,7 +128,7 @@ func prepareWrite(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	s.runByCron = p(runByCronSQL)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
 	s.runLease = p(`SELECT status, attempt, coalesce(lease_token, ''), coalesce(worker_id, '') FROM runs WHERE id = ?`)
-	s.jobSpec = p(`SELECT spec FROM jobs WHERE id = ?`)
+	s.jobSpec = p(jobSpecSQL)
 	// Any other ending, once decided: final (scheduled_for NULL keeps it) or retried.
 	s.endAttemptRun = p(`UPDATE runs SET status = ?, pending_code = ?, pending_reason = ?,
 		scheduled_for = coalesce(?, scheduled_for), finished_at = ?, error = ?, cancel_requested = ?,
@@ -226,10 +227,33 @@ const claimSQL = `UPDATE runs SET status = 'running', attempt = attempt + 1, wor
 		lease_token = ? || rowid, lease_expires_at = ?,
 		started_at = coalesce(started_at, ?), attempt_started_at = ?, pending_code = '', pending_reason = ''
 		WHERE rowid IN (SELECT value FROM json_each(?))
-		RETURNING ` + runCols + `, (SELECT spec FROM jobs WHERE jobs.id = runs.job_id)`
+		RETURNING ` + runCols + `, ` + runSpecSQL
 
 // SQL shared by methods and the query-plan test.
 const (
+	// The spec of a run's job (in a statement on runs): the run's own when it is anonymous
+	// (store.Anonymous), else its job row's; NULL once the job was deleted.
+	runSpecSQL = `coalesce(runs.spec, (SELECT spec FROM jobs WHERE jobs.id = runs.job_id))`
+	// Whether a run's job exists (in a statement on runs): it is anonymous or has a row.
+	runHasJobSQL = `(runs.spec IS NOT NULL OR EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id))`
+	// The spec of job ?1: its row's, or the one its anonymous run carries.
+	jobSpecSQL = `SELECT spec FROM jobs WHERE id = ?1
+		UNION ALL SELECT spec FROM runs INDEXED BY runs_job WHERE job_id = ?1 AND spec IS NOT NULL LIMIT 1`
+	// The anonymous run of job ? with the spec it carries (GetJob).
+	anonymousRunSQL = `SELECT ` + runCols + `, spec FROM runs INDEXED BY runs_job
+		WHERE job_id = ? AND spec IS NOT NULL ORDER BY id LIMIT 1`
+	// Materializing anonymous jobs (the JSON array ?1 of their ids): their jobs rows made
+	// from their runs, then the spec taken off the runs whose job got its row (one whose
+	// name is taken by a job named like its id stays anonymous).
+	materializeJobsSQL = `INSERT INTO jobs (id, namespace, name, spec, queue, handler, req_cpu, req_memory_mb,
+			req_gpu, req_labels, enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at)
+		SELECT job_id, namespace, job_name, spec, queue, handler, req_cpu, req_memory_mb, req_gpu, req_labels,
+			1, NULL, NULL, '', created_at, created_at
+		FROM runs INDEXED BY runs_job WHERE job_id IN (SELECT value FROM json_each(?1)) AND spec IS NOT NULL
+		ON CONFLICT DO NOTHING`
+	materializeRunsSQL = `UPDATE runs INDEXED BY runs_job SET spec = NULL
+		WHERE job_id IN (SELECT value FROM json_each(?1)) AND spec IS NOT NULL
+			AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)`
 	// The cron run of a job and instant (index runs_cron_instant).
 	runByCronSQL = `SELECT ` + runCols + ` FROM runs WHERE job_id = ? AND instant = ? AND trigger_kind = 'cron'`
 	// The instants of a job's cron runs in a range.
@@ -307,6 +331,7 @@ func prepareRead(ctx context.Context, db *sql.DB) (*readStmts, error) {
 	s.attemptsOf = p(`SELECT n, worker_id, status, exit_code, error, started_at, finished_at
 		FROM attempts WHERE run_id = ? ORDER BY n`)
 	s.jobByID = p(`SELECT ` + jobCols + ` FROM jobs WHERE id = ?`)
+	s.anonymousRun = p(anonymousRunSQL)
 	s.jobByName = p(`SELECT ` + jobCols + ` FROM jobs WHERE namespace = ? AND name = ?`)
 	s.runExists = p(`SELECT 1 FROM runs WHERE id = ?`)
 	s.readLogs = p(`SELECT seq, stream, data, created_at FROM log_chunks
@@ -325,7 +350,7 @@ func prepareRead(ctx context.Context, db *sql.DB) (*readStmts, error) {
 
 func (s *readStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.getRun, s.attemptsOf, s.jobByID, s.jobByName, s.runExists, s.readLogs, s.depthQueued, s.depthScheduled,
+	for _, st := range []*sql.Stmt{s.getRun, s.attemptsOf, s.jobByID, s.anonymousRun, s.jobByName, s.runExists, s.readLogs, s.depthQueued, s.depthScheduled,
 		s.depthWaiting, s.depthRunning, s.workerUsage} {
 		if st != nil {
 			errs = append(errs, st.Close())

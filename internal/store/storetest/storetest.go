@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		run  func(t *testing.T, open OpenFunc)
 	}{
 		{"Jobs", testJobs},
+		{"Anonymous", testAnonymous},
 		{"Runs", testRuns},
 		{"Dispatch", testDispatch},
 		{"Completion", testCompletion},

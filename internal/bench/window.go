@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"time"
+)
+
+// cpuWindow is the CPU time spent over a workload's measured window, split by process: the
+// server processes the bench started (or was given with --pid), the bench's own process (the
+// server and its local worker too when the server runs in it, the bench's workers when it
+// runs them), and the PostgreSQL backends serving the store. Each is read from /proc at the
+// window's two ends.
+type cpuWindow struct {
+	pids     []int
+	backends *backendWatch // nil unless the store is the bench's PostgreSQL database
+	start    time.Time
+	procs    []procSample
+	self     procSample
+	db       map[int]procSample
+	polls    int64 // the runner's depth polls when the window opened; after stop, in it
+
+	window   time.Duration // set by stop, as the samples below
+	procsEnd []procSample
+	selfEnd  procSample
+	dbEnd    map[int]procSample
+}
+
+// startCPU opens the window: call it just before the work measured starts.
+func (r *runner) startCPU(ctx context.Context) (*cpuWindow, error) {
+	backends, err := newBackendWatch(ctx, r.storeURL)
+	if err != nil {
+		return nil, err
+	}
+	w := &cpuWindow{pids: r.pids, backends: backends}
+	if w.db, err = backends.sample(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.procs, err = sampleAll(r.pids); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.self, err = readProc(os.Getpid()); err != nil {
+		w.close()
+		return nil, err
+	}
+	w.polls = r.polls.Load()
+	w.start = time.Now()
+	return w, nil
+}
+
+// stop closes the window: call it as soon as the work measured ended, before the bench reads
+// the runs.
+func (w *cpuWindow) stop(ctx context.Context, r *runner) error {
+	defer w.close()
+	w.window = time.Since(w.start)
+	w.polls = r.polls.Load() - w.polls
+	var err error
+	if w.selfEnd, err = readProc(os.Getpid()); err != nil {
+		return err
+	}
+	if w.procsEnd, err = sampleAll(w.pids); err != nil {
+		return err
+	}
+	w.dbEnd, err = w.backends.sample(ctx)
+	return err
+}
+
+// report adds the stopped window's figures to r's result: each side's share of a core over
+// the window and, when runs is above 0, its CPU per run. what says what the window spans.
+func (w *cpuWindow) report(r *runner, runs int, what string) {
+	res := r.res
+	res.Params["CPU window"] = what
+	res.Params["bench process"] = r.benchProcess
+	res.add("CPU window", w.window.Seconds(), "s")
+	res.add("progress polls in the window", float64(w.polls), "requests")
+	add := func(name string, used time.Duration) {
+		res.add(name+" CPU", cpuShare(used, w.window), "% of a core")
+		if runs > 0 {
+			res.add(name+" CPU per run", float64(used.Microseconds())/float64(runs), "µs")
+		}
+	}
+	if len(w.pids) > 0 {
+		add("servers", cpuUsed(w.procs, w.procsEnd))
+	}
+	add("bench process", w.selfEnd.cpu-w.self.cpu)
+	if w.db != nil {
+		used, _ := backendCPU(w.db, w.dbEnd)
+		add("PostgreSQL", used)
+	}
+}
+
+// close releases the window's connection; closing twice is harmless.
+func (w *cpuWindow) close() {
+	w.backends.close()
+	w.backends = nil
+}
+
+// progress reports how far a phase got to Config.Progress, one call at a time.
+func (r *runner) progress(phase string, done, total int) {
+	if r.cfg.Progress == nil {
+		return
+	}
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
+	r.cfg.Progress(phase, done, total)
+}
+
+// progressEvery is how often a wait reports progress.
+const progressEvery = 200 * time.Millisecond
+
+// awaitStarts waits until n runs' handlers have started, counted by the recorder in the
+// bench's process (no request to the server), reporting progress as phase "run". It returns
+// false when timeout passed first.
+func (r *runner) awaitStarts(ctx context.Context, n int, timeout time.Duration) (bool, error) {
+	reached := r.rec.reach(n)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-reached:
+			r.progress("run", n, n)
+			return true, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-deadline.C:
+			return false, nil
+		case <-tick.C:
+			r.progress("run", r.rec.count(), n)
+		}
+	}
+}
