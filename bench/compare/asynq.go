@@ -16,6 +16,9 @@ import (
 const (
 	asynqTask  = "compare:noop"
 	asynqQueue = "default"
+	// payloadSize: the job's number and submit time (8 bytes each, big-endian), and 1
+	// to run `true`.
+	payloadSize = 17
 )
 
 // asynqSystem is an Asynq client and server on one Redis database, flushed before and after.
@@ -58,10 +61,10 @@ func newAsynq(ctx context.Context, cfg *config, rec *recorder) (*asynqSystem, er
 	s.mux = asynq.NewServeMux()
 	s.mux.HandleFunc(asynqTask, func(ctx context.Context, t *asynq.Task) error {
 		p := t.Payload()
-		if len(p) != 9 {
-			return fmt.Errorf("payload of %d bytes, want 9", len(p))
+		if len(p) != payloadSize {
+			return fmt.Errorf("payload of %d bytes, want %d", len(p), payloadSize)
 		}
-		return rec.handle(ctx, int64(binary.BigEndian.Uint64(p)), p[8] == 1)
+		return rec.handle(ctx, int64(binary.BigEndian.Uint64(p)), int64(binary.BigEndian.Uint64(p[8:])), p[16] == 1)
 	})
 	return s, nil
 }
@@ -80,10 +83,11 @@ func (s *asynqSystem) params() map[string]string {
 }
 
 func (s *asynqSystem) insertOne(ctx context.Context, j job) error {
-	p := make([]byte, 9)
-	binary.BigEndian.PutUint64(p, uint64(j.submit.UnixNano()))
+	p := make([]byte, payloadSize)
+	binary.BigEndian.PutUint64(p, uint64(j.seq))
+	binary.BigEndian.PutUint64(p[8:], uint64(j.submit.UnixNano()))
 	if j.cmd {
-		p[8] = 1
+		p[16] = 1
 	}
 	opts := []asynq.Option{asynq.Queue(asynqQueue)}
 	if !j.runAt.IsZero() {

@@ -86,19 +86,36 @@ func TestRecorderFinishesAtTarget(t *testing.T) {
 		if err := r.wait(context.Background(), time.Millisecond); err == nil {
 			t.Fatalf("wait returned after %d of 3 handlers", i)
 		}
-		if err := r.handle(context.Background(), submit.UnixNano(), false); err != nil {
+		if err := r.handle(context.Background(), int64(i), submit.UnixNano(), false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := r.wait(context.Background(), time.Second); err != nil {
 		t.Fatal(err)
 	}
-	starts, finishes := r.snapshot()
-	if len(starts) != 3 || len(finishes) != 3 {
-		t.Fatalf("%d starts, %d finishes, want 3 each", len(starts), len(finishes))
+	if got, err := r.awaitStarts(context.Background(), 4, 10*time.Millisecond); err != nil || got != 3 {
+		t.Errorf("awaitStarts(4) = %d, %v; want 3 after its limit", got, err)
+	}
+	starts, finishes, repeats := r.snapshot()
+	if len(starts) != 3 || len(finishes) != 3 || repeats != 0 {
+		t.Fatalf("%d starts, %d finishes, %d repeats; want 3, 3, 0", len(starts), len(finishes), repeats)
 	}
 	if !starts[0].submit.Equal(time.Unix(0, submit.UnixNano())) || starts[0].at.Before(starts[0].submit) {
 		t.Errorf("start %v of a job submitted at %v", starts[0].at, starts[0].submit)
+	}
+}
+
+func TestRecorderKeepsFirstStart(t *testing.T) {
+	r := newRecorder()
+	submit := time.Now()
+	for range 2 {
+		if err := r.handle(context.Background(), 7, submit.UnixNano(), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	starts, finishes, repeats := r.snapshot()
+	if len(starts) != 1 || len(finishes) != 2 || repeats != 1 {
+		t.Fatalf("%d starts, %d finishes, %d repeats; want 1, 2, 1", len(starts), len(finishes), repeats)
 	}
 }
 

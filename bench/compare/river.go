@@ -15,8 +15,10 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// noopArgs are the River jobs' arguments: the submit time, and whether to run `true`.
+// noopArgs are the River jobs' arguments: the job's number, the submit time, and whether
+// to run `true`.
 type noopArgs struct {
+	Seq    int64 `json:"i"`
 	Submit int64 `json:"s"`
 	Cmd    bool  `json:"c,omitempty"`
 }
@@ -29,7 +31,7 @@ type noopWorker struct {
 }
 
 func (w *noopWorker) Work(ctx context.Context, j *river.Job[noopArgs]) error {
-	return w.rec.handle(ctx, j.Args.Submit, j.Args.Cmd)
+	return w.rec.handle(ctx, j.Args.Seq, j.Args.Submit, j.Args.Cmd)
 }
 
 // riverSystem is a River client with its workers, on a scratch database of its own.
@@ -102,7 +104,7 @@ func (s *riverSystem) params() map[string]string {
 }
 
 func (s *riverSystem) args(j job) river.InsertManyParams {
-	p := river.InsertManyParams{Args: noopArgs{Submit: j.submit.UnixNano(), Cmd: j.cmd}}
+	p := river.InsertManyParams{Args: noopArgs{Seq: j.seq, Submit: j.submit.UnixNano(), Cmd: j.cmd}}
 	if !j.runAt.IsZero() {
 		p.InsertOpts = &river.InsertOpts{ScheduledAt: j.runAt}
 	}

@@ -16,6 +16,7 @@ import (
 // (in the job's arguments, so that the handler can tell its latency), when it is due (zero:
 // now), and whether the handler runs the real command `true`.
 type job struct {
+	seq    int64 // the job's number in the run, which tells a second start of it
 	submit time.Time
 	runAt  time.Time
 	cmd    bool
@@ -45,11 +46,13 @@ type system interface {
 	close()
 }
 
-// recorder is the handler's side: when each job started and finished, by the process's
-// clock (the same clock that stamped the submit time).
+// recorder is the handler's side: when each job first started and when its handlers
+// finished, by the process's clock (the same clock that stamped the submit time). A job
+// started again keeps its first start, as in stint bench, and counts as a repeat.
 type recorder struct {
 	mu       sync.Mutex
-	starts   []started
+	starts   map[int64]started
+	repeats  int
 	finishes []time.Time
 	failed   atomic.Int64
 	target   int
@@ -61,7 +64,9 @@ type started struct {
 	submit time.Time
 }
 
-func newRecorder() *recorder { return &recorder{done: make(chan struct{})} }
+func newRecorder() *recorder {
+	return &recorder{starts: map[int64]started{}, done: make(chan struct{})}
+}
 
 // expect makes done close once n handlers have finished (0: never).
 func (r *recorder) expect(n int) {
@@ -72,10 +77,14 @@ func (r *recorder) expect(n int) {
 
 // handle is every job's handler: it records the start, runs `true` if asked, and records
 // the finish.
-func (r *recorder) handle(ctx context.Context, submitNanos int64, cmd bool) error {
+func (r *recorder) handle(ctx context.Context, seq, submitNanos int64, cmd bool) error {
 	at := time.Now()
 	r.mu.Lock()
-	r.starts = append(r.starts, started{at: at, submit: time.Unix(0, submitNanos)})
+	if _, again := r.starts[seq]; again {
+		r.repeats++
+	} else {
+		r.starts[seq] = started{at: at, submit: time.Unix(0, submitNanos)}
+	}
 	r.mu.Unlock()
 	if cmd {
 		if err := exec.CommandContext(ctx, "true").Run(); err != nil {
@@ -93,11 +102,34 @@ func (r *recorder) handle(ctx context.Context, submitNanos int64, cmd bool) erro
 	return nil
 }
 
-// snapshot copies what was recorded so far.
-func (r *recorder) snapshot() ([]started, []time.Time) {
+// snapshot copies what was recorded so far: each job's first start, every finish, and
+// how many starts were repeats.
+func (r *recorder) snapshot() ([]started, []time.Time, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.starts), slices.Clone(r.finishes)
+	starts := make([]started, 0, len(r.starts))
+	for _, st := range r.starts {
+		starts = append(starts, st)
+	}
+	return starts, slices.Clone(r.finishes), r.repeats
+}
+
+// awaitStarts waits until n jobs have started, at most limit, and returns how many had.
+func (r *recorder) awaitStarts(ctx context.Context, n int, limit time.Duration) (int, error) {
+	deadline := time.Now().Add(limit)
+	for {
+		r.mu.Lock()
+		got := len(r.starts)
+		r.mu.Unlock()
+		if got >= n || time.Now().After(deadline) {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return got, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // stallLimit is how long wait waits with no handler finishing before it gives up: a
@@ -117,10 +149,10 @@ func (r *recorder) wait(ctx context.Context, limit time.Duration) error {
 		case <-r.done:
 			return nil
 		case <-deadline:
-			_, f := r.snapshot()
+			_, f, _ := r.snapshot()
 			return fmt.Errorf("after %s only %d of %d jobs finished (%d handler failures)", limit, len(f), r.target, r.failed.Load())
 		case <-tick.C:
-			_, f := r.snapshot()
+			_, f, _ := r.snapshot()
 			if len(f) != seen {
 				seen, progressed = len(f), time.Now()
 			} else if time.Since(progressed) > stallLimit {
@@ -181,7 +213,9 @@ func insertAll(ctx context.Context, cfg *config, s system, n int, mk func(i int)
 				end := min(off+cfg.batch, n)
 				jobs := make([]job, 0, end-off)
 				for i := off; i < end; i++ {
-					jobs = append(jobs, mk(i))
+					j := mk(i)
+					j.seq = int64(i)
+					jobs = append(jobs, j)
 				}
 				now := time.Now()
 				for i := range jobs {
@@ -244,7 +278,7 @@ func drain(ctx context.Context, cfg *config, s system, rec *recorder, res *resul
 	if err := s.confirm(ctx, n); err != nil {
 		return err
 	}
-	starts, finishes := rec.snapshot()
+	starts, finishes, repeats := rec.snapshot()
 	first := slices.MinFunc(starts, func(a, b started) int { return a.at.Compare(b.at) }).at
 	last := slices.MaxFunc(finishes, func(a, b time.Time) int { return a.Compare(b) })
 	drained := last.Sub(start)
@@ -258,7 +292,7 @@ func drain(ctx context.Context, cfg *config, s system, rec *recorder, res *resul
 	res.add("first start after resume", ms(first.Sub(start)), "ms")
 	res.add(s.serverName()+" CPU per run", float64(serverCPU.Microseconds())/float64(n), "µs")
 	res.add("client process CPU per run", float64(selfCPU.Microseconds())/float64(n), "µs")
-	res.add("handler starts beyond one per job", float64(len(starts)-n), "starts")
+	res.add("handler starts beyond one per job", float64(repeats), "starts")
 	return nil
 }
 
@@ -269,7 +303,7 @@ func steady(ctx context.Context, cfg *config, s system, rec *recorder, res *resu
 	if err := s.start(ctx); err != nil {
 		return err
 	}
-	var submitted, failed atomic.Int64
+	var seq, submitted, failed atomic.Int64
 	var firstErr atomic.Value
 	begin := time.Now()
 	stop := begin.Add(cfg.duration)
@@ -277,7 +311,9 @@ func steady(ctx context.Context, cfg *config, s system, rec *recorder, res *resu
 	for range cfg.producers {
 		wg.Go(func() {
 			for time.Now().Before(stop) && ctx.Err() == nil {
-				if err := s.insertOne(ctx, job{submit: time.Now()}); err != nil {
+				j := job{seq: seq.Add(1)}
+				j.submit = time.Now()
+				if err := s.insertOne(ctx, j); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					continue
@@ -291,11 +327,18 @@ func steady(ctx context.Context, cfg *config, s system, rec *recorder, res *resu
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	// After the window: the backlog, then every submitted job's start (as stint bench,
+	// at most the duration or a minute), then the figures.
 	backlog, err := s.backlog(ctx)
 	if err != nil {
 		return err
 	}
-	starts, finishes := rec.snapshot()
+	n := int(submitted.Load())
+	got, err := rec.awaitStarts(ctx, n, max(cfg.duration, time.Minute))
+	if err != nil {
+		return err
+	}
+	starts, finishes, _ := rec.snapshot()
 	lat := make([]time.Duration, 0, len(starts))
 	for _, st := range starts {
 		lat = append(lat, st.at.Sub(st.submit))
@@ -313,7 +356,9 @@ func steady(ctx context.Context, cfg *config, s system, rec *recorder, res *resu
 	res.add("submit-to-start p50", percentile(lat, 50), "ms")
 	res.add("submit-to-start p95", percentile(lat, 95), "ms")
 	res.add("submit-to-start p99", percentile(lat, 99), "ms")
+	res.add("submit-to-start max", percentile(lat, 100), "ms")
 	res.add("backlog at end", float64(backlog), "runs")
+	res.add("never started", float64(max(n-got, 0)), "runs")
 	res.add("submit errors", float64(failed.Load()), "requests")
 	if err, ok := firstErr.Load().(error); ok {
 		return fmt.Errorf("%d inserts failed, the first: %w", failed.Load(), err)
@@ -342,7 +387,7 @@ func scheduled(ctx context.Context, cfg *config, s system, rec *recorder, res *r
 	if err := rec.wait(ctx, 10*time.Minute); err != nil {
 		return err
 	}
-	starts, finishes := rec.snapshot()
+	starts, finishes, _ := rec.snapshot()
 	late := make([]time.Duration, 0, len(starts))
 	for _, st := range starts {
 		late = append(late, st.at.Sub(instant))
