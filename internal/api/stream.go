@@ -1,0 +1,469 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/store"
+)
+
+// POST /v1/jobs/stream takes any number of jobs as newline-delimited JSON, one JobSpec per
+// line, the way a data pipeline produces them.
+//
+// A reader goroutine reads the body as it arrives, decodes and checks each line as POST
+// /v1/jobs checks its body (decodeJSON, buildJob, the token's namespaces) and hands the
+// lines on in chunks. The handler's goroutine takes whatever lines have arrived, up to
+// about streamBatchLines, and submits their valid jobs in one group commit
+// (engine.SubmitJobs) while the reader goes on; once the batch has committed it writes the
+// batch's results and flushes them. Memory holds about two batches whatever the length of
+// the stream, and a slow client holds nothing of the store: a batch is submitted only once
+// its lines are read.
+//
+// What the client can rely on (docs/api.md says it too):
+//
+//   - Each line stands alone. A bad line (malformed JSON, an unknown or invalid field, a
+//     namespace the token may not use, a name already taken, an upstream run that does not
+//     exist, a line longer than Limits.MaxBodyBytes) is answered with its line number and a
+//     problem naming the field, and creates nothing; the lines around it are unaffected.
+//   - A line's result is written only after its batch committed: an accepted line is
+//     durable. Every batch commits whole or not at all.
+//   - When the store fails a batch, that batch's lines are answered with the error (none
+//     of them committed) and the stream stops: the summary has complete false and the last
+//     line answered, so the client resends the lines after it. A body over
+//     Limits.MaxStreamBodyBytes, a read that times out or a broken body also stop it, after
+//     the lines read whole before were committed and answered.
+//   - If the connection breaks, the lines the client saw no result for may or may not have
+//     committed: resending them with idempotency keys makes that safe.
+//   - The answer is 200 once the first batch is answered. An error before that (the body
+//     empty, the store failing the first batch) is a problem document, and then nothing
+//     was created.
+
+const (
+	// streamBatchLines is about how many lines one commit of a stream takes at most: a batch
+	// ends with the chunk that reaches it.
+	streamBatchLines = 1000
+	// streamChunkLines caps the lines the reader hands on at once. It hands on fewer when it
+	// has used up the input read so far, so that a line never waits for later ones.
+	streamChunkLines = 64
+	// streamReadBuffer is the reader's buffer; a longer line is gathered apart, up to
+	// Limits.MaxBodyBytes.
+	streamReadBuffer = 64 << 10
+)
+
+// streamItem is a line of a stream, checked.
+type streamItem struct {
+	line int
+	job  store.NewJob // Job is nil when the line was rejected
+	err  error        // why it was rejected
+}
+
+// createJobStream serves POST /v1/jobs/stream.
+func (a *API) createJobStream(w http.ResponseWriter, r *http.Request) error {
+	if err := streamMediaType(r.Header.Get("Content-Type")); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	// Read while writing. HTTP/2 always does; a writer that cannot (a test's recorder) reads
+	// whatever the client sent meanwhile, which a body already whole is.
+	_ = rc.EnableFullDuplex()
+
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	rd := &streamReader{a: a, ctx: readCtx, rc: rc, body: r.Body, timeout: a.cfg.ReadTimeout,
+		lines: lineReader{max: int(a.lim.MaxBodyBytes)}}
+	rd.lines.br = bufio.NewReaderSize(deadlineReader{rd}, streamReadBuffer)
+	chunks := make(chan []streamItem, streamBatchLines/streamChunkLines)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rd.run(chunks)
+	}()
+
+	sw := &streamAnswer{a: a, w: w, r: r, rc: rc, minimal: preferMinimal(r)}
+	sw.enc = json.NewEncoder(&sw.buf)
+	stopErr := sw.commitAll(ctx, chunks)
+	select {
+	case <-done:
+	default: // stopped before the end of the body: unblock the reader, wait for it
+		stopReading()
+		_ = rc.SetReadDeadline(time.Now())
+		for range chunks {
+		}
+		<-done
+	}
+	if stopErr == nil {
+		stopErr = rd.err
+	}
+	return sw.finish(stopErr)
+}
+
+// streamMediaType refuses (415) a body that is not newline-delimited JSON.
+func streamMediaType(contentType string) error {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err == nil && (mt == apitype.JobStreamMediaType || mt == "application/jsonl") {
+		return nil
+	}
+	return &httpError{status: http.StatusUnsupportedMediaType,
+		detail: fmt.Sprintf("Content-Type must be %s (one job spec per line), got %q", apitype.JobStreamMediaType, contentType),
+		fields: []apitype.FieldError{{Field: "Content-Type", Message: "must be " + apitype.JobStreamMediaType}}}
+}
+
+// streamReader reads a stream's lines and checks them, in its own goroutine.
+type streamReader struct {
+	a       *API
+	ctx     context.Context // ends when the handler stops reading
+	rc      *http.ResponseController
+	body    io.Reader     // the request's, read by this goroutine alone
+	timeout time.Duration // each read of the body gets this long (0: no deadline)
+	lines   lineReader
+	dec     lineDecoder
+	spec    apitype.JobSpec // the line being checked
+	line    int             // the number of the last line read
+	err     error           // why reading stopped before the end of the body; read after run returns
+}
+
+// deadlineReader gives each read of the body the read timeout from when it starts, so that
+// a stream may last as long as its client keeps sending, and a client that stops is cut off.
+type deadlineReader struct{ s *streamReader }
+
+func (d deadlineReader) Read(p []byte) (int, error) {
+	if d.s.timeout > 0 {
+		_ = d.s.rc.SetReadDeadline(time.Now().Add(d.s.timeout)) // not supported: the server's own deadline holds
+	}
+	return d.s.body.Read(p)
+}
+
+// run reads lines until the body ends, sending them on in chunks; it closes out when done.
+func (s *streamReader) run(out chan<- []streamItem) {
+	defer close(out)
+	chunk := make([]streamItem, 0, streamChunkLines)
+	for {
+		line, tooLong, err := s.lines.next()
+		if len(line) > 0 || tooLong {
+			s.line++
+			if tooLong {
+				chunk = append(chunk, streamItem{line: s.line, err: &httpError{status: http.StatusRequestEntityTooLarge,
+					detail: fmt.Sprintf("the line is longer than %d bytes", s.lines.max)}})
+			} else if len(bytes.TrimSpace(line)) > 0 {
+				chunk = append(chunk, s.check(line))
+			}
+		}
+		last := err != nil
+		if len(chunk) > 0 && (last || len(chunk) == cap(chunk) || s.lines.br.Buffered() == 0) {
+			select {
+			case out <- chunk:
+			case <-s.ctx.Done():
+				return
+			}
+			chunk = make([]streamItem, 0, streamChunkLines)
+		}
+		if last {
+			if !errors.Is(err, io.EOF) && s.ctx.Err() == nil {
+				s.err = bodyError(err)
+			}
+			return
+		}
+	}
+}
+
+// check decodes and validates one line, as POST /v1/jobs its body.
+func (s *streamReader) check(line []byte) streamItem {
+	it := streamItem{line: s.line}
+	s.spec = apitype.JobSpec{} // the job keeps what the spec's fields point to, not the spec
+	if err := s.dec.decode(line, &s.spec); err != nil {
+		it.err = err
+		return it
+	}
+	vj, errs := buildJob(&s.spec, "", s.a.clock.Now(), s.a.lim, sealing{keys: s.a.keys})
+	if len(errs) > 0 {
+		it.err = invalidFields(errs)
+		return it
+	}
+	if err := actIn(s.ctx, "namespace", vj.Job.Namespace); err != nil {
+		it.err = err
+		return it
+	}
+	it.job = store.NewJob{Job: vj.Job, Run: vj.Run}
+	return it
+}
+
+// lineReader splits a body into lines without copying those that fit its buffer.
+type lineReader struct {
+	br   *bufio.Reader
+	max  int    // the longest line kept
+	long []byte // a line longer than the buffer, gathered
+}
+
+// next returns the next line, its newline included (valid until the next call), and the
+// error that ended the body after it (io.EOF at its end). A line over max is consumed and
+// reported by tooLong instead.
+func (l *lineReader) next() (line []byte, tooLong bool, err error) {
+	b, err := l.br.ReadSlice('\n')
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return b, len(b) > l.max, err
+	}
+	l.long = append(l.long[:0], b...)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		b, err = l.br.ReadSlice('\n')
+		if !tooLong && len(l.long)+len(b) <= l.max {
+			l.long = append(l.long, b...)
+		} else {
+			tooLong = true
+		}
+	}
+	if tooLong {
+		l.long = l.long[:0]
+		return nil, true, err
+	}
+	return l.long, false, err
+}
+
+// streamAnswer commits a stream's batches and writes their results.
+type streamAnswer struct {
+	a       *API
+	w       http.ResponseWriter
+	r       *http.Request
+	rc      *http.ResponseController
+	minimal bool
+
+	started bool // the header is written
+	sum     apitype.JobStreamSummary
+	buf     bytes.Buffer
+	enc     *json.Encoder // into buf
+	jobs    []store.NewJob
+	slots   []int // the index in the batch of each of jobs
+}
+
+// commitAll commits batches until the reader is done. It returns why it stopped early: the
+// error of a batch the store failed (or of the request's context).
+func (s *streamAnswer) commitAll(ctx context.Context, chunks <-chan []streamItem) error {
+	var batch []streamItem
+	for {
+		batch = batch[:0]
+		chunk, ok := <-chunks
+		if !ok {
+			return nil
+		}
+		batch = append(batch, chunk...)
+	gather:
+		for len(batch) < streamBatchLines {
+			select {
+			case chunk, ok := <-chunks:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, chunk...)
+			default:
+				break gather
+			}
+		}
+		if err := s.commit(ctx, batch); err != nil {
+			return err
+		}
+	}
+}
+
+// commit submits the valid jobs of one batch and writes the batch's results. The batches
+// after the first take a turn of the client's submission rate each, waiting for it. It
+// returns the error that stops the stream: the store's, which the batch's lines are
+// answered with (unless nothing was answered yet: then it is the answer), or the request's
+// context's.
+func (s *streamAnswer) commit(ctx context.Context, batch []streamItem) error {
+	res, err := s.submit(ctx, batch)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && !s.started:
+		return err
+	case err != nil:
+		for i := range batch {
+			if batch[i].err == nil {
+				batch[i].err = err
+			}
+		}
+		s.slots = s.slots[:0]
+	}
+	audit := streamAudit{FirstLine: batch[0].line, LastLine: batch[len(batch)-1].line}
+	k := 0
+	for i := range batch {
+		it := &batch[i]
+		out := apitype.JobStreamLine{Line: it.line}
+		if k < len(s.slots) && s.slots[k] == i {
+			switch {
+			case res[k].Err != nil || res[k].Conflict:
+				_, _, it.err = createResult(res[k], "", it.job.Job)
+			default:
+				rr := res[k]
+				out.JobID, out.Existing = rr.Job.ID, rr.Existing
+				if rr.Run != nil {
+					out.RunID = rr.Run.ID
+				}
+			}
+			k++
+		}
+		if it.err != nil {
+			out.Error = problemFor(it.err)
+			if out.Error.Status >= 500 && err == nil {
+				s.a.log.ErrorContext(ctx, "create job in stream", "line", it.line, "err", it.err)
+			}
+			s.sum.Rejected++
+		} else {
+			s.sum.Accepted++
+			if out.Existing {
+				s.sum.Existing++
+			} else {
+				audit.JobIDs = append(audit.JobIDs, out.JobID)
+			}
+		}
+		s.sum.LastLine = it.line
+		if it.err != nil || !s.minimal {
+			if err := s.encode(out); err != nil {
+				return err
+			}
+		}
+	}
+	if len(audit.JobIDs) > 0 {
+		noteCommit(ctx, &audit)
+	}
+	if ferr := s.flush(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// streamAudit is the After of the audit entry of a batch of a stream: its lines and the
+// jobs it created.
+type streamAudit struct {
+	FirstLine int      `json:"first_line"`
+	LastLine  int      `json:"last_line"`
+	JobIDs    []string `json:"job_ids"`
+}
+
+// encode adds a line to the answer.
+func (s *streamAnswer) encode(line apitype.JobStreamLine) error {
+	if err := s.enc.Encode(&line); err != nil {
+		return fmt.Errorf("encode stream answer: %w", err)
+	}
+	return nil
+}
+
+// submit checks the upstream runs of the batch's valid jobs (a line naming one that does
+// not exist is rejected) and submits them in one group commit, noting in s.slots where in
+// the batch each is.
+func (s *streamAnswer) submit(ctx context.Context, batch []streamItem) ([]store.CreateJobResult, error) {
+	a := s.a
+	s.jobs, s.slots = s.jobs[:0], s.slots[:0]
+	for i := range batch {
+		it := &batch[i]
+		if it.job.Job == nil {
+			continue
+		}
+		if ups := upstreamOf(it.job.Run, ""); len(ups) > 0 {
+			errs, err := a.missingUpstream(ctx, ups)
+			if err != nil {
+				return nil, err
+			}
+			if len(errs) > 0 {
+				it.err = invalidFields(errs)
+				continue
+			}
+		}
+		s.jobs = append(s.jobs, it.job)
+		s.slots = append(s.slots, i)
+	}
+	if len(s.jobs) == 0 {
+		return nil, nil
+	}
+	if s.started {
+		if err := a.awaitTurn(ctx, s.r); err != nil { // the first batch took the request's
+			return nil, err
+		}
+	}
+	res, err := a.eng.SubmitJobs(ctx, s.jobs)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(s.jobs) {
+		return nil, fmt.Errorf("stream jobs: %d results for %d jobs", len(res), len(s.jobs))
+	}
+	return res, nil
+}
+
+// flush writes the results held, starting the answer if it is not yet.
+func (s *streamAnswer) flush() error {
+	if !s.started {
+		s.started = true
+		h := s.w.Header()
+		h.Set("Content-Type", apitype.JobStreamMediaType)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // tell proxies not to buffer the stream
+		if s.minimal {
+			h.Set("Preference-Applied", "return=minimal")
+		}
+		s.w.WriteHeader(http.StatusOK)
+	}
+	s.a.writeWindow(s.w)
+	if s.buf.Len() > 0 {
+		_, err := s.w.Write(s.buf.Bytes())
+		s.buf.Reset()
+		if err != nil {
+			return fmt.Errorf("write stream results: %w", err)
+		}
+	}
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return fmt.Errorf("flush stream results: %w", err)
+	}
+	return nil
+}
+
+// finish ends the answer with its summary; stopErr is why the stream stopped early (nil:
+// it did not). Before the answer started, an error is the answer (a problem document).
+func (s *streamAnswer) finish(stopErr error) error {
+	if !s.started {
+		switch {
+		case stopErr != nil:
+			return stopErr
+		case s.sum.LastLine == 0:
+			return badRequest("request body is empty: want one job spec per line")
+		}
+	}
+	ctx := s.r.Context()
+	s.sum.Complete = stopErr == nil
+	if stopErr != nil {
+		if ctx.Err() != nil {
+			return &answeredError{err: stopErr} // the client went away: no one to tell
+		}
+		s.sum.Error = problemFor(stopErr)
+		if s.sum.Error.Status >= 500 {
+			s.a.log.ErrorContext(ctx, "job stream stopped", "last_line", s.sum.LastLine, "err", stopErr)
+		}
+	}
+	if err := s.encode(apitype.JobStreamLine{Summary: &s.sum}); err != nil {
+		return err
+	}
+	if err := s.flush(); err != nil {
+		return &answeredError{err: err}
+	}
+	if stopErr != nil {
+		return &answeredError{err: stopErr}
+	}
+	return nil
+}
+
+// answeredError is a handler's error that its answer already reported (in a stream's
+// summary): the endpoint counts it (readiness) but writes nothing more.
+type answeredError struct{ err error }
+
+func (e *answeredError) Error() string { return e.err.Error() }
+func (e *answeredError) Unwrap() error { return e.err }
