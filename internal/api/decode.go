@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -27,14 +28,19 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// bodyError words a failure to read a request body: a body over its cap is a 413.
+// bodyError words a failure to read a request body: a body over its cap is a 413, one that
+// did not come in time (the read timeout) a 408.
 func bodyError(err error) error {
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooBig):
 		return &httpError{
 			status: http.StatusRequestEntityTooLarge,
 			detail: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit),
 		}
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return &httpError{status: http.StatusRequestTimeout, detail: "the request body did not come within the server's read timeout"}
 	}
 	return fmt.Errorf("read request body: %w", err)
 }

@@ -92,20 +92,27 @@ func (a *API) createJobStream(w http.ResponseWriter, r *http.Request) error {
 	sw := &streamAnswer{a: a, w: w, r: r, rc: rc, minimal: preferMinimal(r)}
 	sw.enc = json.NewEncoder(&sw.buf)
 	stopErr := sw.commitAll(ctx, chunks)
-	select {
-	case <-done:
-	default: // stopped before the end of the body: unblock the reader, wait for it
+	gone := ctx.Err() != nil // the client went away
+	if stopErr != nil {
+		// Answer at once, then read the rest of the body without checking it, so that the
+		// connection stays in step (a client reading the answer stops sending).
 		stopReading()
-		_ = rc.SetReadDeadline(time.Now())
+		err := sw.finish(stopErr, gone)
 		for range chunks {
 		}
 		<-done
+		closeBody(r)
+		return err
 	}
-	if stopErr == nil {
-		stopErr = rd.err
-	}
-	return sw.finish(stopErr)
+	<-done
+	closeBody(r)
+	return sw.finish(rd.err, gone)
 }
+
+// closeBody closes the body of a request read by a handler that enabled full duplex, once
+// it is done reading: the server then finds what is left of it while the handler runs, not
+// after (golang/go#68560: after, an HTTP/1 connection can panic on its next request).
+func closeBody(r *http.Request) { _ = r.Body.Close() }
 
 // streamMediaType refuses (415) a body that is not newline-delimited JSON.
 func streamMediaType(contentType string) error {
@@ -144,11 +151,18 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 }
 
 // run reads lines until the body ends, sending them on in chunks; it closes out when done.
+// Once its context ends it reads on to the end of the body, checking and sending nothing.
 func (s *streamReader) run(out chan<- []streamItem) {
 	defer close(out)
 	chunk := make([]streamItem, 0, streamChunkLines)
 	for {
 		line, tooLong, err := s.lines.next()
+		if err != nil && !errors.Is(err, io.EOF) {
+			line, tooLong = nil, false // a line the body broke off is no line
+		}
+		if s.ctx.Err() != nil {
+			line, tooLong = nil, false // stopped: read on to the end, checking nothing
+		}
 		if len(line) > 0 || tooLong {
 			s.line++
 			if tooLong {
@@ -163,7 +177,6 @@ func (s *streamReader) run(out chan<- []streamItem) {
 			select {
 			case out <- chunk:
 			case <-s.ctx.Done():
-				return
 			}
 			chunk = make([]streamItem, 0, streamChunkLines)
 		}
@@ -200,8 +213,8 @@ func (s *streamReader) check(line []byte) streamItem {
 // lineReader splits a body into lines without copying those that fit its buffer.
 type lineReader struct {
 	br   *bufio.Reader
-	max  int    // the longest line kept
-	long []byte // a line longer than the buffer, gathered
+	max  int    // the longest line kept, its newline not counted
+	long []byte // a line longer than the buffer, gathered (up to just past max)
 }
 
 // next returns the next line, its newline included (valid until the next call), and the
@@ -209,23 +222,20 @@ type lineReader struct {
 // reported by tooLong instead.
 func (l *lineReader) next() (line []byte, tooLong bool, err error) {
 	b, err := l.br.ReadSlice('\n')
-	if !errors.Is(err, bufio.ErrBufferFull) {
-		return b, len(b) > l.max, err
-	}
-	l.long = append(l.long[:0], b...)
-	for errors.Is(err, bufio.ErrBufferFull) {
-		b, err = l.br.ReadSlice('\n')
-		if !tooLong && len(l.long)+len(b) <= l.max {
-			l.long = append(l.long, b...)
-		} else {
-			tooLong = true
+	if errors.Is(err, bufio.ErrBufferFull) {
+		l.long = append(l.long[:0], b...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			b, err = l.br.ReadSlice('\n')
+			if len(l.long) <= l.max { // past max it is too long whatever follows
+				l.long = append(l.long, b...)
+			}
 		}
+		b = l.long
 	}
-	if tooLong {
-		l.long = l.long[:0]
+	if len(bytes.TrimSuffix(b, []byte{'\n'})) > l.max {
 		return nil, true, err
 	}
-	return l.long, false, err
+	return b, false, err
 }
 
 // streamAnswer commits a stream's batches and writes their results.
@@ -428,10 +438,17 @@ func (s *streamAnswer) flush() error {
 }
 
 // finish ends the answer with its summary; stopErr is why the stream stopped early (nil:
-// it did not). Before the answer started, an error is the answer (a problem document).
-func (s *streamAnswer) finish(stopErr error) error {
+// it did not), gone that the client went away. Before the answer started, an error is the
+// answer (a problem document).
+func (s *streamAnswer) finish(stopErr error, gone bool) error {
+	if stopErr != nil {
+		s.a.ready.noteWrite(stopErr, s.a.clock.Now()) // now, not once the rest of the body is read
+	}
 	if !s.started {
 		switch {
+		case stopErr != nil && !gone:
+			s.a.writeError(s.w, s.r, stopErr) // now, not once the rest of the body is read
+			return &answeredError{err: stopErr}
 		case stopErr != nil:
 			return stopErr
 		case s.sum.LastLine == 0:
@@ -441,8 +458,8 @@ func (s *streamAnswer) finish(stopErr error) error {
 	ctx := s.r.Context()
 	s.sum.Complete = stopErr == nil
 	if stopErr != nil {
-		if ctx.Err() != nil {
-			return &answeredError{err: stopErr} // the client went away: no one to tell
+		if gone {
+			return &answeredError{err: stopErr} // no one to tell
 		}
 		s.sum.Error = problemFor(stopErr)
 		if s.sum.Error.Status >= 500 {
