@@ -115,6 +115,12 @@ type result struct {
 // run runs the CLI with args against server (none when empty), with env as the environment.
 func run(t testing.TB, env map[string]string, args ...string) result {
 	t.Helper()
+	return runIn(t, nil, env, args...)
+}
+
+// runIn is run with stdin (nil: the process's).
+func runIn(t testing.TB, stdin io.Reader, env map[string]string, args ...string) result {
+	t.Helper()
 	cfg := &config{
 		getenv:     func(k string) string { return env[k] },
 		clock:      clock.NewFake(testNow),
@@ -125,6 +131,9 @@ func run(t testing.TB, env map[string]string, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	root.SetArgs(args)
