@@ -247,73 +247,177 @@ type streamAnswer struct {
 	minimal bool
 
 	started bool // the header is written
+	batches int  // submitted
 	sum     apitype.JobStreamSummary
 	buf     bytes.Buffer
 	enc     *json.Encoder // into buf
-	jobs    []store.NewJob
-	slots   []int // the index in the batch of each of jobs
 }
 
-// commitAll commits batches until the reader is done. It returns why it stopped early: the
-// error of a batch the store failed (or of the request's context).
+// commitAll commits batches until the reader is done, up to streamInFlight of them at once
+// (the first alone), and answers them in order as they commit. It returns why it stopped
+// early: the error of a batch the store failed (the batches already submitted are answered
+// first; no other is), or of the request's context.
 func (s *streamAnswer) commitAll(ctx context.Context, chunks <-chan []streamItem) error {
-	var batch []streamItem
+	var inFlight []*streamBatch // in line order
+	var stopErr error
 	for {
-		batch = batch[:0]
-		chunk, ok := <-chunks
-		if !ok {
-			return nil
+		var oldest <-chan struct{} // nil: nothing in flight
+		if len(inFlight) > 0 {
+			oldest = inFlight[0].done
 		}
-		batch = append(batch, chunk...)
-	gather:
-		for len(batch) < streamBatchLines {
+		depth := streamInFlight
+		if !s.started {
+			depth = 1 // the first batch alone: its failure is still the whole answer
+		}
+		if stopErr != nil || len(inFlight) >= depth {
+			if oldest == nil {
+				return stopErr
+			}
+			<-oldest
+		} else {
 			select {
 			case chunk, ok := <-chunks:
 				if !ok {
-					break gather
+					for _, b := range inFlight {
+						<-b.done
+						if err := s.answer(ctx, b); stopErr == nil {
+							stopErr = err
+						}
+					}
+					return stopErr
 				}
-				batch = append(batch, chunk...)
-			default:
-				break gather
+				b, err := s.start(ctx, gather(chunk, chunks))
+				if err != nil { // the request's context ended waiting for a turn
+					stopErr = err
+					continue
+				}
+				inFlight = append(inFlight, b)
+				continue
+			case <-oldest:
 			}
 		}
-		if err := s.commit(ctx, batch); err != nil {
-			return err
+		if err := s.answer(ctx, inFlight[0]); stopErr == nil {
+			stopErr = err
 		}
+		inFlight = inFlight[1:]
 	}
 }
 
-// commit submits the valid jobs of one batch and writes the batch's results. The batches
-// after the first take a turn of the client's submission rate each, waiting for it. It
-// returns the error that stops the stream: the store's, which the batch's lines are
-// answered with (unless nothing was answered yet: then it is the answer), or the request's
-// context's.
-func (s *streamAnswer) commit(ctx context.Context, batch []streamItem) error {
-	res, err := s.submit(ctx, batch)
+// streamInFlight is how many batches of one stream may be committing at once: while one
+// commits the next is sent, so that the store is never idle waiting for the stream's own
+// round trips (PostgreSQL runs them side by side; SQLite's group commit takes the next as
+// soon as the first is done).
+const streamInFlight = 3
+
+// gather takes first and whatever more chunks have arrived, up to about streamBatchLines
+// lines.
+func gather(first []streamItem, chunks <-chan []streamItem) []streamItem {
+	batch := first
+	for len(batch) < streamBatchLines {
+		select {
+		case chunk, ok := <-chunks:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, chunk...)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// streamBatch is a batch of a stream being committed.
+type streamBatch struct {
+	items []streamItem
+	slots []int // the index in items of each job submitted
+	res   []store.CreateJobResult
+	err   error         // the store's
+	done  chan struct{} // closed when res or err is set
+}
+
+// start submits the valid jobs of a batch in one group commit, in its own goroutine. Every
+// batch but the first takes a turn of the client's submission rate first (the first took
+// the request's), waiting for it: the error is then ctx's.
+func (s *streamAnswer) start(ctx context.Context, items []streamItem) (*streamBatch, error) {
+	b := &streamBatch{items: items, done: make(chan struct{})}
+	if s.batches > 0 {
+		if err := s.a.awaitTurn(ctx, s.r); err != nil {
+			return nil, err
+		}
+	}
+	s.batches++
+	go func() {
+		defer close(b.done)
+		b.res, b.err = s.submit(ctx, b)
+	}()
+	return b, nil
+}
+
+// submit checks the upstream runs of the batch's valid jobs (a line naming one that does
+// not exist is rejected) and submits the rest, noting in b.slots where each is.
+func (s *streamAnswer) submit(ctx context.Context, b *streamBatch) ([]store.CreateJobResult, error) {
+	jobs := make([]store.NewJob, 0, len(b.items))
+	for i := range b.items {
+		it := &b.items[i]
+		if it.job.Job == nil {
+			continue
+		}
+		if ups := upstreamOf(it.job.Run, ""); len(ups) > 0 {
+			errs, err := s.a.missingUpstream(ctx, ups)
+			if err != nil {
+				return nil, err
+			}
+			if len(errs) > 0 {
+				it.err = invalidFields(errs)
+				continue
+			}
+		}
+		jobs = append(jobs, it.job)
+		b.slots = append(b.slots, i)
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	res, err := s.a.eng.SubmitJobs(ctx, jobs)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != len(jobs) {
+		return nil, fmt.Errorf("stream jobs: %d results for %d jobs", len(res), len(jobs))
+	}
+	return res, nil
+}
+
+// answer writes the results of a batch that has committed (or failed) and records its audit
+// entry. It returns the error that stops the stream: the store's, which the batch's lines
+// are answered with (unless nothing was answered yet: then it is the answer), or the
+// request's context's.
+func (s *streamAnswer) answer(ctx context.Context, b *streamBatch) error {
+	err := b.err
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil && !s.started:
 		return err
 	case err != nil:
-		for i := range batch {
-			if batch[i].err == nil {
-				batch[i].err = err
+		for i := range b.items {
+			if b.items[i].err == nil {
+				b.items[i].err = err
 			}
 		}
-		s.slots = s.slots[:0]
+		b.slots = nil
 	}
-	audit := streamAudit{FirstLine: batch[0].line, LastLine: batch[len(batch)-1].line}
+	audit := streamAudit{FirstLine: b.items[0].line, LastLine: b.items[len(b.items)-1].line}
 	k := 0
-	for i := range batch {
-		it := &batch[i]
+	for i := range b.items {
+		it := &b.items[i]
 		out := apitype.JobStreamLine{Line: it.line}
-		if k < len(s.slots) && s.slots[k] == i {
-			switch {
-			case res[k].Err != nil || res[k].Conflict:
-				_, _, it.err = createResult(res[k], "", it.job.Job)
+		if k < len(b.slots) && b.slots[k] == i {
+			switch rr := b.res[k]; {
+			case rr.Err != nil || rr.Conflict:
+				_, _, it.err = createResult(rr, "", it.job.Job)
 			default:
-				rr := res[k]
 				out.JobID, out.Existing = rr.Job.ID, rr.Existing
 				if rr.Run != nil {
 					out.RunID = rr.Run.ID
@@ -365,48 +469,6 @@ func (s *streamAnswer) encode(line apitype.JobStreamLine) error {
 		return fmt.Errorf("encode stream answer: %w", err)
 	}
 	return nil
-}
-
-// submit checks the upstream runs of the batch's valid jobs (a line naming one that does
-// not exist is rejected) and submits them in one group commit, noting in s.slots where in
-// the batch each is.
-func (s *streamAnswer) submit(ctx context.Context, batch []streamItem) ([]store.CreateJobResult, error) {
-	a := s.a
-	s.jobs, s.slots = s.jobs[:0], s.slots[:0]
-	for i := range batch {
-		it := &batch[i]
-		if it.job.Job == nil {
-			continue
-		}
-		if ups := upstreamOf(it.job.Run, ""); len(ups) > 0 {
-			errs, err := a.missingUpstream(ctx, ups)
-			if err != nil {
-				return nil, err
-			}
-			if len(errs) > 0 {
-				it.err = invalidFields(errs)
-				continue
-			}
-		}
-		s.jobs = append(s.jobs, it.job)
-		s.slots = append(s.slots, i)
-	}
-	if len(s.jobs) == 0 {
-		return nil, nil
-	}
-	if s.started {
-		if err := a.awaitTurn(ctx, s.r); err != nil { // the first batch took the request's
-			return nil, err
-		}
-	}
-	res, err := a.eng.SubmitJobs(ctx, s.jobs)
-	if err != nil {
-		return nil, err
-	}
-	if len(res) != len(s.jobs) {
-		return nil, fmt.Errorf("stream jobs: %d results for %d jobs", len(res), len(s.jobs))
-	}
-	return res, nil
 }
 
 // flush writes the results held, starting the answer if it is not yet.
