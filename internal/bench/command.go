@@ -44,6 +44,9 @@ memory from /proc.`,
 			if cfg.InsertWorkers < 1 {
 				return fmt.Errorf("--insert-workers: must be at least 1, got %d", cfg.InsertWorkers)
 			}
+			if cfg.Insert != InsertBatch && cfg.Insert != InsertStream {
+				return fmt.Errorf("--insert: must be %s or %s, got %q", InsertBatch, InsertStream, cfg.Insert)
+			}
 			if cfg.Workers < 0 {
 				return fmt.Errorf("--workers: must not be negative, got %d", cfg.Workers)
 			}
@@ -100,7 +103,8 @@ memory from /proc.`,
 	fl.IntVar(&cfg.Hold, "hold", 0, "leases each simulated agent keeps running, listed in its heartbeats (agents; 0: idle agents)")
 	fl.IntSliceVar(&cfg.PIDs, "pid", nil, "with --server: process ids of the servers, whose CPU the workloads (and memory the agents workload) read from /proc")
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "jobs per batch insert")
-	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
+	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec); with --insert stream, streams")
+	fl.StringVar(&cfg.Insert, "insert", InsertBatch, "how drain, scheduled and exec insert: batch (POST /v1/jobs/batch, --batch jobs a request) or stream (POST /v1/jobs/stream)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
 	fl.StringVar(&cfg.Shape, "shape", ShapeFanout, "DAG shape (dag): fanout (1 -> n-2 -> 1) or chain (n in a line)")
 	fl.StringVar(&cfg.Handler, "handler", "", "handler kind of the jobs, run by the bench's recording handler (default noop; with --server a kind of the bench's own)")
