@@ -214,11 +214,11 @@ func FuzzJobStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rd := &streamReader{a: a, ctx: t.Context(), body: bytes.NewReader(body), lines: lineReader{max: maxLine}}
 		rd.lines.br = bufio.NewReaderSize(deadlineReader{rd}, 16)
-		out := make(chan []streamItem)
+		out := make(chan streamChunk)
 		go rd.run(out)
 		var got []streamItem
 		for chunk := range out {
-			got = append(got, chunk...)
+			got = append(got, chunk.items...)
 		}
 		if rd.err != nil {
 			t.Fatalf("reading a whole body: %v", rd.err)

@@ -22,11 +22,12 @@ import (
 // A reader goroutine reads the body as it arrives, decodes and checks each line as POST
 // /v1/jobs checks its body (decodeJSON, buildJob, the token's namespaces) and hands the
 // lines on in chunks. The handler's goroutine takes whatever lines have arrived, up to
-// about streamBatchLines, and submits their valid jobs in one group commit
-// (engine.SubmitJobs) while the reader goes on; once the batch has committed it writes the
-// batch's results and flushes them. Memory holds about two batches whatever the length of
-// the stream, and a slow client holds nothing of the store: a batch is submitted only once
-// its lines are read.
+// about streamBatchLines (or streamBatchBytes of input), and submits their valid jobs in
+// one group commit (engine.SubmitJobs) while the reader goes on, up to streamInFlight
+// batches at once; as each batch commits, in order, it writes the batch's results and
+// flushes them. Memory holds a few batches whatever the length of the stream (the queued
+// chunks and the batches in flight: at most about 20 MiB of input), and a slow client holds
+// nothing of the store: a batch is submitted only once its lines are read.
 //
 // What the client can rely on (docs/api.md says it too):
 //
@@ -37,8 +38,9 @@ import (
 //   - A line's result is written only after its batch committed: an accepted line is
 //     durable. Every batch commits whole or not at all.
 //   - When the store fails a batch, that batch's lines are answered with the error (none
-//     of them committed) and the stream stops: the summary has complete false and the last
-//     line answered, so the client resends the lines after it. A body over
+//     of them committed), the batches already submitted are answered as they end, and no
+//     other is started: the summary has complete false and the last line answered, so the
+//     client resends the lines answered with a 5xx and those after it. A body over
 //     Limits.MaxStreamBodyBytes, a read that times out or a broken body also stop it, after
 //     the lines read whole before were committed and answered.
 //   - If the connection breaks, the lines the client saw no result for may or may not have
@@ -48,12 +50,17 @@ import (
 //     was created.
 
 const (
-	// streamBatchLines is about how many lines one commit of a stream takes at most: a batch
-	// ends with the chunk that reaches it.
+	// streamBatchLines and streamBatchBytes (of input lines) bound one commit of a stream:
+	// a batch ends with the chunk that reaches either.
 	streamBatchLines = 1000
-	// streamChunkLines caps the lines the reader hands on at once. It hands on fewer when it
-	// has used up the input read so far, so that a line never waits for later ones.
+	streamBatchBytes = 4 << 20
+	// streamChunkLines and streamChunkBytes bound what the reader hands on at once. It hands
+	// on less when it has used up the input read so far, so that a line never waits for
+	// later ones.
 	streamChunkLines = 64
+	streamChunkBytes = 256 << 10
+	// streamQueuedChunks is how many chunks may wait for the handler: about a batch.
+	streamQueuedChunks = streamBatchLines / streamChunkLines
 	// streamReadBuffer is the reader's buffer; a longer line is gathered apart, up to
 	// Limits.MaxBodyBytes.
 	streamReadBuffer = 64 << 10
@@ -82,7 +89,7 @@ func (a *API) createJobStream(w http.ResponseWriter, r *http.Request) error {
 	rd := &streamReader{a: a, ctx: readCtx, rc: rc, body: r.Body, timeout: a.cfg.ReadTimeout,
 		lines: lineReader{max: int(a.lim.MaxBodyBytes)}}
 	rd.lines.br = bufio.NewReaderSize(deadlineReader{rd}, streamReadBuffer)
-	chunks := make(chan []streamItem, streamBatchLines/streamChunkLines)
+	chunks := make(chan streamChunk, streamQueuedChunks)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -150,11 +157,17 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 	return d.s.body.Read(p)
 }
 
+// streamChunk is lines the reader hands on at once, and their size in the body.
+type streamChunk struct {
+	items []streamItem
+	bytes int
+}
+
 // run reads lines until the body ends, sending them on in chunks; it closes out when done.
 // Once its context ends it reads on to the end of the body, checking and sending nothing.
-func (s *streamReader) run(out chan<- []streamItem) {
+func (s *streamReader) run(out chan<- streamChunk) {
 	defer close(out)
-	chunk := make([]streamItem, 0, streamChunkLines)
+	chunk := streamChunk{items: make([]streamItem, 0, streamChunkLines)}
 	for {
 		line, tooLong, err := s.lines.next()
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -166,19 +179,21 @@ func (s *streamReader) run(out chan<- []streamItem) {
 		if len(line) > 0 || tooLong {
 			s.line++
 			if tooLong {
-				chunk = append(chunk, streamItem{line: s.line, err: &httpError{status: http.StatusRequestEntityTooLarge,
+				chunk.items = append(chunk.items, streamItem{line: s.line, err: &httpError{status: http.StatusRequestEntityTooLarge,
 					detail: fmt.Sprintf("the line is longer than %d bytes", s.lines.max)}})
 			} else if len(bytes.TrimSpace(line)) > 0 {
-				chunk = append(chunk, s.check(line))
+				chunk.items = append(chunk.items, s.check(line))
+				chunk.bytes += len(line)
 			}
 		}
 		last := err != nil
-		if len(chunk) > 0 && (last || len(chunk) == cap(chunk) || s.lines.br.Buffered() == 0) {
+		full := len(chunk.items) == streamChunkLines || chunk.bytes >= streamChunkBytes
+		if len(chunk.items) > 0 && (last || full || s.lines.br.Buffered() == 0) {
 			select {
 			case out <- chunk:
 			case <-s.ctx.Done():
 			}
-			chunk = make([]streamItem, 0, streamChunkLines)
+			chunk = streamChunk{items: make([]streamItem, 0, streamChunkLines)}
 		}
 		if last {
 			if !errors.Is(err, io.EOF) && s.ctx.Err() == nil {
@@ -257,7 +272,7 @@ type streamAnswer struct {
 // (the first alone), and answers them in order as they commit. It returns why it stopped
 // early: the error of a batch the store failed (the batches already submitted are answered
 // first; no other is), or of the request's context.
-func (s *streamAnswer) commitAll(ctx context.Context, chunks <-chan []streamItem) error {
+func (s *streamAnswer) commitAll(ctx context.Context, chunks <-chan streamChunk) error {
 	var inFlight []*streamBatch // in line order
 	var stopErr error
 	for {
@@ -310,16 +325,16 @@ func (s *streamAnswer) commitAll(ctx context.Context, chunks <-chan []streamItem
 const streamInFlight = 3
 
 // gather takes first and whatever more chunks have arrived, up to about streamBatchLines
-// lines.
-func gather(first []streamItem, chunks <-chan []streamItem) []streamItem {
-	batch := first
-	for len(batch) < streamBatchLines {
+// lines or streamBatchBytes.
+func gather(first streamChunk, chunks <-chan streamChunk) []streamItem {
+	batch, size := first.items, first.bytes
+	for len(batch) < streamBatchLines && size < streamBatchBytes {
 		select {
 		case chunk, ok := <-chunks:
 			if !ok {
 				return batch
 			}
-			batch = append(batch, chunk...)
+			batch, size = append(batch, chunk.items...), size+chunk.bytes
 		default:
 			return batch
 		}

@@ -439,3 +439,41 @@ func TestJobStreamOutlivesTheReadTimeout(t *testing.T) {
 	require.NoError(t, s.body.Close())
 	require.True(t, s.next().Summary.Complete)
 }
+
+// TestJobStreamBoundsItsMemory: the reader's chunks and the handler's batches end at their
+// number of lines or their size, whichever comes first, so a stream of big specs holds
+// no more than a stream of small ones.
+func TestJobStreamBoundsItsMemory(t *testing.T) {
+	t.Parallel()
+	lim := DefaultLimits()
+	a := &API{clock: clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)), lim: &lim}
+	for _, tt := range []struct{ size, n int }{{100, 1500}, {60 << 10, 100}} { // small lines; lines of a 60 KiB shell
+		size, n := tt.size, tt.n
+		line := `{"shell": "` + strings.Repeat("x", size-len(`{"shell": ""}`)) + `"}` + "\n"
+		rd := &streamReader{a: a, ctx: t.Context(), body: strings.NewReader(strings.Repeat(line, n)), lines: lineReader{max: 1 << 20}}
+		rd.lines.br = bufio.NewReaderSize(deadlineReader{rd}, streamReadBuffer)
+		out := make(chan streamChunk, n)
+		rd.run(out)
+		var all []streamChunk
+		for c := range out {
+			require.LessOrEqual(t, len(c.items), streamChunkLines)
+			require.Less(t, c.bytes-len(line), streamChunkBytes, "a chunk ends with the line that fills it")
+			require.Equal(t, len(c.items)*len(line), c.bytes)
+			all = append(all, c)
+		}
+		queued := make(chan streamChunk, len(all))
+		for _, c := range all[1:] {
+			queued <- c
+		}
+		close(queued)
+		batch := gather(all[0], queued)
+		lines, bytes := len(batch), len(batch)*len(line)
+		if size < 1000 {
+			require.GreaterOrEqual(t, lines, streamBatchLines, "small lines: the batch is cut by lines")
+			require.Less(t, lines, streamBatchLines+streamChunkLines)
+		} else {
+			require.GreaterOrEqual(t, bytes, streamBatchBytes, "big lines: the batch is cut by size")
+			require.Less(t, bytes, streamBatchBytes+streamChunkBytes+len(line))
+		}
+	}
+}
