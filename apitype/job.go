@@ -216,6 +216,39 @@ type CreatedIDs struct {
 	Error    *Problem `json:"error,omitempty"`
 }
 
+// JobStreamMediaType is the content type of POST /v1/jobs/stream, its body and its answer:
+// newline-delimited JSON, one value per line.
+const JobStreamMediaType = "application/x-ndjson"
+
+// JobStreamLine is one line of the answer of POST /v1/jobs/stream (whose body holds one
+// JobSpec per line): the result of input line Line, with the ids of what it created (or
+// found by its idempotency key: Existing) or its Error; or, as the answer's last line, the
+// Summary alone. Under "Prefer: return=minimal" the answer has only the lines of rejected
+// input and the summary.
+type JobStreamLine struct {
+	// Line is the number of the input line (1 for the first, blank lines counted); 0 on the
+	// summary line.
+	Line int `json:"line,omitempty"`
+	CreatedIDs
+	Summary *JobStreamSummary `json:"summary,omitempty"`
+}
+
+// JobStreamSummary ends the answer of POST /v1/jobs/stream.
+type JobStreamSummary struct {
+	// Accepted counts the lines whose job is committed (Existing of them were found by their
+	// idempotency key), Rejected those that created nothing, each answered with its error.
+	Accepted int `json:"accepted"`
+	Existing int `json:"existing"`
+	Rejected int `json:"rejected"`
+	// LastLine is the number of the last input line answered.
+	LastLine int `json:"last_line"`
+	// Complete: the body was read to its end and every line of it answered. When false,
+	// Error says why the stream stopped after LastLine; the lines after it were not
+	// committed by this request.
+	Complete bool     `json:"complete"`
+	Error    *Problem `json:"error,omitempty"`
+}
+
 // TriggerRequest is the optional body of POST /v1/jobs/{id}/trigger.
 type TriggerRequest struct {
 	Args           json.RawMessage `json:"args,omitempty"`

@@ -43,8 +43,10 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithHTTPClient makes the client send its requests with hc. A Timeout set on hc applies to
-// ordinary calls; long polls (Lease) and followed logs lift it so they are not cut short.
+// WithHTTPClient makes the client send its requests with hc, as it is. A Timeout set on hc
+// applies to ordinary calls; long polls (Lease), followed logs and streams of jobs lift it so
+// they are not cut short. Without it, the client's own transport keeps up to 64 idle
+// connections to each server, so that as many concurrent calls reuse theirs.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
@@ -149,7 +151,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		servers:      servers,
-		hc:           &http.Client{},
+		hc:           defaultHTTPClient(len(servers)),
 		userAgent:    defaultUserAgent,
 		pollInterval: defaultPollInterval,
 	}
@@ -164,6 +166,21 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		c.hc = hc
 	}
 	return c, nil
+}
+
+// idleConnsPerServer is how many idle connections to each server the client's own
+// transport keeps: as many as the calls a busy program makes at once. (net/http's default
+// keeps 2, so that the third of many concurrent callers opens and closes a connection for
+// every call.)
+const idleConnsPerServer = 64
+
+// defaultHTTPClient is the HTTP client of a Client given none (WithHTTPClient): net/http's
+// default transport, keeping idleConnsPerServer idle connections to each of servers.
+func defaultHTTPClient(servers int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = idleConnsPerServer
+	tr.MaxIdleConns = max(tr.MaxIdleConns, idleConnsPerServer*servers)
+	return &http.Client{Transport: tr}
 }
 
 func normalizeBaseURL(s string) (string, error) {
@@ -234,6 +251,15 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 
 // sendBody is send with the body already encoded (nil: none) and extra request headers.
 func (c *Client) sendBody(ctx context.Context, hc *http.Client, method, path string, query url.Values, body []byte, header http.Header) (*http.Response, error) {
+	var newBody func() io.Reader
+	if body != nil {
+		newBody = func() io.Reader { return bytes.NewReader(body) }
+	}
+	return c.sendWith(ctx, hc, method, path, query, newBody, header)
+}
+
+// sendWith is sendBody with the body made afresh by newBody (nil: none) for each server tried.
+func (c *Client) sendWith(ctx context.Context, hc *http.Client, method, path string, query url.Values, newBody func() io.Reader, header http.Header) (*http.Response, error) {
 	if hc == nil {
 		hc = c.hc
 	}
@@ -247,14 +273,14 @@ func (c *Client) sendBody(ctx context.Context, hc *http.Client, method, path str
 	for i := range c.servers {
 		idx := (first + i) % len(c.servers)
 		var rd io.Reader // a nil *bytes.Reader would be a non-nil body
-		if body != nil {
-			rd = bytes.NewReader(body)
+		if newBody != nil {
+			rd = newBody()
 		}
 		req, err := http.NewRequestWithContext(ctx, method, c.servers[idx]+target, rd)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, err)
 		}
-		if body != nil {
+		if rd != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		req.Header.Set("Accept", "application/json, application/problem+json")

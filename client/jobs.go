@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -27,6 +29,26 @@ func (c *Client) CreateJobs(ctx context.Context, req *apitype.BatchCreateJobsReq
 	var out apitype.BatchCreateJobsResponse
 	if _, err := c.do(ctx, nil, http.MethodPost, "/v1/jobs/batch", nil, req, &out); err != nil {
 		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateJobsMinimal is CreateJobs asking for the minimal answer ("Prefer: return=minimal"):
+// the ids of each entry's job and first run (or its error) instead of the objects, which
+// spares the server and the client encoding and decoding them.
+func (c *Client) CreateJobsMinimal(ctx context.Context, req *apitype.BatchCreateJobsRequest) (*apitype.BatchCreateJobsMinimalResponse, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("POST /v1/jobs/batch: encode request: %w", err)
+	}
+	resp, err := c.sendBody(ctx, nil, http.MethodPost, "/v1/jobs/batch", nil, body, http.Header{"Prefer": {"return=minimal"}})
+	if err != nil {
+		return nil, err
+	}
+	defer closeBody(resp.Body)
+	var out apitype.BatchCreateJobsMinimalResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, fmt.Errorf("POST /v1/jobs/batch: decode answer: %w", err)
 	}
 	return &out, nil
 }

@@ -114,6 +114,26 @@ type Config struct {
 	LogCap int64
 	// LogFlushInterval is how long output may wait in a partial chunk.
 	LogFlushInterval time.Duration
+
+	// OnCompleted, when set, is called once for each attempt whose end the server has
+	// acknowledged: its completion is accepted, so the run's outcome is durable. It is not
+	// called for a completion the server refused (the lease was lost meanwhile: its run went
+	// on without this attempt) nor for one the agent could not deliver. Completions are sent
+	// in batches, so calls come in bursts, on the goroutine that sends them: keep it short
+	// (count, signal) and do not call the agent from it.
+	OnCompleted func(Completion)
+}
+
+// Completion is the end of an attempt as the server acknowledged it (Config.OnCompleted).
+type Completion struct {
+	RunID   string
+	JobID   string
+	JobName string
+	Attempt int // 1 for the first attempt of the run
+	// Status is how the attempt ended: succeeded, failed, timed_out, cancelled or lost.
+	Status   string
+	ExitCode *int   // a command's exit code, when it exited
+	Error    string // why it did not succeed
 }
 
 // Agent is a worker: it registers with a Server, leases runs, executes them, streams their

@@ -76,6 +76,11 @@
 // goroutine keeps its slot until it returns. context.Cause of a handler's context says why it
 // was stopped (ErrCancelled, ErrTimedOut, ErrLeaseLost, ErrShutdown).
 //
+// Config.OnCompleted hears of each attempt whose completion the server accepted, once, with
+// its run, attempt and outcome: a program that embeds the agent can count what is done (and
+// durable) without wrapping its handlers. A completion the server refused (the lease was
+// lost meanwhile) or that could not be delivered is not told.
+//
 // # Commands
 //
 // How a command attempt runs, set by the Config fields after Commands:

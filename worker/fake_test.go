@@ -43,6 +43,7 @@ type fakeServer struct {
 	outstanding    map[string]bool
 	maxOutstanding int
 	completions    []apitype.Completion
+	stale          map[string]bool // runs whose completion is refused as the server refuses a lost lease's
 	chunks         []apitype.LogChunk
 	events         []string // "log RUN", "complete RUN" and "leave", in arrival order
 	heartbeats     []apitype.HeartbeatRequest
@@ -209,6 +210,10 @@ func (s *fakeServer) Complete(_ context.Context, req *apitype.CompleteRequest) (
 		s.completions = append(s.completions, c)
 		s.events = append(s.events, "complete "+c.RunID)
 		delete(s.outstanding, c.RunID)
+		if s.stale[c.RunID] {
+			resp.Results = append(resp.Results, apitype.CompletionResult{RunID: c.RunID, Error: "stale fencing token"})
+			continue
+		}
 		resp.Results = append(resp.Results, apitype.CompletionResult{RunID: c.RunID, Accepted: true})
 	}
 	s.bumpLocked()

@@ -53,7 +53,8 @@ func TestLimitsWithoutCgroup(t *testing.T) {
 			l := shellLease("r", `echo $$; exec sleep 100`)
 			l.Requirements = &apitype.Requirements{CPU: 1.5, MemoryMB: 96}
 			s.add(l)
-			s.awaitLog(t, "r", "\n")
+			// The pid's line on stdout (stderr may have the note below first).
+			s.await(t, "the pid on stdout", func() bool { return strings.Contains(s.logLocked("r", "stdout"), "\n") })
 			pid := pidIn(t, s.log("r", "stdout"))
 			// The limit is set just after the process started: wait for it.
 			eventually(t, "RLIMIT_DATA "+tc.want, func() bool { return dataLimit(pid) == tc.want })

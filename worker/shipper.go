@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,13 +161,7 @@ func (a *Agent) complete(ctx context.Context, batch []pendingCompletion) bool {
 	for {
 		resp, err := a.srv.Complete(ctx, req)
 		if err == nil {
-			if resp != nil {
-				for _, r := range resp.Results {
-					if !r.Accepted {
-						a.log.Warn("server refused a completion", "run_id", r.RunID, "err", r.Error)
-					}
-				}
-			}
+			a.acknowledged(batch, resp)
 			a.releaseCompleted(batch)
 			return true
 		}
@@ -193,6 +188,34 @@ func (a *Agent) complete(ctx context.Context, batch []pendingCompletion) bool {
 		if !sleep(ctx, d, nil) {
 			return false
 		}
+	}
+}
+
+// acknowledged takes the server's answer to batch: it logs the completions it refused and
+// tells Config.OnCompleted of those it accepted. The answer's results are in the batch's
+// order; one that is not is found by its run.
+func (a *Agent) acknowledged(batch []pendingCompletion, resp *apitype.CompleteResponse) {
+	if resp == nil {
+		return
+	}
+	for i, r := range resp.Results {
+		if !r.Accepted {
+			a.log.Warn("server refused a completion", "run_id", r.RunID, "err", r.Error)
+			continue
+		}
+		if a.cfg.OnCompleted == nil {
+			continue
+		}
+		j := i
+		if j >= len(batch) || batch[j].c.RunID != r.RunID {
+			j = slices.IndexFunc(batch, func(p pendingCompletion) bool { return p.c.RunID == r.RunID })
+			if j < 0 {
+				continue // not one of ours: nothing to tell
+			}
+		}
+		p := &batch[j]
+		a.cfg.OnCompleted(Completion{RunID: p.c.RunID, JobID: p.at.task.JobID, JobName: p.at.task.JobName,
+			Attempt: p.at.task.Attempt, Status: p.c.Status, ExitCode: p.c.ExitCode, Error: p.c.Error})
 	}
 }
 

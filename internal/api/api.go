@@ -34,9 +34,12 @@ type Config struct {
 	// Limits bound what a request may ask; zero fields take DefaultLimits.
 	Limits Limits
 	// WriteTimeout is the http.Server's WriteTimeout (0: none). The routes that answer late
-	// (a worker's long poll) or stream (a followed log) give each of their writes this long
-	// from when it starts (see deadlines.go).
+	// (a worker's long poll) or stream (a followed log, a stream of jobs) give each of their
+	// writes this long from when it starts (see deadlines.go).
 	WriteTimeout time.Duration
+	// ReadTimeout is the http.Server's ReadTimeout (0: none). POST /v1/jobs/stream, whose
+	// body may take longer, gives each of its reads this long from when it starts.
+	ReadTimeout time.Duration
 	// Metrics, when set, serves GET /metrics.
 	Metrics http.Handler
 	// Requests, when set, is told of every request once answered: the path of the route
@@ -136,6 +139,8 @@ func (a *API) bodyLimit(b bodySize) int64 {
 		return a.lim.MaxBatchBodyBytes
 	case bodyLogs:
 		return a.lim.MaxLogBodyBytes
+	case bodyStream:
+		return a.lim.MaxStreamBodyBytes
 	}
 	return a.lim.MaxBodyBytes
 }

@@ -53,7 +53,7 @@ func setupOn(t *testing.T, clk clock.Clock, wrap func(http.Handler) http.Handler
 
 // setupStore is setupOn with the SQLite store wrapped by wrapStore (when not nil), for tests
 // that make the store fail.
-func setupStore(t *testing.T, clk clock.Clock, wrapStore func(*sqlite.Store) store.Store, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
+func setupStore(t testing.TB, clk clock.Clock, wrapStore func(*sqlite.Store) store.Store, wrap func(http.Handler) http.Handler, mods ...func(*Config)) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)

@@ -27,6 +27,8 @@ type auditNote struct {
 	target        string
 	before, after any
 	hasAfter      bool
+	// commit, on a streaming route, records an entry with after as its After at once.
+	commit func(after any)
 }
 
 type auditKey struct{}
@@ -47,6 +49,14 @@ func noteAudit(ctx context.Context, target string, before any) {
 func noteAfter(ctx context.Context, after any) {
 	if n, ok := ctx.Value(auditKey{}).(*auditNote); ok {
 		n.after, n.hasAfter = after, true
+	}
+}
+
+// noteCommit records, on a streaming route (route.Stream), an audit entry for a part of the
+// request's change that has just committed, with after as its After.
+func noteCommit(ctx context.Context, after any) {
+	if n, ok := ctx.Value(auditKey{}).(*auditNote); ok && n.commit != nil {
+		n.commit(after)
 	}
 }
 
@@ -91,6 +101,18 @@ func (a *API) audited(rt route, w http.ResponseWriter, r *http.Request, handle f
 		a.recordAudit(r, rt, note, aw.body.Bytes())
 	}
 	aw.flush()
+}
+
+// auditedStream runs a streaming route's handler, which answers as it goes: its answer is
+// not held, and the handler records an entry for each part of its change as it commits it
+// (noteCommit), so the log has what committed even when the stream stops halfway.
+func (a *API) auditedStream(rt route, w http.ResponseWriter, r *http.Request, handle func(http.ResponseWriter, *http.Request)) {
+	target := defaultTarget(rt, r)
+	note := &auditNote{target: target}
+	note.commit = func(after any) {
+		a.recordAudit(r, rt, &auditNote{target: target, after: after, hasAfter: true}, nil)
+	}
+	handle(w, r.WithContext(context.WithValue(r.Context(), auditKey{}, note)))
 }
 
 // dryRun reports whether the request only asked what would change.

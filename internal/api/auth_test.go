@@ -34,6 +34,7 @@ var wantPerm = map[string]auth.Perm{ //nolint:gochecknoglobals // a read-only te
 
 	"POST /v1/jobs":                   auth.Operate,
 	"POST /v1/jobs/batch":             auth.Operate,
+	"POST /v1/jobs/stream":            auth.Operate,
 	"GET /v1/jobs":                    auth.Read,
 	"GET /v1/jobs/{id}":               auth.Read,
 	"PATCH /v1/jobs/{id}":             auth.Operate,

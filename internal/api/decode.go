@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -22,16 +23,26 @@ import (
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &httpError{
-				status: http.StatusRequestEntityTooLarge,
-				detail: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit),
-			}
-		}
-		return nil, fmt.Errorf("read request body: %w", err)
+		return nil, bodyError(err)
 	}
 	return b, nil
+}
+
+// bodyError words a failure to read a request body: a body over its cap is a 413, one that
+// did not come in time (the read timeout) a 408.
+func bodyError(err error) error {
+	var tooBig *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return &httpError{
+			status: http.StatusRequestEntityTooLarge,
+			detail: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit),
+		}
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return &httpError{status: http.StatusRequestTimeout, detail: "the request body did not come within the server's read timeout"}
+	}
+	return fmt.Errorf("read request body: %w", err)
 }
 
 // decodeBody reads a JSON body into v. An empty body is an error unless optional is set, in
@@ -65,6 +76,49 @@ func decodeJSON(b []byte, v any) error {
 		return badRequest(fmt.Sprintf("unexpected data after the JSON value at byte offset %d", off))
 	}
 	return nil
+}
+
+// lineDecoder decodes one JSON value per line, as decodeJSON does, with one json.Decoder
+// whose buffer and scanner serve every line: a stream of many small values spares their
+// allocations. A line it cannot take whole (an error, data after the value) goes to
+// decodeJSON, which words the error, and the next line gets a fresh decoder.
+type lineDecoder struct {
+	dec  *json.Decoder
+	src  lineSource // what dec reads: the current line
+	read int64      // the bytes dec has read, all lines together
+}
+
+// lineSource hands a json.Decoder one line; it is at its end (io.EOF) until the next.
+type lineSource struct{ b []byte }
+
+func (s *lineSource) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	return n, nil
+}
+
+// decode decodes line into v.
+func (d *lineDecoder) decode(line []byte, v any) error {
+	if d.dec == nil {
+		d.src, d.read = lineSource{}, 0
+		d.dec = json.NewDecoder(&d.src)
+		d.dec.DisallowUnknownFields()
+	}
+	d.src.b = line
+	err := d.dec.Decode(v)
+	fed := len(line) - len(d.src.b)
+	d.read += int64(fed)
+	// The line after its value: what dec holds beyond the value, and what it did not read.
+	held := int(d.read - d.dec.InputOffset())
+	if err == nil && len(bytes.TrimLeft(line[fed-held:], " \t\r\n")) == 0 {
+		return nil
+	}
+	d.dec = nil
+	reflect.ValueOf(v).Elem().SetZero() // drop what the failed decode left
+	return decodeJSON(line, v)
 }
 
 // decodeError turns an encoding/json error into a 400 problem.
@@ -277,5 +331,8 @@ func article(t reflect.Type) string {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
+	if len(m) == 0 {
+		return nil // without the iterator's allocations: most specs have no env, no labels
+	}
 	return slices.Sorted(maps.Keys(m))
 }

@@ -27,4 +27,9 @@
 // or runs take a turn of their client's submission rate first (ratelimit.go). Errors become
 // HTTP statuses in one function, problemFor: a store that cannot serve (model.ErrUnavailable)
 // is a 503 with Retry-After, and /readyz follows whether the store takes writes (ready.go).
+//
+// POST /v1/jobs/stream (stream.go) is the one route whose request is not read whole: it
+// takes any number of job specs as lines, checked each as POST /v1/jobs checks its body,
+// commits them in batches as they arrive and answers line by line; a bad line is refused
+// alone.
 package api

@@ -1,12 +1,17 @@
 package api
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
 )
@@ -180,6 +185,89 @@ func FuzzWorkerProtocol(f *testing.F) {
 		}
 		if err != nil {
 			requireBadRequest(t, err)
+		}
+	})
+}
+
+// FuzzJobStream feeds arbitrary bodies through the reader of POST /v1/jobs/stream (with a
+// tiny buffer and line limit, so long lines take their own path) and checks it against
+// POST /v1/jobs's parser line by line: every non-blank line is answered once, in order,
+// with its number; a line over the limit is a 413; any other line is refused exactly as
+// decodeJSON and buildJob refuse it, or gives the same job spec. Seeds:
+// testdata/fuzz/FuzzJobStream.
+func FuzzJobStream(f *testing.F) {
+	for _, s := range []string{
+		"{\"command\":[\"a\"]}\n{\"shell\":\"b\"}\n",
+		"{\"command\":[\"a\"]}\r\n\n  \n{\"handler\":\"h\",\"queue\":\"q\"}",
+		"{\"command\":[\"" + strings.Repeat("x", 80) + "\"]}\n{\"command\":[\"b\"]}\n",
+		"{\"command\":\n[\"a\"]}\n",
+		"{} {}\n{\"command\":[\"a\"]} x\n{\"command\":[\"b\"]}\n",
+		"{\"command\":[\"a\"],\"bogus\":1}\n{\"command\":[\"a\"]}\n",
+		"[1]\nnull\n\"s\"\n{\"shell\":\"a\",\"args\":{\"k\":[1,{\"x\":null}]}}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lim := DefaultLimits()
+	const maxLine = 64
+	a := &API{clock: clock.NewFake(now), lim: &lim}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rd := &streamReader{a: a, ctx: t.Context(), body: bytes.NewReader(body), lines: lineReader{max: maxLine}}
+		rd.lines.br = bufio.NewReaderSize(deadlineReader{rd}, 16)
+		out := make(chan streamChunk)
+		go rd.run(out)
+		var got []streamItem
+		for chunk := range out {
+			got = append(got, chunk.items...)
+		}
+		if rd.err != nil {
+			t.Fatalf("reading a whole body: %v", rd.err)
+		}
+		segs := bytes.SplitAfter(body, []byte("\n"))
+		k := 0
+		for i, seg := range segs {
+			line := i + 1
+			content := bytes.TrimSuffix(seg, []byte("\n"))
+			tooLong := len(content) > maxLine
+			if !tooLong && len(bytes.TrimSpace(content)) == 0 {
+				continue
+			}
+			if k == len(got) {
+				t.Fatalf("line %d (%q) not answered", line, seg)
+			}
+			it := got[k]
+			k++
+			if it.line != line {
+				t.Fatalf("answer %d is for line %d, want %d", k, it.line, line)
+			}
+			if tooLong {
+				if it.err == nil || problemFor(it.err).Status != http.StatusRequestEntityTooLarge {
+					t.Fatalf("line %d is %d bytes, answered %v", line, len(content), it.err)
+				}
+				continue
+			}
+			var spec apitype.JobSpec
+			want := decodeJSON(seg, &spec)
+			var vj *validJob
+			if want == nil {
+				var errs []apitype.FieldError
+				if vj, errs = buildJob(&spec, "", now, &lim, sealing{}); len(errs) > 0 {
+					want = invalidFields(errs)
+				}
+			}
+			switch {
+			case (want == nil) != (it.err == nil):
+				t.Fatalf("line %d %q: the stream says %v, POST /v1/jobs %v", line, seg, it.err, want)
+			case want != nil:
+				if g, w := problemFor(it.err), problemFor(want); !reflect.DeepEqual(g, w) {
+					t.Fatalf("line %d %q: the stream says %+v, POST /v1/jobs %+v", line, seg, g, w)
+				}
+			case !reflect.DeepEqual(it.job.Job.Spec, vj.Job.Spec) || it.job.Job.Namespace != vj.Job.Namespace:
+				t.Fatalf("line %d %q: the stream made %+v, POST /v1/jobs %+v", line, seg, it.job.Job.Spec, vj.Job.Spec)
+			}
+		}
+		if k != len(got) {
+			t.Fatalf("%d answers for %d lines", len(got), k)
 		}
 	})
 }

@@ -22,6 +22,10 @@ type Limits struct {
 	MaxBatchBodyBytes int64
 	// MaxLogBodyBytes caps a worker's POST /v1/attempts/logs (at least MaxBodyBytes).
 	MaxLogBodyBytes int64
+	// MaxStreamBodyBytes caps the body of POST /v1/jobs/stream (at least MaxBodyBytes),
+	// whose every line is at most MaxBodyBytes: past it the stream stops, what it
+	// committed kept.
+	MaxStreamBodyBytes int64
 
 	// MaxSpecBytes caps the strings of one job spec together (command, shell, args, env,
 	// names, tags, labels, keys...): a batch of 10,000 specs is 10,000 times this at most.
@@ -51,18 +55,19 @@ type Limits struct {
 // DefaultLimits are the limits a server runs with unless told otherwise.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxBodyBytes:      1 << 20,
-		MaxBatchBodyBytes: 64 << 20,
-		MaxLogBodyBytes:   8 << 20,
-		MaxSpecBytes:      256 << 10,
-		MaxCommandBytes:   64 << 10,
-		MaxShellBytes:     64 << 10,
-		MaxArgsBytes:      64 << 10,
-		MaxEnvBytes:       64 << 10,
-		MaxBatchJobs:      10000,
-		MaxDAGRuns:        10000,
-		MaxPageSize:       1000,
-		MaxLogBytes:       16 << 20,
+		MaxBodyBytes:       1 << 20,
+		MaxBatchBodyBytes:  64 << 20,
+		MaxLogBodyBytes:    8 << 20,
+		MaxStreamBodyBytes: 1 << 30,
+		MaxSpecBytes:       256 << 10,
+		MaxCommandBytes:    64 << 10,
+		MaxShellBytes:      64 << 10,
+		MaxArgsBytes:       64 << 10,
+		MaxEnvBytes:        64 << 10,
+		MaxBatchJobs:       10000,
+		MaxDAGRuns:         10000,
+		MaxPageSize:        1000,
+		MaxLogBytes:        16 << 20,
 	}
 }
 
@@ -82,8 +87,10 @@ func (l Limits) WithDefaults() Limits {
 	orDefault64(&l.MaxBodyBytes, d.MaxBodyBytes)
 	orDefault64(&l.MaxBatchBodyBytes, d.MaxBatchBodyBytes)
 	orDefault64(&l.MaxLogBodyBytes, d.MaxLogBodyBytes)
+	orDefault64(&l.MaxStreamBodyBytes, d.MaxStreamBodyBytes)
 	l.MaxBatchBodyBytes = max(l.MaxBatchBodyBytes, l.MaxBodyBytes)
 	l.MaxLogBodyBytes = max(l.MaxLogBodyBytes, l.MaxBodyBytes)
+	l.MaxStreamBodyBytes = max(l.MaxStreamBodyBytes, l.MaxBodyBytes)
 	orDefault(&l.MaxSpecBytes, d.MaxSpecBytes)
 	orDefault(&l.MaxCommandBytes, d.MaxCommandBytes)
 	orDefault(&l.MaxShellBytes, d.MaxShellBytes)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -103,4 +104,27 @@ func tooMany(rate *model.RateLimit, wait time.Duration) error {
 	secs := max(1, int(math.Ceil(wait.Seconds())))
 	return &httpError{status: http.StatusTooManyRequests, retryAfter: time.Duration(secs) * time.Second,
 		detail: fmt.Sprintf("too many submissions from this client: at most %d per %s; try again in %ds", rate.Rate, rate.Per, secs)}
+}
+
+// awaitTurn takes a turn of the submission rate for r's client, waiting for it as long as
+// it takes (until ctx ends): the later batches of a stream of jobs slow down under the
+// rate rather than fail.
+func (a *API) awaitTurn(ctx context.Context, r *http.Request) error {
+	if a.submits == nil {
+		return nil
+	}
+	client := a.cfg.ClientKey(r)
+	for {
+		ok, wait := a.submits.take(client, a.clock.Now())
+		if ok {
+			return nil
+		}
+		t := a.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
 }

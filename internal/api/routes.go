@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/stint-dev/stint/internal/auth"
@@ -13,6 +14,7 @@ const (
 	bodyDefault bodySize = iota // Limits.MaxBodyBytes
 	bodyBatch                   // Limits.MaxBatchBodyBytes: POST /v1/jobs/batch, POST /v1/dags
 	bodyLogs                    // Limits.MaxLogBodyBytes: POST /v1/attempts/logs
+	bodyStream                  // Limits.MaxStreamBodyBytes: POST /v1/jobs/stream
 )
 
 // route is one entry of the route table.
@@ -27,7 +29,10 @@ type route struct {
 	// answer carries a secret, so the entry keeps only what the handler notes.
 	Audit       string
 	AuditSecret bool
-	Handle      func(a *API, w http.ResponseWriter, r *http.Request) error
+	// Stream: the handler answers as it goes, so its answer is not held for the audit log:
+	// it records an entry for each part of its change as it commits it (noteCommit).
+	Stream bool
+	Handle func(a *API, w http.ResponseWriter, r *http.Request) error
 }
 
 // routeTable lists every route the API serves. It is the one place routes are declared, with
@@ -45,6 +50,7 @@ func routeTable() []route {
 
 		{Method: "POST", Path: "/v1/jobs", Perm: auth.Operate, Submit: true, Audit: "job.create", Handle: (*API).createJob},
 		{Method: "POST", Path: "/v1/jobs/batch", Perm: auth.Operate, Body: bodyBatch, Submit: true, Audit: "job.create_batch", Handle: (*API).createJobs},
+		{Method: "POST", Path: "/v1/jobs/stream", Perm: auth.Operate, Body: bodyStream, Submit: true, Audit: "job.create_stream", Stream: true, Handle: (*API).createJobStream},
 		{Method: "GET", Path: "/v1/jobs", Perm: auth.Read, Handle: (*API).listJobs},
 		{Method: "GET", Path: "/v1/jobs/{id}", Perm: auth.Read, Handle: (*API).getJob},
 		{Method: "PATCH", Path: "/v1/jobs/{id}", Perm: auth.Operate, Audit: "job.update", Handle: (*API).patchJob},
@@ -128,14 +134,17 @@ func (a *API) endpoint(rt route) http.Handler {
 			if writes(r) {
 				a.ready.noteWrite(err, a.clock.Now())
 			}
-			if err != nil {
+			if err != nil && !errors.As(err, new(*answeredError)) {
 				a.writeError(w, r, err)
 			}
 		}
-		if rt.Audit != "" {
+		switch {
+		case rt.Audit != "" && rt.Stream:
+			a.auditedStream(rt, w, r, serve)
+		case rt.Audit != "":
 			a.audited(rt, w, r, serve)
-			return
+		default:
+			serve(w, r)
 		}
-		serve(w, r)
 	})
 }

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/internal/model"
@@ -36,7 +39,7 @@ func TestBuildJob(t *testing.T) {
 				require.Equal(t, 1, j.Spec.Retry.MaxAttempts)
 				require.InDelta(t, 2.0, j.Spec.Retry.Multiplier, 0)
 				require.Zero(t, j.Spec.Retry.Jitter, "no jitter without retries")
-				require.Len(t, j.RequestHash, 64)
+				require.Empty(t, j.RequestHash, "no idempotency key: nothing compares the hash")
 				require.NotNil(t, vj.Run)
 				require.Equal(t, model.RunQueued, vj.Run.Status)
 				require.Equal(t, model.TriggerSubmit, vj.Run.Trigger)
@@ -63,6 +66,7 @@ func TestBuildJob(t *testing.T) {
 				require.Equal(t, time.Minute, j.Spec.Retry.MaxDelay)
 				require.JSONEq(t, `{"a":1}`, string(j.Spec.Args))
 				require.Equal(t, "k1", j.IdempotencyKey)
+				require.Len(t, j.RequestHash, 64)
 				require.Equal(t, 3, vj.Run.MaxAttempts)
 				require.Equal(t, "batch", vj.Run.Queue)
 				require.Equal(t, scheduler.DefaultMaxDisruptions, *j.Spec.Retry.MaxDisruptions, "left out: the default")
@@ -302,4 +306,20 @@ func fieldNames(errs []apitype.FieldError) []string {
 		out = append(out, e.Field)
 	}
 	return out
+}
+
+// TestNamePatternIsItsRegexp: the hand-written name matcher accepts exactly what the
+// regular expression it stands for accepts.
+func TestNamePatternIsItsRegexp(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	for _, s := range []string{"", "a", "A.b_c-9", ".a", "-a", "_a", "a b", "é", strings.Repeat("a", 128), strings.Repeat("a", 129), "a\n", "a/b"} {
+		require.Equal(t, re.MatchString(s), namePattern.MatchString(s), "%q", s)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOfN(rapid.SampledFrom([]rune("aZ09._- /\né")), 0, 130, -1).Draw(t, "s")
+		if re.MatchString(s) != namePattern.MatchString(s) {
+			t.Fatalf("%q: regexp %v, matcher %v", s, re.MatchString(s), namePattern.MatchString(s))
+		}
+	})
 }

@@ -81,6 +81,7 @@ const DefaultSubmitRate = "1000/1s"
 // limitFlags are the flags of the server's limits (docs/limits.md lists them).
 type limitFlags struct {
 	body, batchBody, logBody, logBytes byteSize
+	streamBody                         byteSize
 	spec, command, shell, args, env    byteSize
 	batchJobs, dagRuns, pageSize       int
 	readHeader, read, write, idle      time.Duration
@@ -92,12 +93,14 @@ func (f *limitFlags) register(fl *pflag.FlagSet) {
 	lim, h := api.DefaultLimits(), DefaultHTTPLimits()
 	f.body, f.batchBody, f.logBody, f.logBytes = byteSize(lim.MaxBodyBytes), byteSize(lim.MaxBatchBodyBytes),
 		byteSize(lim.MaxLogBodyBytes), byteSize(lim.MaxLogBytes)
+	f.streamBody = byteSize(lim.MaxStreamBodyBytes)
 	f.spec, f.command, f.shell, f.args, f.env = byteSize(lim.MaxSpecBytes), byteSize(lim.MaxCommandBytes),
 		byteSize(lim.MaxShellBytes), byteSize(lim.MaxArgsBytes), byteSize(lim.MaxEnvBytes)
 
 	f.sizeFlag(fl, &f.body, "max-body", "request body, except the routes below (413)")
 	f.sizeFlag(fl, &f.batchBody, "max-batch-body", "body of POST /v1/jobs/batch and POST /v1/dags (413)")
 	f.sizeFlag(fl, &f.logBody, "max-log-body", "body of a worker's POST /v1/attempts/logs (413)")
+	f.sizeFlag(fl, &f.streamBody, "max-stream-body", "body of POST /v1/jobs/stream: the stream stops there, what it committed kept")
 	f.sizeFlag(fl, &f.logBytes, "max-log-bytes", "output stored per attempt; the rest is dropped")
 	f.sizeFlag(fl, &f.spec, "max-spec-bytes", "a job spec's strings together (400)")
 	f.sizeFlag(fl, &f.command, "max-command-bytes", "a job's command argv, each argument plus one (400)")
@@ -137,6 +140,7 @@ func (f *limitFlags) config() (api.Limits, HTTPLimits, *model.RateLimit, error) 
 		name string
 		v    byteSize
 	}{{"max-body", f.body}, {"max-batch-body", f.batchBody}, {"max-log-body", f.logBody}, {"max-log-bytes", f.logBytes},
+		{"max-stream-body", f.streamBody},
 		{"max-spec-bytes", f.spec}, {"max-command-bytes", f.command}, {"max-shell-bytes", f.shell},
 		{"max-args-bytes", f.args}, {"max-env-bytes", f.env}} {
 		if s.v < 1 {
@@ -173,7 +177,8 @@ func (f *limitFlags) config() (api.Limits, HTTPLimits, *model.RateLimit, error) 
 	}
 	lim := api.Limits{
 		MaxBodyBytes: int64(f.body), MaxBatchBodyBytes: int64(f.batchBody), MaxLogBodyBytes: int64(f.logBody),
-		MaxLogBytes: int64(f.logBytes), MaxSpecBytes: int(f.spec), MaxCommandBytes: int(f.command),
+		MaxStreamBodyBytes: int64(f.streamBody),
+		MaxLogBytes:        int64(f.logBytes), MaxSpecBytes: int(f.spec), MaxCommandBytes: int(f.command),
 		MaxShellBytes: int(f.shell), MaxArgsBytes: int(f.args), MaxEnvBytes: int(f.env),
 		MaxBatchJobs: f.batchJobs, MaxDAGRuns: f.dagRuns, MaxPageSize: f.pageSize,
 	}

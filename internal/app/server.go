@@ -230,6 +230,7 @@ func RunServer(ctx context.Context, cfg ServerConfig) error {
 		Requests:     m.Request,
 		Limits:       lim,
 		WriteTimeout: h.WriteTimeout,
+		ReadTimeout:  h.ReadTimeout,
 		SubmitRate:   cfg.SubmitRate,
 		Secrets:      cfg.Secrets,
 	})

@@ -75,6 +75,10 @@ type Config struct {
 	// FullAnswers asks batch inserts for the full answer (every job and run) instead of
 	// the minimal one (ids only, "Prefer: return=minimal").
 	FullAnswers bool
+	// Insert is how drain, scheduled and exec insert their jobs: InsertBatch (default:
+	// POST /v1/jobs/batch, BatchSize jobs a request) or InsertStream (POST /v1/jobs/stream:
+	// InsertWorkers streams side by side, each of its share of the jobs).
+	Insert string
 	// SeedFinished, when above 0, fills the fresh PostgreSQL store with that many finished
 	// runs (and their jobs and attempts) before the workload runs: see seed.go.
 	SeedFinished int
@@ -368,6 +372,9 @@ func (r *runner) setPaused(ctx context.Context, paused bool) error {
 // insert creates n jobs made by spec in batches, InsertWorkers batches in flight at once,
 // and returns how long it took.
 func (r *runner) insert(ctx context.Context, n int, spec func(i int) apitype.JobSpec) (time.Duration, error) {
+	if r.cfg.Insert == InsertStream {
+		return r.insertStreams(ctx, n, spec)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	batches := make(chan int)
@@ -401,6 +408,55 @@ feed:
 		}
 	}
 	close(batches)
+	wg.Wait()
+	took := time.Since(start)
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return took, ctx.Err()
+}
+
+// Ways to insert (Config.Insert).
+const (
+	InsertBatch  = "batch"
+	InsertStream = "stream"
+)
+
+// insertStreams creates n jobs made by spec through InsertWorkers streams of jobs at once
+// (POST /v1/jobs/stream, minimal answers), each of a contiguous share of them, spread over
+// the servers, and returns how long it took.
+func (r *runner) insertStreams(ctx context.Context, n int, spec func(i int) apitype.JobSpec) (time.Duration, error) {
+	streams := min(r.cfg.InsertWorkers, max(n, 1))
+	r.res.Params["insert by"] = "streams of jobs (POST /v1/jobs/stream)"
+	errs := make(chan error, streams)
+	var inserted atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for k := range streams {
+		from, to := k*n/streams, (k+1)*n/streams
+		wg.Go(func() {
+			c, err := client.New(r.urls[k%len(r.urls)], client.WithHTTPClient(r.hc))
+			if err != nil {
+				errs <- err
+				return
+			}
+			specs := func(yield func(apitype.JobSpec) bool) {
+				for i := from; i < to && yield(spec(i)); i++ {
+				}
+			}
+			sum, err := c.CreateJobsStream(ctx, specs, client.StreamOptions{Minimal: true})
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("insert jobs %d..%d: %w", from, to, err)
+			case sum.Accepted != to-from || sum.Rejected > 0:
+				errs <- fmt.Errorf("insert jobs %d..%d: %d accepted, %d rejected", from, to, sum.Accepted, sum.Rejected)
+			default:
+				r.progress("insert", int(inserted.Add(int64(to-from))), n)
+			}
+		})
+	}
 	wg.Wait()
 	took := time.Since(start)
 	select {

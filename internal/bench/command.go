@@ -46,6 +46,9 @@ memory from /proc.`,
 			if cfg.InsertWorkers < 1 {
 				return fmt.Errorf("--insert-workers: must be at least 1, got %d", cfg.InsertWorkers)
 			}
+			if cfg.Insert != InsertBatch && cfg.Insert != InsertStream {
+				return fmt.Errorf("--insert: must be %s or %s, got %q", InsertBatch, InsertStream, cfg.Insert)
+			}
 			if cfg.Workers < 0 {
 				return fmt.Errorf("--workers: must not be negative, got %d", cfg.Workers)
 			}
@@ -112,7 +115,8 @@ memory from /proc.`,
 	// --batch was this flag's first spelling; stint submit --batch names a file.
 	fl.IntVar(&cfg.BatchSize, "batch", 1000, "")
 	_ = fl.MarkDeprecated("batch", "use --batch-size")
-	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec)")
+	fl.IntVar(&cfg.InsertWorkers, "insert-workers", 4, "batch inserts in flight at once (drain, scheduled, exec); with --insert stream, streams")
+	fl.StringVar(&cfg.Insert, "insert", InsertBatch, "how drain, scheduled and exec insert: batch (POST /v1/jobs/batch, --batch-size jobs a request) or stream (POST /v1/jobs/stream)")
 	fl.DurationVar(&cfg.Lead, "lead", 5*time.Second, "how far ahead the instant is (scheduled, cron)")
 	fl.StringVar(&cfg.Shape, "shape", ShapeFanout, "DAG shape (dag): fanout (1 -> n-2 -> 1) or chain (n in a line)")
 	fl.StringVar(&cfg.Handler, "handler", "", "handler kind of the jobs, run by the bench's recording handler (default noop; with --server a kind of the bench's own)")

@@ -46,7 +46,7 @@ func runProgressCases(t *testing.T, cases []progressCase) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			api := newFakeAPI(t, tt.exchanges...)
-			res := runWith(t, nil, func(cfg *config) {
+			res := runWith(t, nil, nil, func(cfg *config) {
 				if tt.terminal {
 					onTerminal(cfg)
 				}
@@ -181,7 +181,7 @@ func TestNoBarForOneUnit(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "jobs.yaml")
 	require.NoError(t, os.WriteFile(file, []byte("jobs:\n  - {name: a, shell: 'true'}\n"), 0o600))
 	api := newFakeAPI(t, exchange{method: "PUT", path: "/v1/jobs/a", body: `{"name":"a","shell":"true"}`, status: 201, answer: `{"action":"created","job":{"id":"j1"}}`})
-	res := runWith(t, nil, onTerminal, "--server", api.URL, "apply", "-f", file)
+	res := runWith(t, nil, nil, onTerminal, "--server", api.URL, "apply", "-f", file)
 	require.Equal(t, 0, res.code)
 	require.Equal(t, "job/a created\n", res.stdout)
 	require.False(t, strings.Contains(res.stderr, "apply"), res.stderr)

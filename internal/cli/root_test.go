@@ -115,11 +115,18 @@ type result struct {
 // run runs the CLI with args against server (none when empty), with env as the environment.
 func run(t testing.TB, env map[string]string, args ...string) result {
 	t.Helper()
-	return runWith(t, env, nil, args...)
+	return runWith(t, env, nil, nil, args...)
 }
 
-// runWith is run with the config changed by mod first (when not nil).
-func runWith(t testing.TB, env map[string]string, mod func(*config), args ...string) result {
+// runIn is run with stdin (nil: the process's).
+func runIn(t testing.TB, stdin io.Reader, env map[string]string, args ...string) result {
+	t.Helper()
+	return runWith(t, env, stdin, nil, args...)
+}
+
+// runWith is run with stdin (nil: the process's) and the config changed by mod first (when
+// not nil).
+func runWith(t testing.TB, env map[string]string, stdin io.Reader, mod func(*config), args ...string) result {
 	t.Helper()
 	cfg := &config{
 		getenv:     func(k string) string { return env[k] },
@@ -134,6 +141,9 @@ func runWith(t testing.TB, env map[string]string, mod func(*config), args ...str
 	var stdout, stderr bytes.Buffer
 	root.SetOut(&stdout)
 	root.SetErr(&stderr)
+	if stdin != nil {
+		root.SetIn(stdin)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	root.SetArgs(args)

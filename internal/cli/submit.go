@@ -30,6 +30,7 @@ type submitFlags struct {
 	tags                                             []string
 	wait, follow, quiet                              bool
 	out                                              *output
+	batch                                            string // submit_batch.go
 }
 
 func newSubmitCmd(cfg *config) *cobra.Command {
@@ -45,14 +46,20 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 			"docker run does: each change of the run's state, with why it waits, goes to stderr, and\n" +
 			"once it ends its last attempt's stdout goes to stdout and its stderr to stderr. With\n" +
 			"--follow it streams the run's logs meanwhile. Both exit 0 when the run succeeded, 1 when it\n" +
-			"did not, and 7 when --wait-timeout passed first (the run goes on).",
+			"did not, and 7 when --wait-timeout passed first (the run goes on).\n\n" +
+			"With --batch FILE it submits the job specs of FILE instead, one JSON object per line, as\n" +
+			"one stream the server commits in batches as it reads; see --batch.",
 		Example: "  stint submit -- ./backup.sh /data\n" +
 			"  stint submit --shell 'echo hi; sleep 5' --wait\n" +
 			"  stint submit --name report --queue reports --cpu 2 --memory 4G --retries 3 --backoff 30s -- ./report\n" +
 			"  stint submit --handler email --arg to=ops@example.com --arg subject=hello\n" +
 			"  stint submit --name nightly --cron '0 3 * * *' --timezone Europe/Paris -- ./nightly\n" +
-			"  stint submit --after 01jd3x5k8q9r2s4t6v8w0y2z4a --after 01jd3x5m0b1c2d3e4f5g6h7j8k:finished -- ./load",
+			"  stint submit --after 01jd3x5k8q9r2s4t6v8w0y2z4a --after 01jd3x5m0b1c2d3e4f5g6h7j8k:finished -- ./load\n" +
+			"  stint submit --batch jobs.ndjson",
 		RunE: func(cmd *cobra.Command, argv []string) error {
+			if f.batch != "" {
+				return runSubmitBatch(cmd, cfg, f.batch, f.out, f.quiet, argv)
+			}
 			return runSubmit(cmd, cfg, &f, argv)
 		},
 	}
@@ -97,6 +104,7 @@ func newSubmitCmd(cfg *config) *cobra.Command {
 	fl.BoolVarP(&f.follow, "follow", "f", false, "stream the run's logs until it ends, exit 0 only if it succeeded")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the run id (the job id for a scheduled job)")
 	f.out = addOutputFlags(cmd)
+	fl.StringVar(&f.batch, "batch", "", batchFlagUsage)
 	return cmd
 }
 

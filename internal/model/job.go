@@ -22,7 +22,8 @@ type Job struct {
 	// or is disabled).
 	NextFireAt *time.Time
 	// IdempotencyKey and RequestHash dedupe submissions: the same key with the same request
-	// answers with the first result; with another request it is a conflict.
+	// answers with the first result; with another request it is a conflict. A job without a
+	// key has no hash (nothing would compare it).
 	IdempotencyKey string
 	RequestHash    string
 	CreatedAt      time.Time
