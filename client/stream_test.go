@@ -172,16 +172,20 @@ func TestConnectionsAreKept(t *testing.T) {
 		return opened.Load() - before
 	}
 	serve := func(t *testing.T) (*httptest.Server, *atomic.Int32) {
-		var opened, arrived atomic.Int32
-		all := make(chan struct{})
+		var opened atomic.Int32
+		var mu sync.Mutex
+		allCame := sync.NewCond(&mu)
+		arrived := 0
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// The first round's calls are held until all have come: as many connections.
-			switch n := arrived.Add(1); {
-			case n == calls:
-				close(all)
-			case n < calls:
-				<-all
+			// A round's calls are held until all of it has come: they are open at once.
+			mu.Lock()
+			arrived++
+			end := (arrived + calls - 1) / calls * calls
+			allCame.Broadcast()
+			for arrived < end {
+				allCame.Wait()
 			}
+			mu.Unlock()
 			_, _ = io.WriteString(w, `{"status":"ok"}`)
 		}))
 		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
