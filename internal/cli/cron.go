@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,10 +23,9 @@ func newCronCmd(cfg *config) *cobra.Command {
 
 func newCronExplainCmd(cfg *config) *cobra.Command {
 	var (
-		zone   string
-		from   timeFlag
-		count  int
-		asJSON bool
+		zone  string
+		from  timeFlag
+		count int
 	)
 	cmd := &cobra.Command{
 		Use:   "explain EXPRESSION",
@@ -54,8 +54,11 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 	_ = fl.MarkDeprecated("tz", "use --timezone")
 	fl.Var(&from, "from", "list the fires after this RFC 3339 time (default now)")
 	fl.IntVar(&count, "count", 5, fmt.Sprintf("how many fires to list (1-%d)", maxExplain))
-	fl.BoolVar(&asJSON, "json", false, "print the fires as indented JSON")
+	out := addOutputFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, argv []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		if count < 1 || count > maxExplain {
 			return Usagef("--count: must be from 1 to %d", maxExplain)
 		}
@@ -75,10 +78,9 @@ func newCronExplainCmd(cfg *config) *cobra.Command {
 			return fmt.Errorf("parse %q: %w", argv[0], err)
 		}
 		fires := sched.Explain(start, count)
-		if asJSON {
-			return printJSON(cmd.OutOrStdout(), explainJSON(sched, start, fires))
-		}
-		return printExplain(cmd, sched, start, count, fires)
+		return out.print(cmd.OutOrStdout(), explainJSON(sched, start, fires), func(io.Writer) error {
+			return printExplain(cmd, sched, start, count, fires)
+		})
 	}
 	return cmd
 }

@@ -97,6 +97,19 @@ UTC                   LOCAL                 DST
 }
 `,
 		},
+		{
+			name: "every, yaml",
+			args: []string{"cron", "explain", "@every 90m", "--count", "1", "-o", "yaml"},
+			stdout: `expression: '@every 1h30m'
+fires:
+- local: "2030-01-02T13:30:00Z"
+  moved: false
+  utc: "2030-01-02T13:30:00Z"
+  wall: "2030-01-02 13:30:00"
+from: "2030-01-02T12:00:00Z"
+timezone: UTC
+`,
+		},
 		{name: "bad zone", args: []string{"cron", "explain", "0 2 * * *", "--timezone", "Mars/Olympus_Mons"}, code: 2,
 			stderr: `stint: --timezone: unknown time zone "Mars/Olympus_Mons": want an IANA name such as Europe/Berlin or America/New_York`},
 		{name: "bad expression", args: []string{"cron", "explain", "61 2 * * *"}, code: 2,

@@ -23,16 +23,16 @@ func newVersionCmd(cfg *config) *cobra.Command {
 			"schema version it knows. --remote also asks the server (GET /v1/version).",
 		Args: args(),
 	}
-	asJSON := cmd.Flags().Bool("json", false, `print {"version", "commit", "date", "go_version", "schema"} (with --remote: {"client", "server"})`)
+	out := addOutputFlags(cmd) // JSON and YAML: {"version", "commit", "date", "go_version", "schema"}, with --remote {"client", "server"}
 	remote := cmd.Flags().Bool("remote", false, "also print the build of the server --server names")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := out.check(); err != nil {
+			return err
+		}
 		local := localVersion()
 		w := cmd.OutOrStdout()
 		if !*remote {
-			if *asJSON {
-				return printJSON(w, local)
-			}
-			return printVersion(w, "stint", local)
+			return out.print(w, local, func(w io.Writer) error { return printVersion(w, "stint", local) })
 		}
 		c, err := cfg.client(cmd)
 		if err != nil {
@@ -42,13 +42,12 @@ func newVersionCmd(cfg *config) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("server version: %w", err)
 		}
-		if *asJSON {
-			return printJSON(w, map[string]apitype.Version{"client": local, "server": *srv})
-		}
-		if err := printVersion(w, "client", local); err != nil {
-			return err
-		}
-		return printVersion(w, "server "+cfg.server, *srv)
+		return out.print(w, map[string]apitype.Version{"client": local, "server": *srv}, func(w io.Writer) error {
+			if err := printVersion(w, "client", local); err != nil {
+				return err
+			}
+			return printVersion(w, "server "+cfg.server, *srv)
+		})
 	}
 	return cmd
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -40,4 +41,9 @@ func TestVersion(t *testing.T) {
 	var got apitype.Version
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
 	require.Equal(t, local, got)
+
+	res = run(t, nil, "version", "-o", "yaml")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Contains(t, res.stdout, fmt.Sprintf("schema: %d\n", local.Schema))
+	require.Equal(t, 2, run(t, nil, "version", "-o", "xml").code, "an unknown format is a usage error")
 }
