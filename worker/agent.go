@@ -600,7 +600,12 @@ func (a *Agent) registerLocked(ctx context.Context) error {
 			req.Held, ats = a.heldRefs()
 		}
 		sent := a.now()
-		resp, err := a.srv.Register(ctx, req)
+		// A registration once sent is let finish (for at most FlushTimeout): the server may
+		// already have made the session, and a worker stopped meanwhile must know it to say
+		// it leaves, or it is listed as active until its heartbeats are missed.
+		call, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.FlushTimeout)
+		resp, err := a.srv.Register(call, req)
+		cancel()
 		if err == nil {
 			a.registered(resp)
 			if resp.Resumed {

@@ -592,3 +592,43 @@ func TestLostAndLeasedAgainInOneAnswer(t *testing.T) {
 		})
 	}
 }
+
+// answerLostToStop is a server whose first registration is made on the server, but whose
+// answer reaches the agent only after its context is done, as a stop that lands while the
+// call is in flight would have it: an HTTP call would then fail with the context's error.
+type answerLostToStop struct {
+	*fakeServer
+	stop context.CancelFunc
+}
+
+func (s *answerLostToStop) Register(ctx context.Context, req *apitype.RegisterRequest) (*apitype.RegisterResponse, error) {
+	resp, err := s.fakeServer.Register(ctx, req)
+	s.stop()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return resp, err
+}
+
+// A worker stopped while its registration is in flight still learns its session and says
+// it leaves, so that the server does not list it as active until its heartbeats are missed.
+func TestStopDuringRegistrationStillLeaves(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := New(Config{
+		Server:       &answerLostToStop{fakeServer: s, stop: cancel},
+		ID:           "w1",
+		Capacity:     apitype.Capacity{Slots: 1},
+		Handlers:     map[string]Handler{"noop": Noop},
+		FlushTimeout: time.Second,
+	})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	require.NoError(t, awaitDone(t, done))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, []string{"session-1"}, s.leaves)
+}
