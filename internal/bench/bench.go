@@ -103,6 +103,9 @@ type Result struct {
 	Figures  []Figure          `json:"figures"`
 	Params   map[string]string `json:"params"`
 	Plans    []Plan            `json:"plans,omitempty"` // plans: the statements' plans
+	// Statements are the store's busiest statements over the measured window, by
+	// PostgreSQL's pg_stat_statements, when its server loads it.
+	Statements []Statement `json:"statements,omitempty"`
 }
 
 // Figure is one measured number.
@@ -133,6 +136,7 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.1f %s\n", f.Name, f.Value, f.Unit)
 	}
 	tw.Flush()
+	printStatements(w, r.Statements)
 	printPlans(w, r.Plans)
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -250,4 +251,20 @@ func TestClusterDrain(t *testing.T) {
 	require.Positive(t, figures["processed"])
 	require.Positive(t, figures["servers CPU"])
 	require.Positive(t, figures["PostgreSQL CPU per run"])
+
+	// Where the database's time went: pg_stat_statements, when the server loads it.
+	if off, ok := res.Params["pg_stat_statements"]; ok {
+		require.Equal(t, statementsOff, off)
+		require.Empty(t, res.Statements)
+		t.Log("pg_stat_statements is not loaded by the test PostgreSQL: only its absence is checked")
+		return
+	}
+	leased := 0
+	for _, s := range res.Statements {
+		require.Positive(t, s.Calls, s.Query)
+		if strings.Contains(s.Query, "lease_token = gen_random_uuid()") {
+			leased += int(s.Rows)
+		}
+	}
+	require.GreaterOrEqual(t, leased, 900, "the lease statements leased every run: %+v", res.Statements)
 }

@@ -14,11 +14,15 @@ import (
 type cpuWindow struct {
 	pids     []int
 	backends *backendWatch // nil unless the store is the bench's PostgreSQL database
-	start    time.Time
-	procs    []procSample
-	self     procSample
-	db       map[int]procSample
-	polls    int64 // the runner's depth polls when the window opened; after stop, in it
+	// statements: pg_stat_statements counts the window's statements (the backends' server
+	// loads it); stmts is what it counted, read at stop.
+	statements bool
+	stmts      []Statement
+	start      time.Time
+	procs      []procSample
+	self       procSample
+	db         map[int]procSample
+	polls      int64 // the runner's depth polls when the window opened; after stop, in it
 
 	window   time.Duration // set by stop, as the samples below
 	procsEnd []procSample
@@ -33,6 +37,9 @@ func (r *runner) startCPU(ctx context.Context) (*cpuWindow, error) {
 		return nil, err
 	}
 	w := &cpuWindow{pids: r.pids, backends: backends}
+	if backends != nil {
+		w.statements = resetStatements(ctx, backends.conn)
+	}
 	if w.db, err = backends.sample(ctx); err != nil {
 		w.close()
 		return nil, err
@@ -63,7 +70,12 @@ func (w *cpuWindow) stop(ctx context.Context, r *runner) error {
 	if w.procsEnd, err = sampleAll(w.pids); err != nil {
 		return err
 	}
-	w.dbEnd, err = w.backends.sample(ctx)
+	if w.dbEnd, err = w.backends.sample(ctx); err != nil {
+		return err
+	}
+	if w.statements {
+		w.stmts, err = readStatements(ctx, w.backends.conn)
+	}
 	return err
 }
 
@@ -88,6 +100,10 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 	if w.db != nil {
 		used, _ := backendCPU(w.db, w.dbEnd)
 		add("PostgreSQL", used)
+		res.Statements = w.stmts
+		if !w.statements {
+			res.Params["pg_stat_statements"] = statementsOff
+		}
 	}
 }
 
