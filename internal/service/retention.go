@@ -24,7 +24,9 @@ type RetentionPolicy struct {
 	// Runs: finished runs (with their attempts, output, slot rows, fired instants and
 	// pipeline runs) go this long after they finished.
 	Runs time.Duration
-	// KeepPerJob: the Runs rule spares each job's newest KeepPerJob finished runs.
+	// KeepPerJob: the Runs rule spares each job's newest KeepPerJob finished runs, but not
+	// the run of a one-off job stored as its run alone (store.Anonymous), which would
+	// otherwise be kept for ever.
 	KeepPerJob int
 	// MaxPerJob: a job's finished runs beyond its newest MaxPerJob go whatever their age.
 	MaxPerJob int

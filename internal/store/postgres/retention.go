@@ -26,13 +26,15 @@ const pruneGuard = `r.status IN ('succeeded', 'failed', 'cancelled', 'skipped')
 
 // Candidates of the two rules, locked (a run another transaction holds is left for the
 // next batch). The age rule walks runs_finished oldest first and spares a run when fewer
-// than $2 finished runs of its job are newer (runs_job); the count rule walks each job's
+// than $2 finished runs of its job are newer (runs_job), unless the run is anonymous (its
+// spec is set: the job is that one run, and sparing it would keep every one-off job for
+// ever); the count rule walks each job's
 // finished runs newest first (runs_job) past its $2 newest.
 const (
 	pruneAgeSQL = `SELECT r.id FROM runs r
 		WHERE r.finished_at < $1 AND ` + pruneGuard + `
-		  AND (SELECT count(*) FROM (SELECT 1 FROM runs n WHERE n.job_id = r.job_id AND n.id > r.id
-				AND n.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT $2) k) >= $2
+		  AND (r.spec IS NOT NULL OR (SELECT count(*) FROM (SELECT 1 FROM runs n WHERE n.job_id = r.job_id AND n.id > r.id
+				AND n.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT $2) k) >= $2)
 		ORDER BY r.finished_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED`
 	pruneCountSQL = `SELECT r.id FROM jobs j
 		CROSS JOIN LATERAL (SELECT x.id FROM runs x

@@ -24,13 +24,15 @@ const pruneGuard = `r.status IN ('succeeded', 'failed', 'cancelled', 'skipped')
 			OR ?1 IS NOT NULL AND NOT y.finished_at < ?1))`
 
 // Candidates of the two rules. The age rule walks runs_finished oldest first and spares a
-// run when fewer than ?2 finished runs of its job are newer (runs_job); the count rule
+// run when fewer than ?2 finished runs of its job are newer (runs_job), unless the run is
+// anonymous (its spec is set: the job is that one run, which the rule would keep for
+// ever); the count rule
 // walks each job's finished runs newest first (runs_job) past its ?2 newest.
 const (
 	pruneAgeSQL = `SELECT r.id FROM runs r INDEXED BY runs_finished
 		WHERE r.finished_at < ?1 AND ` + pruneGuard + `
-		  AND (SELECT count(*) FROM (SELECT 1 FROM runs n INDEXED BY runs_job WHERE n.job_id = r.job_id AND n.id > r.id
-				AND n.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT ?2)) >= ?2
+		  AND (r.spec IS NOT NULL OR (SELECT count(*) FROM (SELECT 1 FROM runs n INDEXED BY runs_job WHERE n.job_id = r.job_id AND n.id > r.id
+				AND n.status IN ('succeeded', 'failed', 'cancelled', 'skipped') LIMIT ?2)) >= ?2)
 		ORDER BY r.finished_at LIMIT ?3`
 	pruneCountSQL = `SELECT r.id FROM jobs j
 		JOIN runs r ON r.id IN (SELECT x.id FROM runs x INDEXED BY runs_job

@@ -252,4 +252,24 @@ func testAnonymous(t *testing.T, open OpenFunc) {
 		_, err = f.s.GetJob(f.ctx, &store.GetJobParams{IDOrName: j2.ID})
 		require.ErrorIs(t, err, model.ErrNotFound)
 	})
+
+	t.Run("RetentionSparesNoAnonymousRun", func(t *testing.T) {
+		f := setup(t, open)
+		named := f.job("named")
+		f.createJob(named, nil)
+		kept := f.ended(named, model.AttemptSucceeded, at(time.Minute))
+		j, r := f.anonymous()
+		f.createJob(j, r)
+		f.register("w", "s", t0)
+		l := f.leaseOne("w", at(time.Minute))
+		require.Equal(t, r.ID, l.Run.ID)
+		f.finish(l, model.AttemptSucceeded, intp(0), at(2*time.Minute))
+
+		// A job's newest runs are spared, but an anonymous job is its one run: sparing it
+		// would keep every one-off job for ever.
+		require.Equal(t, 1, f.prune(store.PruneRunsParams{Before: at(time.Hour), KeepPerJob: 10}))
+		_, err := f.s.GetJob(f.ctx, &store.GetJobParams{IDOrName: j.ID})
+		require.ErrorIs(t, err, model.ErrNotFound, "the anonymous job went with its run")
+		require.Equal(t, model.RunSucceeded, f.getRun(kept.ID).Status, "the named job's last run stays")
+	})
 }
