@@ -80,7 +80,10 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 	}
 	for i := 1; i <= n; i++ {
 		id := "s" + strconv.Itoa(i)
-		extra := retentionArgs(cfg.Retention, cfg.RetentionPause)
+		// No cap on submissions (--submit-rate 0), as the in-process server has none: every
+		// request of the bench carries one token, and the default, 1000 a second per client,
+		// would cap steady's producers and count as submit errors what is over it.
+		extra := append([]string{"--submit-rate", "0"}, retentionArgs(cfg.Retention, cfg.RetentionPause)...)
 		if cfg.ServerProfile != "" {
 			extra = append(extra, "--cpuprofile", cfg.ServerProfile+"."+id)
 		}

@@ -207,7 +207,9 @@ func steady(ctx context.Context, r *runner) error {
 			for time.Now().Before(stop) && ctx.Err() == nil {
 				id, sent, err := r.submitJob(ctx, p, spec)
 				if err != nil {
-					failed.Add(1)
+					if failed.Add(1) == 1 {
+						r.cfg.Logger.Warn("steady: a submission failed (the first; all are counted in submit errors)", "err", err)
+					}
 					continue
 				}
 				sends[p] = append(sends[p], sentRun{id, sent})
