@@ -41,8 +41,9 @@ const DefaultAgents = 2000
 // Once every agent registered and two heartbeat intervals passed, the bench reads the
 // server processes' CPU time and memory from /proc over a window of Config.Duration:
 // CPU as a percentage of one core (all servers together, and the busiest), memory as the
-// servers' peak resident set (VmHWM, since they started), summed; and, on PostgreSQL, the
-// CPU of the database's backends over the same window.
+// servers' peak resident set (VmHWM, since they started), summed, and what their resident
+// set grew by from before the first agent registered to the window's end, per agent; and,
+// on PostgreSQL, the CPU of the database's backends over the same window.
 func runAgents(ctx context.Context, cfg Config) (*Result, error) {
 	n := cfg.Agents
 	if n <= 0 {
