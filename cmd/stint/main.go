@@ -12,6 +12,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/app"
 	"github.com/stint-dev/stint/internal/bench"
+	"github.com/stint-dev/stint/internal/benchsum"
 	"github.com/stint-dev/stint/internal/cli"
 )
 
@@ -21,7 +22,10 @@ func main() {
 	os.Exit(cli.Execute(ctx, newRoot()))
 }
 
-// newRoot builds the whole command tree: the CLI's commands, the server's and the bench.
+// newRoot builds the whole command tree: the CLI's commands, the server's and the bench
+// (with its summary of repeated runs, hidden).
 func newRoot() *cobra.Command {
-	return cli.NewRoot(append(app.Commands(), bench.Command())...)
+	b := bench.Command()
+	b.AddCommand(benchsum.Command())
+	return cli.NewRoot(append(app.Commands(), b)...)
 }

@@ -41,8 +41,9 @@ const DefaultAgents = 2000
 // Once every agent registered and two heartbeat intervals passed, the bench reads the
 // server processes' CPU time and memory from /proc over a window of Config.Duration:
 // CPU as a percentage of one core (all servers together, and the busiest), memory as the
-// servers' peak resident set (VmHWM, since they started), summed; and, on PostgreSQL, the
-// CPU of the database's backends over the same window.
+// servers' peak resident set (VmHWM, since they started), summed, and what their resident
+// set grew by from before the first agent registered to the window's end, per agent; and,
+// on PostgreSQL, the CPU of the database's backends over the same window.
 func runAgents(ctx context.Context, cfg Config) (*Result, error) {
 	n := cfg.Agents
 	if n <= 0 {
@@ -63,7 +64,7 @@ func runAgents(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	} else {
 		ccfg := cfg
-		ccfg.Servers, ccfg.Workers = max(cfg.Servers, 1), 0
+		ccfg.Servers, ccfg.Workers, ccfg.SeedFinished = max(cfg.Servers, 1), 0, 0
 		cl, err := startCluster(ctx, ccfg)
 		if err != nil {
 			return nil, fmt.Errorf("bench agents: %w", err)
@@ -103,6 +104,12 @@ func simulateAgents(ctx context.Context, cfg Config, n int, urls []string, pids 
 		registered sync.WaitGroup
 		running    sync.WaitGroup
 	)
+	// The servers' memory before any agent registered: what the agents cost is what it
+	// grew by when they all are (servers memory per connected worker).
+	idle, err := sampleAll(pids)
+	if err != nil {
+		return err
+	}
 	registered.Add(n)
 	began := time.Now()
 	for i := range n {
@@ -246,11 +253,15 @@ window:
 		}
 		res.add("servers RSS peak (VmHWM)", float64(hwm)/(1<<20), "MiB")
 		res.add("servers RSS in the window, peak", float64(max(peakRSS, rss))/(1<<20), "MiB")
+		res.add("servers RSS before the agents", float64(rssOf(idle))/(1<<20), "MiB")
+		res.add("servers RSS with the agents (at the end)", float64(rss)/(1<<20), "MiB")
+		res.add("servers memory per connected worker",
+			growthPer(rssOf(idle), rss, int(sim.registered.Load()), 1)/(1<<10), "KiB")
 	}
 	if backends != nil {
 		used, count := backendCPU(bBefore, bAfter)
 		res.add("PostgreSQL backends CPU", cpuShare(used, window), "% of a core")
-		res.Params["PostgreSQL backends"] = strconv.Itoa(count)
+		res.add("PostgreSQL backends", float64(count), "backends") // a count, not a setting
 	}
 	res.add("bench process CPU (the agents)", cpuShare(selfAfter.cpu-self.cpu, window), "% of a core")
 	return nil

@@ -224,6 +224,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		}
 		defer cl.stop()
 		srvURL, urls, pids, storeName, storeURL, token = cl.urls[0], cl.urls, cl.pids, cl.storeName, cl.storeURL, cl.token
+		seeded = cl.seeded // written before the servers started
 	default:
 		var local map[string]worker.Handler
 		if cfg.Workers == 0 {
@@ -254,11 +255,13 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		storeName += fmt.Sprintf(", %d HTTP workers in the bench's process", workers)
 		benchProcess += fmt.Sprintf(" and its %d workers", workers)
 	}
-	if cfg.SeedFinished > 0 {
+	if cfg.SeedFinished > 0 && seeded == nil {
 		var err error
 		if seeded, err = seedStore(ctx, storeURL, cfg.SeedFinished, time.Now()); err != nil {
 			return nil, err
 		}
+	}
+	if seeded != nil {
 		storeName += fmt.Sprintf(", seeded with %d finished runs", seeded.runs)
 	}
 	c, err := client.New(srvURL, client.WithToken(token))

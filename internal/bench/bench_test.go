@@ -120,6 +120,8 @@ func TestWorkloadsRun(t *testing.T) {
 			case "drain", "dag":
 				require.LessOrEqual(t, names["first start after resume"], names["last start after resume"])
 			}
+			require.NotContains(t, names, "servers memory per 10,000 queued runs",
+				"the server runs in the bench's process, whose memory holds the bench's too")
 		})
 	}
 	_, err := Run(context.Background(), "nope", cfg)
@@ -219,6 +221,12 @@ func TestAgents(t *testing.T) {
 	require.Zero(t, figures["runs leased"])
 	require.Contains(t, figures, "servers CPU")
 	require.Greater(t, figures["servers RSS peak (VmHWM)"], 1.0, "MiB")
+	require.Greater(t, figures["servers RSS before the agents"], 1.0, "MiB")
+	require.Greater(t, figures["servers RSS with the agents (at the end)"], 1.0, "MiB")
+	// What the agents cost the server, per agent: its RSS grows by their connections and
+	// registrations (it could shrink, a GC returning memory; it cannot be a server's whole size).
+	require.Contains(t, figures, "servers memory per connected worker")
+	require.Less(t, figures["servers memory per connected worker"]*agents/1024, figures["servers RSS with the agents (at the end)"])
 
 	_, err = Run(context.Background(), "agents", Config{Store: "sqlite", Servers: 2, Agents: 1, WorkerBinary: bin})
 	require.ErrorContains(t, err, "postgres")
@@ -251,6 +259,9 @@ func TestClusterDrain(t *testing.T) {
 	require.Positive(t, figures["processed"])
 	require.Positive(t, figures["servers CPU"])
 	require.Positive(t, figures["PostgreSQL CPU per run"])
+	require.Greater(t, figures["servers RSS before the insert"], 3.0, "MiB, three servers")
+	require.Greater(t, figures["servers RSS with the runs queued"], 3.0, "MiB, three servers")
+	require.Contains(t, figures, "servers memory per 10,000 queued runs")
 
 	// Where the database's time went: pg_stat_statements, when the server loads it.
 	if off, ok := res.Params["pg_stat_statements"]; ok {
@@ -267,4 +278,31 @@ func TestClusterDrain(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, leased, 900, "the lease statements leased every run: %+v", res.Statements)
+}
+
+// TestClusterSeedRetention runs drain on one server process over a seeded scratch
+// PostgreSQL database with retention on: the history is written before the server starts
+// (so the leader's first retention pass finds it) and retention deletes it while the
+// workload runs, leaving the workload's own runs, which finished less than --retain-runs ago.
+func TestClusterSeedRetention(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds stint and starts processes")
+	}
+	base := os.Getenv("STINT_TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("STINT_TEST_DATABASE_URL not set")
+	}
+	bin := buildStint(t)
+	res, err := Run(context.Background(), "drain", Config{Store: base, Servers: 1, Workers: 1, Slots: 50, N: 2000,
+		BatchSize: 500, InsertWorkers: 2, SeedFinished: 20000, Retention: time.Hour, RetentionPause: time.Millisecond,
+		WorkerBinary: bin, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "every run of the workload must succeed: retention spares them")
+	require.Contains(t, res.Store, "1 server processes, 1 HTTP workers in the bench's process, seeded with 20000 finished runs")
+	require.Contains(t, res.Params["seeded"], "20000 finished runs")
+	figures := map[string]float64{}
+	for _, f := range res.Figures {
+		figures[f.Name] = f.Value
+	}
+	require.Positive(t, figures["retention deleted"], "the server process deletes the seeded history")
+	require.Contains(t, figures, "servers memory per 10,000 queued runs")
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/stint-dev/stint/internal/store/postgres"
 )
 
 // benchCluster is `stint server` processes the bench started
@@ -18,13 +20,18 @@ type benchCluster struct {
 	pids      []int    // each server's process id
 	storeURL  string   // the scratch PostgreSQL database; empty on SQLite
 	storeName string
-	token     string // the servers' admin token
+	token     string     // the servers' admin token
+	seeded    *seedStats // the history written before the servers started (Config.SeedFinished)
 	stop      func()
 }
 
 // startCluster starts cfg.Servers server processes on a fresh store (a scratch PostgreSQL
 // database, or SQLite in a temp directory for a single server). Their workers are the
-// bench's (see Run).
+// bench's (see Run). With cfg.SeedFinished the history is written before the servers start
+// (the bench migrates the scratch database itself), so that under cfg.Retention the
+// leader's first pass of retention finds it: a `stint server` looks again only a minute
+// after a pass that found nothing, and has no flag to shorten that. cfg.Retention is passed
+// to every server as --retain-runs, no run kept per job, with --retain-pause.
 func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 	n := cfg.Servers
 	bin := cfg.WorkerBinary
@@ -60,6 +67,12 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 		}
 		cleanups = append(cleanups, drop)
 		cl.storeURL, engine = u, "postgres"
+		if cfg.SeedFinished > 0 {
+			if cl.seeded, err = seedBeforeStart(ctx, u, cfg.SeedFinished); err != nil {
+				cl.stop()
+				return nil, err
+			}
+		}
 	case cfg.Store == "sqlite" && n == 1:
 	default:
 		cl.stop()
@@ -67,9 +80,12 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 	}
 	for i := 1; i <= n; i++ {
 		id := "s" + strconv.Itoa(i)
-		var extra []string
+		// No cap on submissions (--submit-rate 0), as the in-process server has none: every
+		// request of the bench carries one token, and the default, 1000 a second per client,
+		// would cap steady's producers and count as submit errors what is over it.
+		extra := append([]string{"--submit-rate", "0"}, retentionArgs(cfg.Retention, cfg.RetentionPause)...)
 		if cfg.ServerProfile != "" {
-			extra = []string{"--cpuprofile", cfg.ServerProfile + "." + id}
+			extra = append(extra, "--cpuprofile", cfg.ServerProfile+"."+id)
 		}
 		p, err := startServerProc(ctx, bin, id, cl.storeURL, dataDir, token, extra...)
 		if err != nil {
@@ -82,6 +98,32 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 	}
 	cl.storeName = fmt.Sprintf("%s, %d server processes", engine, n)
 	return cl, nil
+}
+
+// seedBeforeStart migrates the empty scratch database at url, as a server would on its
+// start, and writes the history of runs finished runs into it.
+func seedBeforeStart(ctx context.Context, url string, runs int) (*seedStats, error) {
+	st, err := postgres.Open(ctx, postgres.Config{URL: url, MaxConns: 1})
+	if err != nil {
+		return nil, fmt.Errorf("migrate the scratch database: %w", err)
+	}
+	if err := st.Close(); err != nil {
+		return nil, fmt.Errorf("migrate the scratch database: %w", err)
+	}
+	return seedStore(ctx, url, runs, time.Now())
+}
+
+// retentionArgs are the `stint server` flags of the bench's retention (see benchRetention):
+// none when d is 0.
+func retentionArgs(d, pause time.Duration) []string {
+	if d <= 0 {
+		return nil
+	}
+	args := []string{"--retain-runs", d.String(), "--retain-runs-keep", "0"}
+	if pause > 0 {
+		args = append(args, "--retain-pause", pause.String())
+	}
+	return args
 }
 
 // terminate stops the server with SIGTERM (it shuts down gracefully) and waits, or kills it

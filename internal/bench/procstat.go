@@ -100,3 +100,22 @@ func cpuShare(used, window time.Duration) float64 {
 	}
 	return 100 * used.Seconds() / window.Seconds()
 }
+
+// rssOf is the resident memory of the processes sampled, summed, in bytes.
+func rssOf(s []procSample) int64 {
+	var sum int64
+	for _, p := range s {
+		sum += p.rss
+	}
+	return sum
+}
+
+// growthPer is how many bytes resident memory grew from before to after for each per of
+// count things (a negative growth stays negative: the processes gave memory back); 0 when
+// count is not positive.
+func growthPer(before, after int64, count int, per float64) float64 {
+	if count <= 0 {
+		return 0
+	}
+	return float64(after-before) * per / float64(count)
+}

@@ -77,3 +77,18 @@ func TestBackendCPU(t *testing.T) {
 	require.Equal(t, 800*time.Millisecond, used)
 	require.Equal(t, 3, n)
 }
+
+// TestMemoryGrowth: the arithmetic of "servers memory per 10,000 queued runs" and "per
+// connected worker".
+func TestMemoryGrowth(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, int64(300<<20), rssOf([]procSample{{rss: 100 << 20}, {rss: 200 << 20}}), "servers summed")
+	require.Zero(t, rssOf(nil))
+
+	// 100,000 runs queued grew three servers by 40 MiB: 4 MiB per 10,000.
+	require.InDelta(t, 4.0, growthPer(300<<20, 340<<20, 100000, 10000)/(1<<20), 1e-9)
+	// 2,000 agents grew the servers by 50 MiB: 25.6 KiB each.
+	require.InDelta(t, 25.6, growthPer(100<<20, 150<<20, 2000, 1)/(1<<10), 1e-9)
+	require.InDelta(t, -1.0, growthPer(10<<20, 9<<20, 10000, 10000)/(1<<20), 1e-9, "memory given back stays negative")
+	require.Zero(t, growthPer(1, 2, 0, 10000), "no runs: no figure to divide by")
+}

@@ -44,11 +44,18 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, commands bool,
 	if err := r.setPaused(ctx, true); err != nil {
 		return err
 	}
+	idle, err := sampleAll(r.pids)
+	if err != nil {
+		return err
+	}
 	took, err := r.insert(ctx, n, spec)
 	if err != nil {
 		return err
 	}
 	r.res.add("insert", float64(n)/took.Seconds(), "jobs/s")
+	if err := r.addQueuedMemory(ctx, idle, n); err != nil {
+		return err
+	}
 	resumed, cpu, err := r.resumeAndDrain(ctx, n, commands)
 	if err != nil {
 		return err
@@ -67,6 +74,37 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, commands bool,
 		r.addStartSpan(resumed)
 	}
 	cpu.report(r, n, "from the resume until the queue was empty")
+	return nil
+}
+
+// queuedSettle is how long drain waits after its insert, the queue still paused, before it
+// reads the servers' memory with the runs queued: for the inserts' last work (group commits,
+// notifications, connections going idle) to end. It does not wait for a garbage collection,
+// which cannot be asked of another process: a server idle behind a paused queue allocates
+// too little to start one soon, and Go gives freed heap back to the system only after one,
+// through its scavenger. So the figure keeps what the insert's garbage holds of the heap.
+const queuedSettle = 2 * time.Second
+
+// addQueuedMemory adds the server processes' resident memory before the insert (idle,
+// sampled then) and with the n runs it made queued, read queuedSettle after it, and the
+// growth per 10,000 queued runs. Only for server processes (--servers, or --pid): the
+// bench's own process, where an in-process server runs, holds the bench and its garbage too.
+func (r *runner) addQueuedMemory(ctx context.Context, idle []procSample, n int) error {
+	if len(r.pids) == 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(queuedSettle):
+	}
+	queued, err := sampleAll(r.pids)
+	if err != nil {
+		return err
+	}
+	r.res.add("servers RSS before the insert", float64(rssOf(idle))/(1<<20), "MiB")
+	r.res.add("servers RSS with the runs queued", float64(rssOf(queued))/(1<<20), "MiB")
+	r.res.add("servers memory per 10,000 queued runs", growthPer(rssOf(idle), rssOf(queued), n, 10000)/(1<<20), "MiB")
 	return nil
 }
 
@@ -169,7 +207,9 @@ func steady(ctx context.Context, r *runner) error {
 			for time.Now().Before(stop) && ctx.Err() == nil {
 				id, sent, err := r.submitJob(ctx, p, spec)
 				if err != nil {
-					failed.Add(1)
+					if failed.Add(1) == 1 {
+						r.cfg.Logger.Warn("steady: a submission failed (the first; all are counted in submit errors)", "err", err)
+					}
 					continue
 				}
 				sends[p] = append(sends[p], sentRun{id, sent})
