@@ -32,7 +32,9 @@ type PromoterConfig struct {
 	IdleWait time.Duration
 	// RetryDelay is its pause after a store error. Default DefaultRetryDelay.
 	RetryDelay time.Duration
-	// Batch caps the runs one pass promotes. Default 5000.
+	// Batch caps the runs one pass promotes. Default 5000. The first pass after an idle
+	// one promotes an eighth of it, and each full pass doubles that up to Batch: a burst's
+	// first runs are queued (and leased) after a short statement instead of a long one.
 	Batch int
 }
 
@@ -52,6 +54,7 @@ type Promoter struct {
 	store      PromoterStore
 	onPromoted func(int)
 	batch      int
+	next       int // the limit of the next pass: promoteLimit of the last
 }
 
 // NewPromoter returns a Promoter; call Start to run it.
@@ -88,9 +91,14 @@ func (p *Promoter) Pass(ctx context.Context) (time.Time, error) {
 	}
 	now := p.clock.Now()
 	if ok && !next.After(now) {
-		n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: p.batch})
+		limit := promoteLimit(p.next, p.batch)
+		n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: limit})
 		if err != nil {
 			return time.Time{}, fmt.Errorf("promote due runs: %w", err)
+		}
+		p.next = 0
+		if n >= limit {
+			p.next = limit // more may be due: the next pass doubles it
 		}
 		if n > 0 {
 			p.onPromoted(n)
@@ -98,8 +106,19 @@ func (p *Promoter) Pass(ctx context.Context) (time.Time, error) {
 		p.TestSignals.Promoted.Signal(n)
 		return time.Time{}, nil
 	}
+	p.next = 0
 	if !ok {
 		return now.Add(p.idleWait), nil
 	}
 	return next, nil
+}
+
+// promoteLimit is the limit of a pass after one whose limit was last (0: the pass before
+// promoted all that was due, or none), with most the most a pass promotes: most/8 (at least
+// one) after an idle pass, then twice the last, up to most.
+func promoteLimit(last, most int) int {
+	if last <= 0 {
+		return (most + 7) / 8
+	}
+	return min(2*last, most)
 }

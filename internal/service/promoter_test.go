@@ -130,3 +130,41 @@ func TestPromoter(t *testing.T) {
 		p.Stop()
 	})
 }
+
+// dueStore is a PromoterStore with due runs scheduled at t0 and nothing else; it records the
+// limit of each promotion.
+type dueStore struct {
+	due    int
+	limits []int
+}
+
+func (s *dueStore) NextDue(context.Context) (time.Time, bool, error) { return t0, s.due > 0, nil }
+
+func (s *dueStore) PromoteDue(_ context.Context, p *store.PromoteDueParams) (int, error) {
+	s.limits = append(s.limits, p.Limit)
+	n := min(p.Limit, s.due)
+	s.due -= n
+	return n, nil
+}
+
+// A burst is promoted in passes that start small, so that its first runs are queued soon,
+// and double up to Batch while passes come back full; the next burst starts small again.
+func TestPromoterRampsUpABurst(t *testing.T) {
+	t.Parallel()
+	st := &dueStore{due: 10000}
+	p := NewPromoter(PromoterConfig{Store: st, Clock: clock.NewFake(t0), Logger: discard, Batch: 5000})
+	pass := func() {
+		t.Helper()
+		_, err := p.Pass(context.Background())
+		require.NoError(t, err)
+	}
+	for st.due > 0 {
+		pass()
+	}
+	require.Equal(t, []int{625, 1250, 2500, 5000, 5000}, st.limits)
+	pass() // nothing due
+	st.due, st.limits = 700, nil
+	pass()
+	pass()
+	require.Equal(t, []int{625, 1250}, st.limits, "a new burst starts small again")
+}
