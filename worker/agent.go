@@ -148,11 +148,12 @@ type Agent struct {
 	gpus  *gpuPool
 
 	// How commands run: set by New (allow, runAs) and by Run before the first attempt.
-	allow  *allowList
-	runAs  *credential
-	work   *workDirs
-	cgroup *cgroupParent
-	guard  *guard
+	allow    *allowList
+	runAs    *credential
+	work     *workDirs
+	starters *starters
+	cgroup   *cgroupParent
+	guard    *guard
 
 	regMu      sync.Mutex    // serialises registering
 	regGen     atomic.Uint64 // bumped by every successful registration

@@ -15,3 +15,11 @@ func (at *attempt) signalLocked(syscall.Signal) {}
 func killGroup(int) {}
 
 func ownGroup() *syscall.SysProcAttr { return nil }
+
+// starters: nothing starts processes here.
+type starters struct{}
+
+func newStarters(int) *starters { return nil }
+
+func (*starters) close() {}
+func startersN() int     { return 0 }

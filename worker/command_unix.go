@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -28,12 +27,6 @@ func (at *attempt) runCommand() outcome {
 		at.state.CompareAndSwap(int32(running), int32(reasonDone))
 		return outcome{status: statusFailed, err: msg}
 	}
-
-	// Pdeathsig (Linux) fires when the thread that started the process ends, not the
-	// process: hold this goroutine's thread until the process has been waited for, so that
-	// the Go runtime cannot end that thread under the process.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 
 	workDir, err := a.work.make(l.RunID, l.Attempt)
 	if err != nil {
@@ -83,7 +76,8 @@ func (at *attempt) runCommand() outcome {
 	cmd.SysProcAttr = attr
 
 	at.writeNotes(ps.notes)
-	if err := cmd.Start(); err != nil {
+	// A starter's thread forks, so that Pdeathsig follows the agent (starter_unix.go).
+	if err := a.starters.start(cmd); err != nil {
 		return fail("start: " + err.Error())
 	}
 	ps.closeFD()

@@ -16,6 +16,7 @@ func (a *Agent) openCommands() error {
 		return err
 	}
 	a.work = w
+	a.starters = newStarters(startersN())
 	if w.created {
 		a.guard.track(guardDir, w.base)
 	}
@@ -39,8 +40,10 @@ func (a *Agent) openCommands() error {
 	return nil
 }
 
-// closeCommands removes the working directories' base if Run made it, and stops the guard.
+// closeCommands ends the starters, removes the working directories' base if Run made it, and
+// stops the guard.
 func (a *Agent) closeCommands() {
+	a.starters.close()
 	if a.work != nil {
 		if err := a.work.close(); err != nil {
 			a.log.Warn("removing the work dir", "err", err)

@@ -105,10 +105,12 @@
 //     the cgroup when it has the cpu controller, else nothing. What could not be applied is
 //     said in the attempt's log, on stderr, in lines starting "stint: ".
 //   - Death of the agent: the process gets SIGKILL when the agent's process dies (Linux
-//     Pdeathsig; the goroutine that starts the process holds its OS thread until the
-//     process is reaped, since the signal follows the thread that forked). A guard process
-//     (Guard, RunGuard) kills the attempt's whole process group and cgroup then, and removes
-//     its directory. An agent whose process is stopped (SIGSTOP) kills nothing until it runs
+//     Pdeathsig). The signal follows the thread that forked, not the process, so processes
+//     are started by a few starter goroutines, each locked to an OS thread of its own from
+//     when Run begins until it returns; the attempts wait for their processes on their own
+//     goroutines. A process still running when Run returns dies with the starters' threads.
+//     A guard process (Guard, RunGuard) kills the attempt's whole process group and cgroup
+//     then, and removes its directory. An agent whose process is stopped (SIGSTOP) kills nothing until it runs
 //     again: the server ends its leases meanwhile, and a retry may run beside the old
 //     attempt.
 //

@@ -105,8 +105,8 @@ func (p *procSetup) note(format string, args ...any) {
 }
 
 // setupProcess prepares attr for the attempt's process: SIGKILL when the thread that starts it
-// dies (the caller holds its OS thread until the process has been waited for, so that means
-// the worker's death), a cgroup of its own under Config.Cgroup when there is one, and the
+// dies (a starter's, which lives as long as the agent runs commands: starter_unix.go; so that
+// means the worker's death), a cgroup of its own under Config.Cgroup when there is one, and the
 // job's cpu and memory requirements as limits when Config.Limits is set: memory.max and
 // cpu.max of its cgroup when the cgroup has those controllers; otherwise memory as
 // RLIMIT_DATA on the process (each process of the attempt gets that much, not the attempt as
