@@ -26,6 +26,7 @@ import (
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/spawn"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -34,10 +35,10 @@ type Config struct {
 	Server    string        // a running server; empty: start one on Store
 	Token     string        // bearer token for Server (the global --token / STINT_TOKEN)
 	Store     string        // "sqlite" (a temp dir), sqlite:///path, or a postgres:// URL
-	N         int           // jobs for drain, scheduled and exec
+	N         int           // jobs for drain, scheduled and exec; processes per way for spawn
 	Duration  time.Duration // steady
 	Producers int           // steady
-	Slots     int           // worker slots when the bench starts the server (split among Workers)
+	Slots     int           // worker slots when the bench starts the server (split among Workers); spawn: processes at once (0: 4 per CPU)
 	// Workers, when above 0, runs the workers as that many agents of the worker package in
 	// the bench's process, speaking the worker protocol over HTTP as a user's own worker does,
 	// instead of the server's local worker. With Server the bench always runs its own
@@ -146,10 +147,10 @@ func (r *Result) PrintJSON(w io.Writer) error {
 }
 
 // Workloads lists the workload names Run accepts.
-var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "dag", "failover", "plans", "agents"}
+var Workloads = []string{"drain", "steady", "scheduled", "cron", "exec", "spawn", "dag", "failover", "plans", "agents"}
 
 // DefaultN is each workload's job count when Config.N is zero (the workloads of BENCHMARKS.md).
-var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "dag": 10000, "plans": 100000}
+var DefaultN = map[string]int{"drain": 100000, "scheduled": 10000, "cron": 10000, "exec": 10000, "spawn": 5000, "dag": 10000, "plans": 100000}
 
 // Run runs one workload.
 func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
@@ -170,6 +171,8 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		return runFailover(ctx, cfg) // its own servers, as processes it can kill
 	case "agents":
 		return runAgents(ctx, cfg) // servers as processes, or --server with --pid
+	case "spawn":
+		return runSpawn(ctx, cfg) // no server: the machine's own limit
 	}
 	var w func(context.Context, *runner) error
 	switch workload {
@@ -195,6 +198,15 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	}
 	if cfg.SeedFinished > 0 && (cfg.Server != "" || !isPostgres(cfg.Store)) {
 		return nil, errors.New("--seed-finished: needs --store with a postgres:// URL (the bench writes the history into the scratch database)")
+	}
+	var limit *spawn.Result
+	if workload == "exec" && cfg.Server == "" {
+		// The commands run on this machine: measure its own limit first, back to back.
+		l, err := machineLimit(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		limit = &l
 	}
 	storeName := "external server " + cfg.Server
 	srvURL := cfg.Server
@@ -280,6 +292,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 		kind:         kind,
 		rec:          rec,
 		benchProcess: benchProcess,
+		limit:        limit,
 		res:          &Result{Workload: workload, Store: storeName, Params: map[string]string{}},
 	}
 	if cfg.CPU > 0 {
@@ -356,6 +369,9 @@ type runner struct {
 	progressMu   sync.Mutex
 	polls        atomic.Int64 // the queue's depth asked while waiting (waitIdle)
 	res          *Result
+	// limit is the machine's limit for starting processes (spawn), measured just before
+	// exec; nil when the commands run on another host's workers.
+	limit *spawn.Result
 }
 
 // benchWorkers is how many workers the bench runs in its process (see Config.Workers).

@@ -58,7 +58,7 @@ func TestWorkloadsRun(t *testing.T) {
 	}
 	want := map[string][]string{
 		"drain":     {"insert", "processed", "first start after resume", "last start after resume"},
-		"exec":      {"insert", "processed", "first start after resume (server stamp)"},
+		"exec":      {"insert", "processed", "first start after resume (server stamp)", "machine limit", "processed / machine limit"},
 		"steady":    {"completed", "submit-to-start p99", "backlog at end", "never started"},
 		"scheduled": {"lateness p50", "lateness p99", "lateness max"},
 		"cron":      {"lateness p50", "lateness p99", "duplicates", "misses"},
@@ -66,8 +66,8 @@ func TestWorkloadsRun(t *testing.T) {
 	}
 	for _, w := range Workloads {
 		switch w {
-		case "failover", "plans", "agents":
-			continue // PostgreSQL or server processes: TestFailover, TestPlansWorkload, TestAgents
+		case "failover", "plans", "agents", "spawn":
+			continue // PostgreSQL, server processes or no server: TestFailover, TestPlansWorkload, TestAgents, TestSpawnWorkload
 		}
 		t.Run(w, func(t *testing.T) {
 			c := cfg

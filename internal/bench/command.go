@@ -33,7 +33,11 @@ or a PostgreSQL URL, where it creates a scratch database and drops it afterwards
 Scale (BENCHMARKS.md, "Scale"): --seed-finished N fills the fresh PostgreSQL store with a
 history of N finished runs first; "plans" prints the plans of the hot statements on such a
 store; "agents" runs --agents simulated agents over HTTP and reads the servers' CPU and
-memory from /proc.`,
+memory from /proc.
+
+"spawn" measures this machine's own limit for starting and reaping processes from Go,
+without stint (os/exec, os.StartProcess, syscall.ForkExec, back to back); "exec" measures it
+just before its jobs run and prints the share of it stint reached.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cfg.Store == "" {
@@ -60,6 +64,13 @@ memory from /proc.`,
 			}
 			if len(cfg.PIDs) > 0 && cfg.Server == "" {
 				return fmt.Errorf("--pid: goes with --server (the bench knows the processes it starts)")
+			}
+			if args[0] == "spawn" {
+				if !cmd.Flags().Changed("slots") {
+					cfg.Slots = 0 // spawn's own default: 4 per CPU
+				} else if cfg.Slots < 1 {
+					return fmt.Errorf("--slots: must be at least 1, got %d", cfg.Slots)
+				}
 			}
 			if args[0] == "plans" && !cmd.Flags().Changed("seed-finished") {
 				cfg.SeedFinished = DefaultSeedPlans
@@ -102,10 +113,10 @@ memory from /proc.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Store, "store", "", `start a server on a fresh store: "sqlite" or a postgres:// URL`)
-	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec), runs (dag) or queued runs (plans); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, dag 10000, plans 100000)")
+	fl.IntVar(&cfg.N, "n", 0, "jobs (drain, scheduled, cron, exec), runs (dag), queued runs (plans) or processes per way (spawn); 0: the workload's own (drain 100000, scheduled 10000, cron 10000, exec 10000, spawn 5000, dag 10000, plans 100000)")
 	fl.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long producers submit (steady), or the window measured (agents)")
 	fl.IntVar(&cfg.Producers, "producers", 16, "concurrent submitters (steady)")
-	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers)")
+	fl.IntVar(&cfg.Slots, "slots", 1000, "worker slots when the bench starts the server (split among --workers); spawn: processes started at once (default 4 per CPU)")
 	fl.IntVar(&cfg.Workers, "workers", 0, "run the workers as this many agents in the bench's process, speaking the worker protocol over HTTP, instead of the server's local worker (with --server: default 1)")
 	fl.IntVar(&cfg.Servers, "servers", 0, "run the server as this many processes (stint server) on the fresh store (more than one: PostgreSQL), workers and submissions spread over them; needs --workers (agents: default 1)")
 	fl.IntVar(&cfg.Agents, "agents", DefaultAgents, "simulated agents (agents)")

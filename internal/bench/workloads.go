@@ -19,11 +19,28 @@ func drain(ctx context.Context, r *runner) error {
 	})
 }
 
-// exec: like drain, with jobs that run the real command `true`.
+// exec: like drain, with jobs that run the real command `true`; then, beside processed, the
+// machine's own limit measured just before (spawn) and the share of it stint reached.
 func execWorkload(ctx context.Context, r *runner) error {
-	return insertThenDrain(ctx, r, "processes", true, func(int) apitype.JobSpec {
+	err := insertThenDrain(ctx, r, "processes", true, func(int) apitype.JobSpec {
 		return apitype.JobSpec{Command: []string{"true"}, Queue: r.queue}
 	})
+	if err != nil {
+		return err
+	}
+	if r.limit == nil {
+		r.res.Params["machine limit"] = "not measured: the server's workers run the commands; run `stint bench spawn` on their host"
+		return nil
+	}
+	r.res.Params["machine limit"] = fmt.Sprintf("%s, %d processes at once, measured just before (as stint bench spawn)",
+		r.limit.Way, r.limit.Concurrency)
+	r.res.add("machine limit", r.limit.PerSecond(), "processes/s")
+	for _, f := range r.res.Figures {
+		if f.Name == "processed" {
+			r.res.add("processed / machine limit", 100*f.Value/r.limit.PerSecond(), "%")
+		}
+	}
+	return nil
 }
 
 // requirements are what each job of drain and steady asks of a worker: Config.CPU, or none.
