@@ -84,7 +84,7 @@ func BenchmarkCommandTrue(b *testing.B) {
 	if runtime.GOOS == "windows" {
 		b.Skip("commands need process groups")
 	}
-	for _, slots := range []int{4, 16} {
+	for _, slots := range []int{4, 16, 1000} {
 		b.Run("slots="+strconv.Itoa(slots), func(b *testing.B) {
 			benchAgent(b, slots, apitype.Lease{Command: []string{"true"}})
 		})
@@ -115,10 +115,14 @@ func benchAgent(b *testing.B, slots int, lease apitype.Lease) {
 	go func() { done <- a.Run(ctx) }()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := processCPU()
 	close(s.open)
 	<-s.done
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "attempts/s")
+	if cpu := processCPU() - cpu; cpu > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "agent-cpu-µs/attempt")
+	}
 	cancel()
 	if err := <-done; err != nil {
 		b.Fatal(err)
