@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/stint-dev/stint/internal/store/postgres"
+	"github.com/stint-dev/stint/internal/app"
 )
 
 // benchCluster is `stint server` processes the bench started
@@ -103,7 +104,7 @@ func startCluster(ctx context.Context, cfg Config) (*benchCluster, error) {
 // seedBeforeStart migrates the empty scratch database at url, as a server would on its
 // start, and writes the history of runs finished runs into it.
 func seedBeforeStart(ctx context.Context, url string, runs int) (*seedStats, error) {
-	st, err := postgres.Open(ctx, postgres.Config{URL: url, MaxConns: 1})
+	st, _, err := app.OpenStore(ctx, url, "", slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, fmt.Errorf("migrate the scratch database: %w", err)
 	}
