@@ -81,6 +81,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if _, ok := pcfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
 		pcfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	// No JIT compilation: a generic plan's estimates, made without the parameters, can pass
+	// jit_above_cost on a big store, and compiling then costs far more than these
+	// statements run. On a store of 1,000,000 finished runs the alerter's read of failure
+	// streaks took 0.9-1.1 s a pass, nearly all of it compiling a statement that returns in
+	// milliseconds, and halved steady's throughput (BENCHMARKS.md, "Cost of scale").
+	// A URL that sets jit keeps its own.
+	if _, ok := pcfg.ConnConfig.RuntimeParams["jit"]; !ok {
+		pcfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

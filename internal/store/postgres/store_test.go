@@ -40,6 +40,23 @@ func openURL(t testing.TB, u string) *Store {
 	return s
 }
 
+// The store's connections run without JIT, unless the URL asks for it: compiling a generic
+// plan whose estimates passed jit_above_cost cost a big store's statements a second each.
+func TestJITIsOff(t *testing.T) {
+	u := newSchema(t)
+	jit := func(s *Store) string {
+		var v string
+		require.NoError(t, s.pool.QueryRow(context.Background(), `SHOW jit`).Scan(&v))
+		return v
+	}
+	require.Equal(t, "off", jit(openURL(t, u)))
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	require.Equal(t, "on", jit(openURL(t, u+sep+"jit=on")), "a URL that sets jit keeps its own")
+}
+
 func TestConformance(t *testing.T) {
 	testURL(t)
 	storetest.Run(t, func(t testing.TB) store.Store { return rawStore{openTest(t)} })
