@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +141,48 @@ func TestAlerter(t *testing.T) {
 		t.Parallel()
 		require.ErrorIs(t, NewAlerter(AlerterConfig{}).Start(context.Background()), errNoNewID)
 	})
+}
+
+// cronReads is a store that records, per AlertFacts call, whether it read the cron jobs.
+type cronReads struct {
+	store.Store
+	mu    sync.Mutex
+	reads []bool
+}
+
+func (s *cronReads) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*alerting.Facts, error) {
+	s.mu.Lock()
+	s.reads = append(s.reads, !p.SkipCron)
+	s.mu.Unlock()
+	return s.Store.AlertFacts(ctx, p)
+}
+
+func (s *cronReads) all() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reads)
+}
+
+// Passes that a run's end wakes early leave the cron jobs out (a row each); the cron jobs
+// are read on the interval's passes.
+func TestAlerterReadsCronOncePerInterval(t *testing.T) {
+	t.Parallel()
+	st := &cronReads{Store: openStore(t)}
+	clk, wake := clock.NewFake(t0), newWakeup()
+	a := NewAlerter(AlerterConfig{Store: st, Clock: clk, Logger: discard, Wake: wake.Wait, NewID: id.New})
+	a.TestSignals.Evaluated.Init(t)
+	a.TestSignals.Slept.Init(t)
+	require.NoError(t, a.Start(context.Background()))
+	t.Cleanup(a.Stop)
+
+	a.TestSignals.Evaluated.WaitOrTimeout()
+	require.Equal(t, t0.Add(DefaultAlertInterval), a.TestSignals.Slept.WaitOrTimeout())
+	wake.Notify()
+	require.Equal(t, t0.Add(DefaultAlertMinGap), a.TestSignals.Slept.WaitOrTimeout())
+	clk.Set(t0.Add(DefaultAlertMinGap))
+	a.TestSignals.Evaluated.WaitOrTimeout() // woken early
+	require.Equal(t, t0.Add(DefaultAlertMinGap+DefaultAlertInterval), a.TestSignals.Slept.WaitOrTimeout())
+	clk.Set(t0.Add(DefaultAlertMinGap + DefaultAlertInterval))
+	a.TestSignals.Evaluated.WaitOrTimeout() // the interval's pass
+	require.Equal(t, []bool{true, false, true}, st.all())
 }

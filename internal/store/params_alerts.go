@@ -20,6 +20,9 @@ type AlertFactsParams struct {
 	Streak int
 	// RunningBefore: the running runs whose attempt started at or before it are read.
 	RunningBefore time.Time
+	// SkipCron leaves the cron jobs out (Facts.Cron empty, CronUnread set): their read is
+	// a row per scheduled job, which the alerter makes at most once per interval.
+	SkipCron bool
 }
 
 // CronLatest is how many of a cron job's latest runs whose instant came AlertFacts reads.

@@ -25,7 +25,9 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 	if f.Streaks, err = s.alertStreaks(ctx, p); err != nil {
 		return nil, translate(err, "alert facts: streaks")
 	}
-	if f.Cron, err = s.alertCron(ctx, p); err != nil {
+	if p.SkipCron {
+		f.CronUnread = true
+	} else if f.Cron, err = s.alertCron(ctx, p); err != nil {
 		return nil, translate(err, "alert facts: cron")
 	}
 	if f.Queues, err = s.alertQueues(ctx); err != nil {

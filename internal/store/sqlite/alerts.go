@@ -18,7 +18,9 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 	if f.Streaks, err = s.alertStreaks(ctx, p); err != nil {
 		return nil, fmt.Errorf("alert facts: %w", err)
 	}
-	if f.Cron, err = s.alertCron(ctx, p); err != nil {
+	if p.SkipCron {
+		f.CronUnread = true
+	} else if f.Cron, err = s.alertCron(ctx, p); err != nil {
 		return nil, fmt.Errorf("alert facts: %w", err)
 	}
 	if f.Queues, err = s.alertQueues(ctx); err != nil {
