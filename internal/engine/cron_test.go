@@ -248,7 +248,11 @@ func TestCronLeadCreatesRunsAheadOfTheirInstant(t *testing.T) {
 		return n >= 2
 	}, "two loops asleep until the instant")
 	b.clk.Set(instant)
-	waitFor(t, func() bool { return getRun(t, b, ahead.ID).Status == model.RunQueued }, "promoted at its instant")
+	register(t, e, "w1")
+	waitFor(t, func() bool {
+		lease(t, e, "w1", 2, 0)
+		return getRun(t, b, ahead.ID).Status == model.RunRunning
+	}, "leasable at its instant")
 	waitFor(t, func() bool { return len(runsOf(t, b, limited.ID)) == 1 }, "the limited job fired at its instant")
 	require.Equal(t, instant, runsOf(t, b, limited.ID)[0].ScheduledFor)
 }

@@ -162,7 +162,7 @@ func TestLeaseLongPollWakesOnSubmit(t *testing.T) {
 	}
 }
 
-func TestScheduledRunIsPromotedWhenDue(t *testing.T) {
+func TestScheduledRunIsLeasableWhenDue(t *testing.T) {
 	t.Parallel()
 	e, b := setup(t)
 	register(t, e, "w1")
@@ -176,11 +176,44 @@ func TestScheduledRunIsPromotedWhenDue(t *testing.T) {
 	require.Empty(t, lease(t, e, "w1", 5, 0).Leases, "not due yet")
 	require.Equal(t, model.RunScheduled, getRun(t, b, run.ID).Status)
 
+	// Due: leased straight from scheduled, before the promoter queues it.
 	b.clk.Set(due)
-	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued }, "run promoted when due")
 	resp := lease(t, e, "w1", 5, 0)
 	require.Len(t, resp.Leases, 1)
 	require.Equal(t, run.ID, resp.Leases[0].Run.ID)
+	require.Equal(t, model.RunRunning, getRun(t, b, run.ID).Status)
+}
+
+func TestDueRunNoLeaseTookIsQueuedAfterTheGrace(t *testing.T) {
+	t.Parallel()
+	e, b := setup(t)
+	due := t0.Add(5 * time.Second)
+	run := submit(t, e, b, due, model.RetryPolicy{})
+	waitTimer(t, b, due)
+
+	// A worker waiting in a long poll is woken as the run falls due. The poll parks on a
+	// fake-clock timer (MaxLeaseWait) that moving the clock to due does not fire.
+	register(t, e, "w1")
+	polled := make(chan *LeaseResult, 1)
+	go func() { polled <- lease(t, e, "w1", 1, time.Hour) }()
+	waitTimer(t, b, t0.Add(30*time.Second))
+	b.clk.Set(due)
+	select {
+	case resp := <-polled:
+		require.Len(t, resp.Leases, 1)
+		require.Equal(t, run.ID, resp.Leases[0].Run.ID)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll was not woken when the run fell due")
+	}
+
+	// With no worker to take it, a due run stays scheduled for the grace, then is queued.
+	later := submit(t, e, b, due.Add(time.Second), model.RetryPolicy{})
+	waitTimer(t, b, due.Add(time.Second))
+	b.clk.Set(due.Add(time.Second))
+	waitTimer(t, b, due.Add(time.Second+dueGrace))
+	require.Equal(t, model.RunScheduled, getRun(t, b, later.ID).Status)
+	b.clk.Set(due.Add(time.Second + dueGrace))
+	waitFor(t, func() bool { return getRun(t, b, later.ID).Status == model.RunQueued }, "run queued after the grace")
 }
 
 func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
@@ -222,7 +255,6 @@ func TestExpiredLeaseIsRescuedAndRetried(t *testing.T) {
 	waitTimer(t, b, retryAt)
 	waitTimer(t, b, expired.Add(10*time.Second))
 	b.clk.Set(retryAt)
-	waitFor(t, func() bool { return getRun(t, b, run.ID).Status == model.RunQueued }, "retry promoted when due")
 	second := lease(t, e, "w2", 1, 0)
 	require.Len(t, second.Leases, 1)
 	require.Equal(t, 2, second.Leases[0].Run.Attempt)

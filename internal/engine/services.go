@@ -19,6 +19,12 @@ type serviceLoop interface {
 	Stepper() *service.Stepper
 }
 
+// dueGrace is how long a due scheduled run waits for a lease straight from scheduled
+// before the promoter queues it (service.PromoterConfig.Grace): longer than a burst of
+// runs due at one instant takes to lease where workers have room for it, short enough that
+// a run no worker takes soon shows as queued, with its pending reason, within seconds.
+const dueGrace = 2 * time.Second
+
 // newServices builds the services every server runs: the promoter and the releaser. Their
 // work is set-based and idempotent, so servers running them at once is safe, and each is
 // woken by its own server's submissions and queue changes (a delayed run or a rate limit
@@ -27,6 +33,7 @@ func (e *Engine) newServices() {
 	idle := e.cfg.MaxLeaseWait * 10 // nothing to wait for: a safety net for other servers' changes
 	e.promoter = service.NewPromoter(service.PromoterConfig{
 		Store: e.store, Clock: e.clock, Logger: e.log, Wake: e.timers.Wait, IdleWait: idle,
+		Grace: dueGrace, OnDue: e.work.Notify,
 		OnPromoted: func(int) {
 			e.work.Notify()
 			e.changes.Notify()

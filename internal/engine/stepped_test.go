@@ -49,8 +49,8 @@ func TestStepped(t *testing.T) {
 
 	b.clk.Set(due)
 	require.Equal(t, model.RunScheduled, getRun(t, b, run.ID).Status, "nothing runs between steps")
-	require.Equal(t, t0.Add(10*time.Second), settle(), "then the rescuer, a lease TTL after its first round")
-	require.Equal(t, model.RunQueued, getRun(t, b, run.ID).Status)
+	require.Equal(t, due.Add(dueGrace), settle(), "then the promoter, at the end of the due run's grace")
+	require.Equal(t, model.RunScheduled, getRun(t, b, run.ID).Status, "a due run is leased straight from scheduled")
 
 	register(t, e, "w1")
 	require.Len(t, lease(t, e, "w1", 1, 0).Leases, 1)

@@ -13,7 +13,7 @@ import (
 
 // PromoterStore is what the Promoter asks of the store.
 type PromoterStore interface {
-	NextDue(ctx context.Context) (time.Time, bool, error)
+	NextDue(ctx context.Context, after time.Time) (time.Time, bool, error)
 	PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error)
 }
 
@@ -25,8 +25,14 @@ type PromoterConfig struct {
 	// Wake returns a channel closed when the earliest due time may have moved earlier (a
 	// new scheduled run). Nil: never woken early.
 	Wake func() <-chan struct{}
+	// OnDue is told when scheduled runs fell due since it was last told: a worker may lease
+	// them now, straight from scheduled. Nil: nobody is told.
+	OnDue func()
 	// OnPromoted is told how many runs one pass moved to queued (more than zero).
 	OnPromoted func(n int)
+	// Grace is how long a due run stays scheduled, for a worker to lease it without its
+	// promotion's write, before the promoter queues it. Zero: promoted as it falls due.
+	Grace time.Duration
 	// IdleWait is how long it sleeps when no run is scheduled: a safety net for runs it
 	// is not woken for (another server's). Default DefaultIdleWait.
 	IdleWait time.Duration
@@ -45,23 +51,34 @@ type PromoterSignals struct {
 	Failed   testsignal.Signal[error]     // a store call failed; it retries after RetryDelay
 }
 
-// Promoter moves scheduled runs to queued as they fall due. It sleeps until the earliest
-// due time, or until woken because a new scheduled run may have moved it earlier.
+// Promoter tells the leasers when scheduled runs fall due, and moves the due runs that no
+// worker leased within Grace to queued. A lease takes a due scheduled run as it takes a
+// queued one, so in a burst of runs due at one instant the runs that find a free worker at
+// once skip the promotion's row update (a tenth to a quarter of PostgreSQL's time per run);
+// the ones left over are queued after Grace, where they show their pending reason. It
+// sleeps until the next instant that falls due or the end of the earliest due run's grace,
+// or until woken because a new scheduled run may have moved those earlier.
 type Promoter struct {
 	base
 	TestSignals PromoterSignals
 
 	store      PromoterStore
+	onDue      func()
 	onPromoted func(int)
 	batch      int
-	next       int // the limit of the next pass: promoteLimit of the last
+	grace      time.Duration
+	next       int       // the limit of the next pass: promoteLimit of the last
+	told       time.Time // OnDue was told of the runs due at or before this instant
 }
 
 // NewPromoter returns a Promoter; call Start to run it.
 func NewPromoter(cfg PromoterConfig) *Promoter {
-	p := &Promoter{store: cfg.Store, onPromoted: cfg.OnPromoted, batch: cfg.Batch}
+	p := &Promoter{store: cfg.Store, onDue: cfg.OnDue, onPromoted: cfg.OnPromoted, batch: cfg.Batch, grace: max(cfg.Grace, 0)}
 	p.base = newBase(commonConfig{name: "promoter", clock: cfg.Clock, log: cfg.Logger, wake: cfg.Wake,
 		idleWait: cfg.IdleWait, retryDelay: cfg.RetryDelay, slept: &p.TestSignals.Slept, failed: &p.TestSignals.Failed})
+	if p.onDue == nil {
+		p.onDue = func() {}
+	}
 	if p.onPromoted == nil {
 		p.onPromoted = func(int) {}
 	}
@@ -80,35 +97,60 @@ func (p *Promoter) loop(ctx context.Context) { p.run(ctx, p.Pass, p.failedPass) 
 // Stepper drives the promoter from the caller's goroutine instead of Start (see Stepper).
 func (p *Promoter) Stepper() *Stepper { return p.stepper(p.Pass) }
 
-// Pass is one round of the promoter's loop, in the caller's goroutine: it promotes the runs
-// due at the clock's reading, if any, and returns when the next round is due: the earliest
-// due time, IdleWait from now when nothing is scheduled, or the zero time after a
-// promotion (more may be due at once).
+// Pass is one round of the promoter's loop, in the caller's goroutine: it tells OnDue when
+// runs fell due since it last did, promotes the runs due for longer than Grace at the
+// clock's reading, if any, and returns when the next round is due: the zero time after a
+// promotion (more may be due at once), a grace from now when the runs past their grace
+// were all held by leases, else the earlier of the next instant a run falls due and the
+// end of the earliest due run's grace, or IdleWait from now when nothing is scheduled.
 func (p *Promoter) Pass(ctx context.Context) (time.Time, error) {
-	next, ok, err := p.store.NextDue(ctx)
+	now := p.clock.Now()
+	fresh, ok, err := p.store.NextDue(ctx, p.told)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next due: %w", err)
 	}
-	now := p.clock.Now()
-	if ok && !next.After(now) {
+	if ok && !fresh.After(now) {
+		p.onDue()
+		p.told = now
+	}
+	cut := now.Add(-p.grace)
+	first, ok, err := p.store.NextDue(ctx, time.Time{})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("next due: %w", err)
+	}
+	if ok && !first.After(cut) {
 		limit := promoteLimit(p.next, p.batch)
-		n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: now, Limit: limit})
+		n, err := p.store.PromoteDue(ctx, &store.PromoteDueParams{Now: cut, Limit: limit})
 		if err != nil {
 			return time.Time{}, fmt.Errorf("promote due runs: %w", err)
-		}
-		p.next = 0
-		if n >= limit {
-			p.next = limit // more may be due: the next pass doubles it
 		}
 		if n > 0 {
 			p.onPromoted(n)
 		}
 		p.TestSignals.Promoted.Signal(n)
-		return time.Time{}, nil
+		p.next = 0
+		if n >= limit {
+			p.next = limit // more may be due: the next pass doubles it
+		}
+		if n > 0 {
+			return time.Time{}, nil
+		}
+		// Runs past their grace that it could not promote are held by leases, which take
+		// them; should one fail, the run is queued a grace (or, without one, a moment) later.
+		return now.Add(max(p.grace, time.Millisecond)), nil
 	}
 	p.next = 0
-	if !ok {
+	switch {
+	case !ok:
 		return now.Add(p.idleWait), nil
+	case first.After(now):
+		return first, nil // nothing is due yet
+	}
+	next := first.Add(p.grace)
+	if t, ok, err := p.store.NextDue(ctx, now); err != nil {
+		return time.Time{}, fmt.Errorf("next due: %w", err)
+	} else if ok && t.Before(next) {
+		next = t
 	}
 	return next, nil
 }

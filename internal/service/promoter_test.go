@@ -138,7 +138,9 @@ type dueStore struct {
 	limits []int
 }
 
-func (s *dueStore) NextDue(context.Context) (time.Time, bool, error) { return t0, s.due > 0, nil }
+func (s *dueStore) NextDue(_ context.Context, after time.Time) (time.Time, bool, error) {
+	return t0, s.due > 0 && t0.After(after), nil
+}
 
 func (s *dueStore) PromoteDue(_ context.Context, p *store.PromoteDueParams) (int, error) {
 	s.limits = append(s.limits, p.Limit)
@@ -167,4 +169,64 @@ func TestPromoterRampsUpABurst(t *testing.T) {
 	pass()
 	pass()
 	require.Equal(t, []int{625, 1250}, st.limits, "a new burst starts small again")
+}
+
+// Runs due at an instant are left scheduled for Grace, for workers to lease straight from
+// scheduled: the leasers are told as each instant falls due, and what no lease took is
+// queued when its grace is over.
+func TestPromoterGrace(t *testing.T) {
+	t.Parallel()
+	const grace = 2 * time.Second
+	st := openStore(t)
+	clk := clock.NewFake(t0)
+	var told []time.Time
+	promoted := &recorder[int]{}
+	p := NewPromoter(PromoterConfig{Store: st, Clock: clk, Logger: discard, Grace: grace, IdleWait: time.Hour,
+		OnDue: func() { told = append(told, clk.Now()) }, OnPromoted: promoted.add})
+	job := newJob(t, st, "graced")
+	first := newRun(t, st, job, t0.Add(time.Second), t0)
+	second := newRun(t, st, job, t0.Add(2*time.Second), t0)
+	pass := func(at time.Time) time.Time {
+		t.Helper()
+		clk.Set(at)
+		next, err := p.Pass(context.Background())
+		require.NoError(t, err)
+		return next
+	}
+
+	require.Equal(t, t0.Add(time.Second), pass(t0), "asleep until the first instant")
+	require.Empty(t, told)
+	require.Equal(t, t0.Add(2*time.Second), pass(t0.Add(time.Second)), "then the second instant, before the first's grace ends")
+	require.Equal(t, []time.Time{t0.Add(time.Second)}, told, "leasers told as the first run fell due")
+	require.Equal(t, model.RunScheduled, getRun(t, st, first.ID).Status, "left for a lease")
+	require.Equal(t, t0.Add(time.Second+grace), pass(t0.Add(2*time.Second)))
+	require.Equal(t, []time.Time{t0.Add(time.Second), t0.Add(2 * time.Second)}, told, "and again as the second did")
+	require.Equal(t, t0.Add(time.Second+grace), pass(t0.Add(2500*time.Millisecond)), "a pass with nothing new tells nobody")
+	require.Len(t, told, 2)
+
+	require.True(t, pass(t0.Add(time.Second+grace)).IsZero(), "the first run's grace is over: queued")
+	require.Equal(t, []int{1}, promoted.all())
+	require.Equal(t, model.RunQueued, getRun(t, st, first.ID).Status)
+	require.Equal(t, model.RunScheduled, getRun(t, st, second.ID).Status)
+	require.Equal(t, t0.Add(2*time.Second+grace), pass(t0.Add(time.Second+grace)))
+	require.True(t, pass(t0.Add(2*time.Second+grace)).IsZero())
+	require.Equal(t, model.RunQueued, getRun(t, st, second.ID).Status)
+	require.Equal(t, t0.Add(2*time.Second+grace+time.Hour), pass(t0.Add(2*time.Second+grace)), "nothing scheduled: IdleWait")
+	require.Len(t, told, 2)
+}
+
+// A pass that promotes fewer due runs than its limit while some are still due (locked by
+// leases taking them) comes back a grace later, not at once: it must not spin while the
+// leases commit.
+func TestPromoterDoesNotSpinOnLockedRuns(t *testing.T) {
+	t.Parallel()
+	const grace = time.Second
+	fake := &fakeStore{
+		nextDue:    func(context.Context) (time.Time, bool, error) { return t0.Add(-time.Minute), true, nil },
+		promoteDue: func(context.Context, *store.PromoteDueParams) (int, error) { return 0, nil },
+	}
+	p := NewPromoter(PromoterConfig{Store: fake, Clock: clock.NewFake(t0), Logger: discard, Grace: grace})
+	next, err := p.Pass(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(grace), next)
 }

@@ -124,7 +124,7 @@ func getRun(t *testing.T, st store.Store, runID string) *model.Run {
 type fakeStore struct {
 	calls atomic.Int64 // calls of any method
 
-	nextDue         func(ctx context.Context) (time.Time, bool, error)
+	nextDue         func(ctx context.Context) (time.Time, bool, error) // the earliest; NextDue filters by after
 	promoteDue      func(ctx context.Context, p *store.PromoteDueParams) (int, error)
 	rescueExpired   func(ctx context.Context, p *store.RescueExpiredParams) ([]*model.Run, error)
 	resolvePending  func(ctx context.Context, p *store.ResolvePendingParams) ([]*model.Run, error)
@@ -135,12 +135,16 @@ type fakeStore struct {
 	nextFire        func(ctx context.Context) (time.Time, bool, error)
 }
 
-func (f *fakeStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+func (f *fakeStore) NextDue(ctx context.Context, after time.Time) (time.Time, bool, error) {
 	f.calls.Add(1)
 	if f.nextDue == nil {
 		return time.Time{}, false, nil
 	}
-	return f.nextDue(ctx)
+	t, ok, err := f.nextDue(ctx)
+	if err != nil || !ok || !t.After(after) {
+		return time.Time{}, false, err
+	}
+	return t, true, nil
 }
 
 func (f *fakeStore) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int, error) {

@@ -190,13 +190,13 @@ func (c *crashStore) PromoteDue(ctx context.Context, p *store.PromoteDueParams) 
 	return call(c, true, "PromoteDue", func() (int, error) { return c.inner.PromoteDue(ctx, p) })
 }
 
-func (c *crashStore) NextDue(ctx context.Context) (time.Time, bool, error) {
+func (c *crashStore) NextDue(ctx context.Context, after time.Time) (time.Time, bool, error) {
 	type pair struct {
 		a time.Time
 		b bool
 	}
 	p2, err := call(c, false, "NextDue", func() (pair, error) {
-		a, b, err := c.inner.NextDue(ctx)
+		a, b, err := c.inner.NextDue(ctx, after)
 		return pair{a, b}, err
 	})
 	return p2.a, p2.b, err

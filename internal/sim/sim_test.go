@@ -201,7 +201,7 @@ func TestSimDeterministic(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	var total Stats
-	for _, seed := range []uint64{7, 1001} {
+	for _, seed := range []uint64{7, 2} {
 		a := runSeed(t, base, seed, Config{})
 		b := runSeed(t, base, seed, Config{})
 		if a.Err != nil {

@@ -151,9 +151,9 @@ type Store interface {
 	// and returns how many it moved, earliest first. It clears PendingCode and
 	// PendingReason and keeps ScheduledFor. Limit <= 0 means no limit.
 	PromoteDue(ctx context.Context, p *PromoteDueParams) (int, error)
-	// NextDue returns the earliest ScheduledFor among scheduled runs; ok is false when there
-	// is none.
-	NextDue(ctx context.Context) (t time.Time, ok bool, err error)
+	// NextDue returns the earliest ScheduledFor after After among scheduled runs (the zero
+	// After: of them all); ok is false when there is none.
+	NextDue(ctx context.Context, after time.Time) (t time.Time, ok bool, err error)
 
 	// Pipelines
 

@@ -32,7 +32,7 @@ const promoteSQL = `WITH due AS MATERIALIZED (
 
 // The earliest instants the timers sleep until.
 const (
-	nextDueSQL    = `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled'`
+	nextDueSQL    = `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled' AND scheduled_for > $1`
 	nextExpirySQL = `SELECT min(lease_expires_at) FROM runs WHERE status = 'running'`
 )
 
@@ -50,9 +50,9 @@ func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int,
 	return int(tag.RowsAffected()), nil
 }
 
-// NextDue returns the earliest ScheduledFor among scheduled runs.
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	return s.minTime(ctx, nextDueSQL, "next due")
+// NextDue returns the earliest ScheduledFor after after among scheduled runs.
+func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, error) {
+	return s.minTime(ctx, nextDueSQL, "next due", utc(after))
 }
 
 // NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
@@ -60,9 +60,9 @@ func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	return s.minTime(ctx, nextExpirySQL, "next lease expiry")
 }
 
-func (s *Store) minTime(ctx context.Context, sql, what string) (time.Time, bool, error) {
+func (s *Store) minTime(ctx context.Context, sql, what string, args ...any) (time.Time, bool, error) {
 	var t *time.Time
-	if err := s.pool.QueryRow(ctx, sql).Scan(&t); err != nil {
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&t); err != nil {
 		return time.Time{}, false, translate(err, "%s", what)
 	}
 	if t == nil {
@@ -72,14 +72,17 @@ func (s *Store) minTime(ctx context.Context, sql, what string) (time.Time, bool,
 }
 
 // leaseQueuesSQL lists the queues a lease takes from, in order: not paused, with queued runs
-// of the worker's kinds (%s is handlerFilter's condition). The probe for queued work scans
-// the queue's index backward, from its newest runs: leasing consumes it from the front,
-// where the index entries of runs already leased wait for vacuum, and a forward probe would
-// wade through them on every call.
+// or scheduled runs due at $1 of the worker's kinds (%[1]s is handlerFilter's condition, from
+// $2). The probe for queued work scans the queue's index backward, from its newest runs:
+// leasing consumes it from the front, where the index entries of runs already leased wait
+// for vacuum, and a forward probe would wade through them on every call. The probe for due
+// runs scans backward from $1 for the same reason.
 const leaseQueuesSQL = `SELECT q.name, q.max_concurrency, q.rate, q.rate_per_us FROM queues q
-	WHERE NOT q.paused AND (
-		SELECT r.id FROM runs r WHERE r.status = 'queued' AND r.queue = q.name%s
+	WHERE NOT q.paused AND ((
+		SELECT r.id FROM runs r WHERE r.status = 'queued' AND r.queue = q.name%[1]s
 		ORDER BY r.priority, r.scheduled_for DESC, r.id DESC LIMIT 1) IS NOT NULL
+		OR (SELECT r.id FROM runs r WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= $1%[1]s
+		ORDER BY r.scheduled_for DESC LIMIT 1) IS NOT NULL)
 	ORDER BY q.priority DESC, q.name`
 
 // countRunningSQL counts the running runs of queue $1.
@@ -113,8 +116,8 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 	if p.Max <= 0 {
 		return &store.Leased{}, nil
 	}
-	filter, fargs := handlerFilter(p, 1)
-	rows, err := s.pool.Query(ctx, fmt.Sprintf(leaseQueuesSQL, filter), fargs...)
+	filter, fargs := handlerFilter(p, 2)
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(leaseQueuesSQL, filter), append([]any{utc(p.Now)}, fargs...)...)
 	if err != nil {
 		return nil, translate(err, "lease runs: list queues")
 	}
@@ -242,10 +245,15 @@ const leaseSet = `status = 'running', attempt = r.attempt + 1, worker_id = $%d,
 // them and lease nothing.
 const placedPathFor = time.Second
 
-// leaseUnplacedSQL leases up to $2 queued runs of queue $1 in one statement when none of
-// them has requirements (they book nothing, so there is nothing to place): if any of the
-// runs it picks has some, it leases nothing and LeaseRuns takes the placing path. Unless
-// the queue was paused since it was listed. The lease token is a random UUID.
+// leaseUnplacedSQL leases up to $2 runs of queue $1 in one statement when none of them has
+// requirements (they book nothing, so there is nothing to place): if any of the runs it
+// picks has some, it leases nothing and LeaseRuns takes the placing path. Unless the queue
+// was paused since it was listed. The lease token is a random UUID.
+//
+// It takes the queue's queued runs and its scheduled runs due at $5 (earliest due first,
+// through runs_due), in lease order: a due run needs no promotion's write before its lease
+// (see service.Promoter). Each kind is locked by its own scan, at most $2 of each; the ones
+// not leased are unlocked as the statement ends.
 //
 // The plan must not depend on statistics (see TestPlans): the picked runs are joined back
 // by primary key, one index probe each. The planner cannot know how many a LIMIT $2 takes
@@ -256,15 +264,30 @@ const placedPathFor = time.Second
 // true) has the planner's default selectivity for a column without statistics, so picked
 // looks a few hundred times smaller than the LIMIT guess, small enough for probes to win
 // whatever the table's size.
-var leaseUnplacedSQL = `WITH picked AS MATERIALIZED (
-		SELECT r.id, r.status,
+var leaseUnplacedSQL = `WITH queued AS MATERIALIZED (
+		SELECT r.id, r.priority, r.scheduled_for,
 			r.req_cpu > 0 OR r.req_memory_mb > 0 OR r.req_gpu > 0 OR r.req_labels IS NOT NULL AS placed
 		FROM runs r
-		WHERE r.status = 'queued' AND r.queue = $1%s
+		WHERE r.status = 'queued' AND r.queue = $1%[1]s
 			AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
 		ORDER BY r.priority DESC, r.scheduled_for, r.id
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED
+	), due AS MATERIALIZED (
+		SELECT r.id, r.priority, r.scheduled_for,
+			r.req_cpu > 0 OR r.req_memory_mb > 0 OR r.req_gpu > 0 OR r.req_labels IS NOT NULL AS placed
+		FROM runs r
+		WHERE r.status = 'scheduled' AND r.queue = $1 AND r.scheduled_for <= $5%[1]s
+			AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused)
+		ORDER BY r.scheduled_for
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	), picked AS MATERIALIZED (
+		SELECT c.id, 'queued'::text AS status, c.placed FROM (
+			SELECT * FROM queued UNION ALL SELECT * FROM due
+		) c
+		ORDER BY c.priority DESC, c.scheduled_for, c.id
+		LIMIT $2
 	)
 	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 3, 4, 5) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
@@ -395,10 +418,27 @@ var claimSQL = `WITH picked AS MATERIALIZED (
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 	RETURNING ` + runCols + `, ` + runSpec
 
-// leaseFromQueue leases up to n runs of queue that the placer takes, in lease order.
+// promoteQueueSQL queues at most $3 scheduled runs of queue $1 due at $2, earliest first,
+// for the placing path to consider them with the queued ones (leaseUnplacedSQL takes them
+// straight from scheduled). Runs another lease or the promoter holds are skipped.
+const promoteQueueSQL = `WITH due AS MATERIALIZED (
+		SELECT id, status FROM runs
+		WHERE status = 'scheduled' AND queue = $1 AND scheduled_for <= $2
+		ORDER BY scheduled_for
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE runs r SET status = 'queued', pending_code = '', pending_reason = ''
+	FROM due WHERE r.id = due.id AND due.status = 'scheduled'`
+
+// leaseFromQueue leases up to n runs of queue that the placer takes, in lease order: its
+// queued runs and its due scheduled ones, which it queues first.
 func leaseFromQueue(ctx context.Context, tx pgx.Tx, p *store.LeaseRunsParams, placer *store.Placer, queue string, n int) ([]*model.Lease, error) {
 	now := utc(p.Now)
 	exp := utc(p.Now.Add(p.LeaseTTL))
+	if _, err := tx.Exec(ctx, promoteQueueSQL, queue, now, n); err != nil {
+		return nil, translate(err, "queue due runs of queue %s", queue)
+	}
 	filter, fargs := handlerFilter(p, 7)
 	free := placer.Self.Free
 	labels := labelsDoc(placer.Self.Labels)

@@ -110,7 +110,7 @@ func (s *Store) ExplainHot(ctx context.Context, p *ExplainParams) ([]Explained, 
 	}
 	lp := &store.LeaseRunsParams{WorkerID: workerID, Max: batch, Handlers: []string{"noop"}, Commands: true}
 	exp := utc(p.Now.Add(15 * time.Second))
-	qfilter, qargs := handlerFilter(lp, 1)
+	qfilter, qargs := handlerFilter(lp, 2)
 	ufilter, uargs := handlerFilter(lp, 6)
 	cfilter, cargs := handlerFilter(lp, 7)
 	steps := []struct {
@@ -118,7 +118,7 @@ func (s *Store) ExplainHot(ctx context.Context, p *ExplainParams) ([]Explained, 
 		sql  string
 		args []any
 	}{
-		{"lease: queues with work", fmt.Sprintf(leaseQueuesSQL, qfilter), qargs},
+		{"lease: queues with work", fmt.Sprintf(leaseQueuesSQL, qfilter), append([]any{now}, qargs...)},
 		{"lease, nothing to place (one statement)", fmt.Sprintf(leaseUnplacedSQL, ufilter), append([]any{p.Queue, batch, workerID, exp, now}, uargs...)},
 	}
 	for _, st := range steps {
@@ -222,7 +222,7 @@ func (s *Store) ExplainHot(ctx context.Context, p *ExplainParams) ([]Explained, 
 	jobsQ, jobsArgs := listJobsSQL(&store.ListJobsParams{}, 101)
 	rest := []stmt{
 		{"promote due runs", promoteSQL, []any{now, 1000}},
-		{"promoter: next due", nextDueSQL, nil},
+		{"promoter: next due", nextDueSQL, []any{time.Time{}}},
 		{"rescuer: next lease expiry", nextExpirySQL, nil},
 		{"releaser: keys due", releaseDueSQL, []any{now}},
 		{"releaser: next release", nextReleaseSQL, nil},

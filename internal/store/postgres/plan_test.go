@@ -33,7 +33,7 @@ func hotPlanCases(now time.Time) []planCase {
 	lp := &store.LeaseRunsParams{WorkerID: "w", Max: 100, Handlers: []string{"noop"}, Commands: true}
 	filter, fargs := handlerFilter(lp, 7)
 	ufilter, ufargs := handlerFilter(lp, 6)
-	qfilter, qargs := handlerFilter(lp, 1)
+	qfilter, qargs := handlerFilter(lp, 2)
 	ids := []string{id.New(now), id.New(now)}
 	// A plan that reaches runs other than through its primary key or the index its state
 	// names reads every run (or every running run) per batch or per row.
@@ -52,7 +52,7 @@ func hotPlanCases(now time.Time) []planCase {
 		{"lease candidates", fmt.Sprintf(candidatesSQL, filter), append([]any{"default", 8.0, int64(4096), 2, `{"zone": "eu"}`, 100}, fargs...),
 			[]string{"runs_queued"}, noScan},
 		{"lease, nothing to place", fmt.Sprintf(leaseUnplacedSQL, ufilter), append([]any{"default", 100, "w", now, now}, ufargs...),
-			[]string{"runs_queued", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
+			[]string{"runs_queued", "runs_due", "Index Cond: (id = picked.id)", "jobs_pkey"}, noScan},
 		{"duplicate of a new run", existingRunSQL, []any{"", false, ids[0], now}, nil, noScan},
 		{"dependants met", meetSQL, []any{ids[0], []string{"succeeded", "finished"}}, []string{"run_deps_upstream", "Index Cond: (id = d.run_id)"}, append([]string{"Join Filter"}, noScan...)},
 		{"dependants skipped", skipSQL, []any{now, ids[0], []string{"succeeded"}, []string{"skipped: why"}}, []string{"run_deps_upstream", "Index Cond: (id = d.run_id)"}, append([]string{"Join Filter"}, noScan...)},
@@ -64,9 +64,10 @@ func hotPlanCases(now time.Time) []planCase {
 		{"lease claim", claimSQL, []any{ids, "w", now, now}, []string{"Index Scan using runs_pkey on runs r", "jobs_pkey"}, noScan},
 		{"worker booked", workerBookedSQL, []any{"w"}, []string{"runs_placed"}, noScan},
 		{"live rooms", liveRoomsSQL, []any{now, "w"}, []string{"runs_placed"}, noScan},
-		{"lease queues", fmt.Sprintf(leaseQueuesSQL, qfilter), qargs, []string{"Index Scan Backward using runs_queued"}, noScan},
+		{"lease queues", fmt.Sprintf(leaseQueuesSQL, qfilter), append([]any{now}, qargs...), []string{"Index Scan Backward using runs_queued", "Index Scan Backward using runs_due"}, noScan},
 		{"queue running count", countRunningSQL, []any{"default"}, []string{"runs_running_queue"}, noScan},
 		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "Index Cond: (id = due.id)"}, noScan},
+		{"promote a queue's due runs", promoteQueueSQL, []any{"default", now, 100}, []string{"runs_due", "Index Cond: (id = due.id)"}, noScan},
 		// Each completion locks its run by primary key (not by walking runs_running_queue
 		// with a filter on the id) and the update finds it by primary key.
 		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, []*time.Time{nil, nil}, now, []int32{0, 0}},
@@ -141,7 +142,7 @@ func TestPlans(t *testing.T) {
 			[]string{"runs_lease_expiry", "runs_pkey", "jobs_pkey"}, nil},
 		{"completion lock", fmt.Sprintf(lockForEndSQL, policyOf(2), `r.id = ANY($1)`, ""), []any{ids, ids}, []string{"runs_pkey"}, nil},
 		// The timers' minimums: on an empty table every index of running runs is as cheap.
-		{"next due", nextDueSQL, nil, []string{"runs_scheduled"}, nil},
+		{"next due", nextDueSQL, []any{now}, []string{"runs_scheduled"}, nil},
 		{"next lease expiry", nextExpirySQL, nil, []string{"runs_lease_expiry"}, nil},
 		{"worker runs", fmt.Sprintf(lockForEndSQL, policyOf(0), workerRunsWhere, ""), []any{"w"}, []string{"runs_worker"}, nil},
 		{"worker usage", workerSQL + ` WHERE w.id = $1`, []any{"w"}, []string{"runs_worker"}, nil},

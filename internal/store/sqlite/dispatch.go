@@ -38,9 +38,9 @@ func (s *Store) PromoteDue(ctx context.Context, p *store.PromoteDueParams) (int,
 	return int(n), nil
 }
 
-// NextDue returns the earliest ScheduledFor among scheduled runs.
-func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
-	return s.earliest(ctx, "next due", nextDueSQL)
+// NextDue returns the earliest ScheduledFor after after among scheduled runs.
+func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, error) {
+	return s.earliest(ctx, "next due", nextDueSQL, micros(after))
 }
 
 // NextLeaseExpiry returns the earliest LeaseExpiresAt among running runs.
@@ -48,9 +48,9 @@ func (s *Store) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	return s.earliest(ctx, "next lease expiry", nextLeaseExpirySQL)
 }
 
-func (s *Store) earliest(ctx context.Context, what, q string) (time.Time, bool, error) {
+func (s *Store) earliest(ctx context.Context, what, q string, args ...any) (time.Time, bool, error) {
 	var v sql.NullInt64
-	err := s.r.QueryRowContext(ctx, q).Scan(&v)
+	err := s.r.QueryRowContext(ctx, q, args...).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !v.Valid {
 		return time.Time{}, false, nil
 	}
@@ -121,7 +121,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 				args = append(args, h)
 			}
 			free := placer.Self.Free
-			args = append(args, free.CPU+1e-9, free.MemoryMB, free.GPU, labels, want)
+			args = append(args, free.CPU+1e-9, free.MemoryMB, free.GPU, labels, want, now)
 			if picked, err = t.pick(candidates, args, placer, picked[:0]); err != nil {
 				return fmt.Errorf("lease from queue %q: %w", q.name, err)
 			}

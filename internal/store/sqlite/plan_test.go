@@ -27,16 +27,16 @@ func TestQueryPlans(t *testing.T) {
 		want  []string // substrings the plan must contain
 		avoid []string
 	}{
-		{"lease candidates", candidatesSQL(0, false), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"lease candidates, commands", candidatesSQL(0, true), 6, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
-		{"lease candidates, handlers", candidatesSQL(2, true), 8, []string{"INDEX runs_queued (queue=?)"}, []string{"TEMP B-TREE"}},
+		{"lease candidates", candidatesSQL(0, false), 7, []string{"INDEX runs_queued (queue=?)", "INDEX runs_due (queue=? AND scheduled_for<?)"}, nil},
+		{"lease candidates, commands", candidatesSQL(0, true), 7, []string{"INDEX runs_queued (queue=?)", "INDEX runs_due (queue=? AND scheduled_for<?)"}, nil},
+		{"lease candidates, handlers", candidatesSQL(2, true), 9, []string{"INDEX runs_queued (queue=?)", "INDEX runs_due (queue=? AND scheduled_for<?)"}, nil},
 		{"claim", claimSQL, 6, []string{"INTEGER PRIMARY KEY (rowid=?)"}, nil},
 		{"booked on a worker", workerBookedSQL, 1, []string{"INDEX runs_placed (worker_id=?)"}, nil},
 		{"dependants met", meetSQL, 4, []string{"run_deps_upstream (upstream_run_id=?)"}, nil},
 		{"dependants skipped", skipSQL, 8, []string{"run_deps_upstream (upstream_run_id=?)"}, nil},
 		{"booked", bookedSQL, 0, []string{"INDEX runs_placed"}, nil},
 		{"promote due", promoteDueSQL, 2, []string{"INTEGER PRIMARY KEY (rowid=?)", "COVERING INDEX runs_scheduled (scheduled_for<?)"}, []string{"TEMP B-TREE"}},
-		{"next due", nextDueSQL, 0, []string{"runs_scheduled"}, []string{"TEMP B-TREE"}},
+		{"next due", nextDueSQL, 1, []string{"runs_scheduled (scheduled_for>?)"}, []string{"TEMP B-TREE"}},
 		{"next lease expiry", nextLeaseExpirySQL, 0, []string{"INDEX runs_running (queue=?)"}, []string{"TEMP B-TREE"}},
 		{"expired", expiredSQL, 2, []string{"USING INDEX runs_running (queue=? AND lease_expires_at<?)"}, nil},
 		{"worker runs", workerRunsSQL, 1, []string{"USING INDEX runs_worker (worker_id=?)"}, nil},

@@ -191,31 +191,47 @@ func (s *writeStmts) leaseStmt(ctx context.Context, handlers int, commands bool)
 	return st, nil
 }
 
-// candidatesSQL lists, in lease order, up to N queued runs of one queue that each fit the
-// asking worker: its labels ($labels, a JSON object) include the run's requirement labels,
-// and the run needs no more cpu, memory and gpu than is free. It optionally keeps only some
-// handler kinds. Runs without requirements pass the fit terms at their first comparison.
-// A requirement label's key is spliced into a JSON path: label keys are kept to
-// placement.LabelPattern, which has no quotes.
+// candidatesSQL lists, in lease order, up to N runs of one queue that each fit the asking
+// worker: its queued runs and its scheduled runs due at $now (a due run is leased straight
+// from scheduled: see service.Promoter), each kind through its own index and limit. A run
+// fits when the worker's labels ($labels, a JSON object) include the run's requirement
+// labels, and the run needs no more cpu, memory and gpu than is free. It optionally keeps
+// only some handler kinds. Runs without requirements pass the fit terms at their first
+// comparison. A requirement label's key is spliced into a JSON path: label keys are kept
+// to placement.LabelPattern, which has no quotes. The parameters are numbered: the queue
+// (?1), the handlers, then cpu, memory, gpu, labels, N and now.
 func candidatesSQL(handlers int, commands bool) string {
+	n := handlers + 2 // the first parameter after the handlers
 	var filter string
 	switch {
 	case handlers == 0 && !commands:
 	case handlers == 0 && commands:
 		filter = ` AND handler = ''`
 	default:
-		filter = ` AND (handler IN (?` + strings.Repeat(`, ?`, handlers-1) + `)`
+		list := make([]string, handlers)
+		for i := range list {
+			list[i] = fmt.Sprintf("?%d", i+2)
+		}
+		filter = ` AND (handler IN (` + strings.Join(list, ", ") + `)`
 		if commands {
 			filter += ` OR handler = ''`
 		}
 		filter += `)`
 	}
-	return `SELECT rowid, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for FROM runs INDEXED BY runs_queued
-		WHERE status = 'queued' AND queue = ?` + filter + `
-			AND req_cpu <= ? AND req_memory_mb <= ? AND req_gpu <= ?
+	fit := fmt.Sprintf(`
+			AND req_cpu <= ?%d AND req_memory_mb <= ?%d AND req_gpu <= ?%d
 			AND (req_labels = '' OR NOT EXISTS (SELECT 1 FROM json_each(req_labels) AS l
-				WHERE json_extract(?, '$."' || l.key || '"') IS NOT l.value))
-		ORDER BY priority DESC, scheduled_for, id LIMIT ?`
+				WHERE json_extract(?%d, '$."' || l.key || '"') IS NOT l.value))`, n, n+1, n+2, n+3)
+	cols := `rowid, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for, priority, id`
+	return fmt.Sprintf(`SELECT rowid, req_cpu, req_memory_mb, req_gpu, req_labels, scheduled_for FROM (
+		SELECT * FROM (SELECT %[1]s FROM runs INDEXED BY runs_queued
+			WHERE status = 'queued' AND queue = ?1%[2]s%[3]s
+			ORDER BY priority DESC, scheduled_for, id LIMIT ?%[4]d)
+		UNION ALL
+		SELECT * FROM (SELECT %[1]s FROM runs INDEXED BY runs_due
+			WHERE status = 'scheduled' AND queue = ?1 AND scheduled_for <= ?%[5]d%[2]s%[3]s
+			ORDER BY scheduled_for LIMIT ?%[4]d)
+	) ORDER BY priority DESC, scheduled_for, id LIMIT ?%[4]d`, cols, filter, fit, n+4, n+5)
 }
 
 // claimSQL leases the runs whose rowids are in the JSON array $5. The writer is the only
@@ -267,7 +283,8 @@ const (
 	promoteDueSQL = `UPDATE runs SET status = 'queued', pending_code = '', pending_reason = ''
 		WHERE rowid IN (SELECT rowid FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' AND scheduled_for <= ?
 			ORDER BY scheduled_for LIMIT ?)`
-	nextDueSQL = `SELECT scheduled_for FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' ORDER BY scheduled_for LIMIT 1`
+	nextDueSQL = `SELECT scheduled_for FROM runs INDEXED BY runs_scheduled WHERE status = 'scheduled' AND scheduled_for > ?
+		ORDER BY scheduled_for LIMIT 1`
 	// The earliest expiry of each queue, then the earliest of those.
 	nextLeaseExpirySQL = `SELECT min(e) FROM (SELECT (SELECT lease_expires_at FROM runs INDEXED BY runs_running
 		WHERE status = 'running' AND queue = q.name ORDER BY lease_expires_at LIMIT 1) AS e FROM queues AS q)`

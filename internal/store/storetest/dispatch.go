@@ -14,7 +14,7 @@ import (
 func testDispatch(t *testing.T, open OpenFunc) {
 	t.Run("PromoteDueAndNextDue", func(t *testing.T) {
 		f := setup(t, open)
-		_, ok, err := f.s.NextDue(f.ctx)
+		_, ok, err := f.s.NextDue(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.False(t, ok)
 
@@ -27,7 +27,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		runs := f.createRuns(sched(3*time.Minute), sched(time.Minute), sched(2*time.Minute), sched(4*time.Minute))
 		r3, r1, r2, r4 := runs[0], runs[1], runs[2], runs[3]
 
-		next, ok, err := f.s.NextDue(f.ctx)
+		next, ok, err := f.s.NextDue(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(time.Minute), next)
@@ -50,7 +50,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		}
 		require.Equal(t, model.RunScheduled, f.getRun(r3.ID).Status)
 
-		next, ok, err = f.s.NextDue(f.ctx)
+		next, ok, err = f.s.NextDue(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(3*time.Minute), next)
@@ -59,7 +59,7 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Equal(t, 2, n, "Limit 0: no limit")
 		require.Equal(t, model.RunQueued, f.getRun(r4.ID).Status)
-		_, ok, err = f.s.NextDue(f.ctx)
+		_, ok, err = f.s.NextDue(f.ctx, time.Time{})
 		require.NoError(t, err)
 		require.False(t, ok)
 	})
@@ -169,17 +169,60 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.Len(t, tokens, 4, "every lease has its own token")
 	})
 
-	t.Run("LeaseOnlyQueued", func(t *testing.T) {
+	t.Run("LeaseQueuedAndDue", func(t *testing.T) {
 		f := setup(t, open)
 		j := f.job("a")
 		f.createJob(j, nil)
-		f.createRuns(
-			f.run(j, func(r *model.Run) {
-				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(-time.Hour), model.PendingNotDue
-			}),
+		sched := func(d time.Duration, prio int) *model.Run {
+			return f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode, r.Priority = model.RunScheduled, at(d), model.PendingNotDue, prio
+			})
+		}
+		runs := f.createRuns(
+			sched(2*time.Minute, 0), // due third
 			f.run(j, func(r *model.Run) { r.Status, r.PendingCode = model.RunWaiting, model.PendingDependencies }),
+			sched(time.Hour, 9), // not due
+			f.run(j, func(r *model.Run) { r.ScheduledFor = at(90 * time.Second) }), // queued, second
+			sched(time.Minute, 0), // due first
 		)
-		require.Empty(t, f.lease("w", 10, at(time.Hour)), "scheduled runs wait for PromoteDue; waiting runs for their deps")
+		dueThird, notDue, queued, dueFirst := runs[0], runs[2], runs[3], runs[4]
+
+		// A due scheduled run is leased as a queued one, in lease order: priority, then
+		// scheduled time. Runs not due, and waiting ones, are not.
+		ls := f.lease("w", 10, at(10*time.Minute))
+		require.Equal(t, []string{dueFirst.ID, queued.ID, dueThird.ID}, leaseIDs(ls))
+		for _, l := range ls {
+			got := f.getRun(l.Run.ID)
+			require.Equal(t, model.RunRunning, got.Status)
+			require.Equal(t, model.PendingNone, got.PendingCode)
+			require.Equal(t, 1, got.Attempt)
+		}
+		require.Empty(t, f.lease("w", 10, at(59*time.Minute)))
+		require.Equal(t, []string{notDue.ID}, leaseIDs(f.lease("w", 10, at(time.Hour))), "due at its time, whatever its priority")
+	})
+
+	t.Run("LeaseDueWhenPlacing", func(t *testing.T) {
+		// Runs with requirements, and queues with a limit, take the placing path.
+		f := setup(t, open)
+		f.registerWith("w", nil, model.Capacity{CPU: 2, Slots: 8}, t0)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "lim", MaxConcurrency: intp(2), Now: t0})
+		require.NoError(t, err)
+		big := f.job("big", func(j *model.Job) { j.Spec.Requirements = model.Requirements{CPU: 2} })
+		f.createJob(big, nil)
+		lim := f.job("lim", func(j *model.Job) { j.Spec.Queue = "lim" })
+		f.createJob(lim, nil)
+		sched := func(j *model.Job, d time.Duration) *model.Run {
+			return f.run(j, func(r *model.Run) {
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(d), model.PendingNotDue
+			})
+		}
+		runs := f.createRuns(sched(big, time.Minute), sched(big, 2*time.Minute), sched(lim, time.Minute), sched(lim, time.Minute), sched(lim, time.Minute))
+		require.Empty(t, f.lease("w", 8, at(30*time.Second)))
+		ls := f.lease("w", 8, at(time.Minute))
+		ids := leaseIDs(ls)
+		require.Len(t, ids, 3, "one big run fits the worker, two runs fit lim's limit")
+		require.Contains(t, ids, runs[0].ID)
+		require.Equal(t, model.RunScheduled, f.getRun(runs[1].ID).Status, "not due")
 	})
 
 	t.Run("LeaseMax", func(t *testing.T) {

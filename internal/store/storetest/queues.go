@@ -93,7 +93,7 @@ func testQueues(t *testing.T, open OpenFunc) {
 			f.run(j, func(r *model.Run) { r.ScheduledFor = at(-time.Second) }),
 			// Not queued: not due yet, or waiting on a dependency.
 			f.run(j, func(r *model.Run) {
-				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(-2*time.Hour), model.PendingNotDue
+				r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(2*time.Hour), model.PendingNotDue
 			}),
 			f.run(j, func(r *model.Run) {
 				r.Status, r.ScheduledFor, r.PendingCode = model.RunWaiting, at(-3*time.Hour), model.PendingDependencies
