@@ -289,3 +289,7 @@ func populated(dir string) bool {
 
 // cgroupDir is the attempt's cgroup directory; "" without one.
 func (p *procSetup) cgroupDir() string { return p.cgroup }
+
+// onMainThread reports whether the calling goroutine runs on the process's main thread (the
+// one whose thread id is the process id).
+func onMainThread() bool { return syscall.Gettid() == os.Getpid() }

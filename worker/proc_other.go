@@ -43,3 +43,6 @@ func killCgroup(string)                  {}
 func removeCgroup(string, time.Duration) {}
 
 func (p *procSetup) cgroupDir() string { return "" }
+
+// onMainThread is false where threads have no death signal to protect (see proc_linux.go).
+func onMainThread() bool { return false }

@@ -42,8 +42,15 @@ func newStarters(n int) *starters {
 
 // loop serves starts until close. It never unlocks its thread: when it returns, the runtime
 // ends the thread, and a process it started that still runs then gets its death signal.
+// The runtime never ends the process's main thread, though: a loop that finds itself
+// locked to it hands its place to another goroutine and returns still locked, which keeps
+// the main thread from every other goroutine, starters included.
 func (s *starters) loop() {
 	runtime.LockOSThread()
+	if onMainThread() {
+		s.wg.Go(s.loop)
+		return
+	}
 	for {
 		select {
 		case r := <-s.reqs:
