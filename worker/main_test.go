@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +19,11 @@ import (
 //   - "agent-helper SHELL WORKDIR [guard]": a process running an agent (Config.WorkDir
 //     WORKDIR), against a fake server, that runs the shell script SHELL and prints "pid N"
 //     once the script wrote the number N, then runs until it is killed; with "guard", the
-//     agent has a guard (this binary again).
+//     agent has a guard (this binary again);
+//   - "starter-on-main": starters whose first loop runs on the main thread (starterOnMain),
 //
-// so that tests can kill a whole agent process and see what outlives it.
+// so that tests can kill a whole agent process and see what outlives it. The main goroutine
+// is locked to the main thread (init), so that only a test that means to puts a starter there.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -32,9 +36,37 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case "agent-helper":
 			os.Exit(agentHelper(os.Args[2:]))
+		case "starter-on-main":
+			starterOnMain()
 		}
 	}
 	os.Exit(m.Run())
+}
+
+func init() { runtime.LockOSThread() }
+
+// starterOnMain runs a starter's loop on the main thread, as the runtime may schedule one,
+// has a starter start `sleep 100` with a death signal, closes the starters and prints
+// "closed PID"; then it waits to be killed: its death would kill the sleep whatever close did.
+func starterOnMain() {
+	s := &starters{reqs: make(chan startReq), done: make(chan struct{})}
+	go func() {
+		cmd := exec.Command("sleep", "100")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := s.start(cmd); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		s.close()
+		fmt.Printf("closed %d\n", cmd.Process.Pid)
+		_ = cmd.Wait()
+	}()
+	s.wg.Add(1)
+	func() {
+		defer s.wg.Done()
+		s.loop() // on the main thread: init locked the main goroutine to it
+	}()
+	select {}
 }
 
 // guardArgv starts this test binary as a guard.

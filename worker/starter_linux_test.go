@@ -3,10 +3,13 @@
 package worker
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -49,4 +52,25 @@ func TestStartersHoldTheirThreads(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, ws.Signaled(), "%v", err)
 	require.Equal(t, syscall.SIGKILL, ws.Signal(), "the death signal of the starter's thread")
+}
+
+// The runtime never ends the main thread: a starter that finds itself on it hands its place
+// to another goroutine, or a process it started would outlive close.
+func TestStarterOffTheMainThread(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "starter-on-main")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	var pid int
+	_, err = fmt.Fscanf(out, "closed %d\n", &pid)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	require.Eventually(t, func() bool { return processGone(pid) }, waitFor, 5*time.Millisecond,
+		"the sleep a starter started outlived close")
 }
