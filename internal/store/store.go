@@ -130,8 +130,8 @@ type Store interface {
 	// NextRelease returns the earliest turn a run held by a rate limit waits for.
 	NextRelease(ctx context.Context) (t time.Time, ok bool, err error)
 	// NextQueueTurn returns the earliest instant after Now at which a rate-limited queue
-	// that has queued runs gets its next turn (LeaseRuns takes no more runs of such a queue
-	// than its limit allows at the time of the lease).
+	// that has queued runs, or scheduled runs due at Now, gets its next turn (LeaseRuns takes
+	// no more runs of such a queue than its limit allows at the time of the lease).
 	NextQueueTurn(ctx context.Context, p *NextQueueTurnParams) (t time.Time, ok bool, err error)
 
 	// FiredInstants returns the Instant of a job's cron runs in [From, To], ascending: the

@@ -448,13 +448,14 @@ func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
 }
 
 // NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has
-// queued runs.
+// queued runs, or scheduled runs due at Now.
 func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
 	now := p.Now
 	rows, err := s.pool.Query(ctx, `SELECT q.rate, q.rate_per_us, l.tat FROM queues q
 		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
 		WHERE q.rate > 0 AND NOT q.paused
-		  AND EXISTS (SELECT 1 FROM runs r WHERE r.status = 'queued' AND r.queue = q.name)`)
+		  AND (EXISTS (SELECT 1 FROM runs r WHERE r.status = 'queued' AND r.queue = q.name)
+		    OR EXISTS (SELECT 1 FROM runs r WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= $1))`, utc(now))
 	if err != nil {
 		return time.Time{}, false, translate(err, "next queue turn")
 	}

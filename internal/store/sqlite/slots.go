@@ -314,13 +314,14 @@ func (s *Store) admitWhere(ctx context.Context, what, query string, now time.Tim
 }
 
 // NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has
-// queued runs.
+// queued runs, or scheduled runs due at Now.
 func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
 	now := p.Now
 	rows, err := s.r.QueryContext(ctx, `SELECT q.rate, q.rate_per_us, coalesce(l.tat, 0) FROM queues q
 		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
 		WHERE q.rate > 0 AND q.paused = 0
-		  AND EXISTS (SELECT 1 FROM runs r INDEXED BY runs_queued WHERE r.status = 'queued' AND r.queue = q.name)`)
+		  AND (EXISTS (SELECT 1 FROM runs r INDEXED BY runs_queued WHERE r.status = 'queued' AND r.queue = q.name)
+		    OR EXISTS (SELECT 1 FROM runs r INDEXED BY runs_due WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= ?))`, micros(now))
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
 	}

@@ -147,6 +147,30 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.False(t, ok)
 	})
 
+	t.Run("RateLimitDueRun", func(t *testing.T) {
+		// A due scheduled run waits for its queue's turn as a queued one does: the next
+		// turn is reported for it (a lease takes it straight from scheduled).
+		f := setup(t, open)
+		_, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "mail",
+			RateLimit: &model.RateLimit{Rate: 1, Per: time.Minute}, Now: t0})
+		require.NoError(t, err)
+		j := f.job("mail", func(j *model.Job) { j.Spec.Queue = "mail" })
+		f.createJob(j, f.run(j))
+		require.Len(t, f.lease("w", 10, t0), 1)
+		due := f.createRuns(f.run(j, func(r *model.Run) {
+			r.Status, r.ScheduledFor, r.PendingCode = model.RunScheduled, at(10*time.Second), model.PendingNotDue
+		}))[0]
+		_, ok, err := f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: at(5 * time.Second)})
+		require.NoError(t, err)
+		require.False(t, ok, "not due yet: no turn to wait for")
+		require.Empty(t, f.lease("w", 10, at(20*time.Second)), "due, but the queue's turn is a minute after the last")
+		next, ok, err := f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: at(20 * time.Second)})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, at(time.Minute), next)
+		require.Equal(t, []string{due.ID}, leaseIDs(f.lease("w", 10, at(time.Minute))))
+	})
+
 	t.Run("CommittedBeforeDepth", func(t *testing.T) {
 		f := setup(t, open)
 		q, err := f.s.UpdateQueue(f.ctx, &store.UpdateQueueParams{Name: "q", Paused: boolp(true), Now: t0})
