@@ -548,8 +548,16 @@ func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*model.Job, 
 	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs
 		WHERE id = $1 OR (namespace = $2 AND name = $1)
 		ORDER BY id = $1 DESC LIMIT 1`, p.IDOrName, ns))
-	if errors.Is(err, pgx.ErrNoRows) {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		j, err = s.anonymousJob(ctx, p.IDOrName)
+	case err == nil && j.ID != p.IDOrName:
+		// Found by name: an anonymous job with this id comes first, as a job's id does.
+		if a, aerr := s.anonymousJob(ctx, p.IDOrName); aerr == nil {
+			j = a
+		} else if !errors.Is(aerr, pgx.ErrNoRows) {
+			err = aerr
+		}
 	}
 	if err != nil {
 		return nil, translate(err, "get job %s", p.IDOrName)

@@ -359,16 +359,17 @@ func (t *wtx) ensureQueues(names map[string]bool, now time.Time) error {
 
 // GetJob finds a job by id, then by name in the namespace.
 func (s *Store) GetJob(ctx context.Context, p *store.GetJobParams) (*model.Job, error) {
+	// An id names a job before a name does: a job's row, then an anonymous job, by id.
 	j, err := scanJob(s.rs.jobByID.QueryRowContext(ctx, p.IDOrName))
+	if errors.Is(err, sql.ErrNoRows) {
+		j, err = s.anonymousJob(ctx, p.IDOrName)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		ns := p.Namespace
 		if ns == "" {
 			ns = model.DefaultNamespace
 		}
 		j, err = scanJob(s.rs.jobByName.QueryRowContext(ctx, ns, p.IDOrName))
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		j, err = s.anonymousJob(ctx, p.IDOrName)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %q: %w", p.IDOrName, mapErr(err))

@@ -203,10 +203,17 @@ func testAnonymous(t *testing.T, open OpenFunc) {
 		f := setup(t, open)
 		j, r := f.anonymous()
 		f.createJob(j, r)
-		f.submit(j.ID)
+		named, _ := f.submit(j.ID)
+		got, err := f.s.GetJob(f.ctx, &store.GetJobParams{IDOrName: j.ID})
+		require.NoError(t, err)
+		require.Equal(t, j.ID, got.ID, "an id names its job before a name does")
+		require.Equal(t, j.Spec, got.Spec)
+		got, err = f.s.GetJob(f.ctx, &store.GetJobParams{IDOrName: named.ID})
+		require.NoError(t, err)
+		require.Equal(t, j.ID, got.Name, "the named job, by its own id")
 		spec := j.Spec
 		spec.Command = []string{"false"}
-		_, err := f.s.UpdateJob(f.ctx, &store.UpdateJobParams{ID: j.ID, Spec: spec, Enabled: true, Now: at(time.Second)})
+		_, err = f.s.UpdateJob(f.ctx, &store.UpdateJobParams{ID: j.ID, Spec: spec, Enabled: true, Now: at(time.Second)})
 		require.ErrorIs(t, err, model.ErrNotFound)
 		f.register("w", "s", t0)
 		for _, l := range f.lease("w", 10, t0) {
