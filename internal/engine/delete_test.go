@@ -35,12 +35,8 @@ func TestDeletePipelineCancelsItsRuns(t *testing.T) {
 	cancelled, err := e.DeletePipeline(ctx, pl)
 	require.NoError(t, err)
 	require.Len(t, cancelled, len(pl.Spec.Steps), "every step's run was active")
-	select {
-	case resp := <-got:
-		require.Equal(t, []string{pr.Steps["extract"].ID}, resp.Cancel)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cancel was not pushed to the long poll")
-	}
+	resp := pollAnswer(t, got, "the cancel was not pushed to the long poll")
+	require.Equal(t, []string{pr.Steps["extract"].ID}, resp.Cancel)
 	_, err = b.store.GetPipeline(ctx, &store.GetPipelineParams{Namespace: pl.Namespace, IDOrName: pl.Name})
 	require.ErrorIs(t, err, model.ErrNotFound)
 	for _, s := range pl.Spec.Steps {

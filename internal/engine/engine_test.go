@@ -152,14 +152,10 @@ func TestLeaseLongPollWakesOnSubmit(t *testing.T) {
 	// submission's wake-up can end it.
 	waitTimer(t, b, t0.Add(30*time.Second)) // the wait is capped at MaxLeaseWait (30s)
 	run := submit(t, e, b, time.Time{}, model.RetryPolicy{})
-	select {
-	case resp := <-got:
-		require.Len(t, resp.Leases, 1)
-		require.Equal(t, run.ID, resp.Leases[0].Run.ID)
-		require.Equal(t, "noop", resp.Leases[0].Spec.Handler)
-	case <-time.After(10 * time.Second):
-		t.Fatal("long poll was not woken by the submission")
-	}
+	resp := pollAnswer(t, got, "long poll was not woken by the submission")
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, run.ID, resp.Leases[0].Run.ID)
+	require.Equal(t, "noop", resp.Leases[0].Spec.Handler)
 }
 
 func TestScheduledRunIsLeasableWhenDue(t *testing.T) {
@@ -198,13 +194,9 @@ func TestDueRunNoLeaseTookIsQueuedAfterTheGrace(t *testing.T) {
 	go func() { polled <- lease(t, e, "w1", 1, time.Hour) }()
 	waitTimer(t, b, t0.Add(30*time.Second))
 	b.clk.Set(due)
-	select {
-	case resp := <-polled:
-		require.Len(t, resp.Leases, 1)
-		require.Equal(t, run.ID, resp.Leases[0].Run.ID)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the long poll was not woken when the run fell due")
-	}
+	resp := pollAnswer(t, polled, "the long poll was not woken when the run fell due")
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, run.ID, resp.Leases[0].Run.ID)
 
 	// With no worker to take it, a due run stays scheduled for the grace, then is queued.
 	later := submit(t, e, b, due.Add(time.Second), model.RetryPolicy{})
@@ -297,12 +289,8 @@ func TestCancelIsPushedToTheWorkersLongPoll(t *testing.T) {
 	cancelled, err := e.CancelRuns(context.Background(), &store.CancelRunsParams{RunIDs: []string{run.ID}})
 	require.NoError(t, err)
 	require.True(t, cancelled[0].CancelRequested)
-	select {
-	case resp := <-got:
-		require.Equal(t, []string{run.ID}, resp.Cancel)
-	case <-time.After(10 * time.Second):
-		t.Fatal("cancel was not pushed to the long poll")
-	}
+	resp := pollAnswer(t, got, "cancel was not pushed to the long poll")
+	require.Equal(t, []string{run.ID}, resp.Cancel)
 }
 
 func TestReRegisteredWorkerLosesItsAttempts(t *testing.T) {
@@ -431,4 +419,17 @@ func TestLostPushSparesARunLeasedAgain(t *testing.T) {
 	e.pushLost([]*model.Run{getRun(t, b, run.ID)}) // a push arriving after the new lease
 	require.Empty(t, lease(t, e, "w1", 0, 0).Lost)
 	require.Equal(t, model.RunRunning, getRun(t, b, run.ID).Status)
+}
+
+// pollAnswer waits for the answer of a lease poll running in another goroutine; the test
+// fails with msg if none comes.
+func pollAnswer(t *testing.T, got <-chan *LeaseResult, msg string) *LeaseResult {
+	t.Helper()
+	select {
+	case resp := <-got:
+		return resp
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
+		return nil
+	}
 }

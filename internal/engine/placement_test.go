@@ -67,13 +67,9 @@ func TestLeaseHeldForBestFitWakesWhenHoldEnds(t *testing.T) {
 	default:
 	}
 	b.clk.Set(holdEnds)
-	select {
-	case resp := <-got:
-		require.Len(t, resp.Leases, 1)
-		require.Equal(t, r.ID, resp.Leases[0].Run.ID)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the poll was not woken when the hold ended")
-	}
+	resp := pollAnswer(t, got, "the poll was not woken when the hold ended")
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, r.ID, resp.Leases[0].Run.ID)
 }
 
 func TestLeaseBestFitGoesToTheTighterWorker(t *testing.T) {
@@ -110,11 +106,7 @@ func TestLeaseWokenWhenCapacityFrees(t *testing.T) {
 	go func() { got <- lease(t, e, "w", 3, time.Hour) }()
 	waitTimer(t, b, t0.Add(e.cfg.MaxLeaseWait)) // parked: second does not fit
 	complete(t, e, resp.Leases[0], model.AttemptSucceeded)
-	select {
-	case resp := <-got:
-		require.Len(t, resp.Leases, 1)
-		require.Equal(t, second.ID, resp.Leases[0].Run.ID)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the parked poll was not woken when capacity freed")
-	}
+	resp = pollAnswer(t, got, "the parked poll was not woken when capacity freed")
+	require.Len(t, resp.Leases, 1)
+	require.Equal(t, second.ID, resp.Leases[0].Run.ID)
 }

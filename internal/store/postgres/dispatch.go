@@ -250,10 +250,12 @@ const placedPathFor = time.Second
 // picks has some, it leases nothing and LeaseRuns takes the placing path. Unless the queue
 // was paused since it was listed. The lease token is a random UUID.
 //
-// It takes the queue's queued runs and its scheduled runs due at $5 (earliest due first,
-// through runs_due), in lease order: a due run needs no promotion's write before its lease
-// (see service.Promoter). Each kind is locked by its own scan, at most $2 of each; the ones
-// not leased are unlocked as the statement ends.
+// It takes the queue's queued runs and its scheduled runs due at $5 (earliest due first),
+// in lease order: a due run needs no promotion's write before its lease (see
+// service.Promoter). Each kind is locked by its own scan, at most $2 of each; the ones not
+// leased are unlocked as the statement ends. The due scan walks runs_due, or, when the
+// planner finds it cheaper (few scheduled runs), runs_scheduled filtered by queue: either
+// way only runs due now, which the promoter queues within its grace.
 //
 // The plan must not depend on statistics (see TestPlans): the picked runs are joined back
 // by primary key, one index probe each. The planner cannot know how many a LIMIT $2 takes
