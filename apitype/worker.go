@@ -62,6 +62,10 @@ type RegisterResponse struct {
 	Cancel            []string `json:"cancel,omitempty"`
 }
 
+// MaxLeaseBatch caps LeaseRequest.Max: a worker with more free slots than this asks for
+// this many and polls again for the rest.
+const MaxLeaseBatch = 1000
+
 // LeaseRequest is the body of POST /v1/workers/{id}/lease: a long poll for up to Max runs.
 // Session is the worker's session: with it, any server of the cluster serves the poll.
 type LeaseRequest struct {

@@ -289,6 +289,36 @@ func TestSlotLimit(t *testing.T) {
 	}
 }
 
+// A worker with more slots than one lease request may ask for fills them all: each poll asks
+// for at most apitype.MaxLeaseBatch runs, and the next one for the rest.
+func TestSlotsBeyondOneLeaseBatch(t *testing.T) {
+	t.Parallel()
+	const slots = apitype.MaxLeaseBatch + 500
+	s := newFake()
+	var running atomic.Int32
+	release := make(chan struct{})
+	startAgent(t, s, func(c *Config) {
+		c.Capacity.Slots = slots
+		c.Handlers = map[string]Handler{"hold": func(context.Context, *Task) error {
+			running.Add(1)
+			<-release
+			return nil
+		}}
+	})
+	for i := range slots {
+		s.add(handlerLease("r"+strconv.Itoa(i), "hold"))
+	}
+	s.await(t, "every slot leased", func() bool { return len(s.outstanding) == slots })
+	close(release)
+	for i := range slots {
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r"+strconv.Itoa(i)).Status)
+	}
+	require.EqualValues(t, slots, running.Load())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Contains(t, s.polls, apitype.MaxLeaseBatch)
+}
+
 // A full worker keeps a poll outstanding with Max 0 (so pushes reach it), and polls again for
 // work as soon as a slot frees.
 func TestFullWorkerPollsWithMaxZero(t *testing.T) {

@@ -118,6 +118,9 @@ func (s *fakeServer) Lease(ctx context.Context, _ string, req *apitype.LeaseRequ
 		defer t.Stop()
 		expired = t.C
 	}
+	if req.Max < 0 || req.Max > apitype.MaxLeaseBatch {
+		return nil, fmt.Errorf("max: must be between 0 and %d", apitype.MaxLeaseBatch) // as the server refuses it
+	}
 	s.mu.Lock()
 	s.polls = append(s.polls, req.Max)
 	if s.onLease != nil {

@@ -17,7 +17,7 @@ func empty(r *apitype.LeaseResponse) bool {
 }
 
 // leaseLoop keeps one lease poll outstanding until leasing stops. Each poll asks for as many
-// runs as there are free slots; a full worker polls with Max 0, so that cancel, lost and drain
+// runs as there are free slots, at most apitype.MaxLeaseBatch; a full worker polls with Max 0, so that cancel, lost and drain
 // pushes still reach it, and that poll is aborted and sent again as soon as a slot frees.
 func (a *Agent) leaseLoop(ctx context.Context) {
 	wait := apitype.Duration(a.cfg.PollWait)
@@ -31,7 +31,7 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 			cancel()
 			return
 		}
-		free := max(a.slots-a.used-len(a.backlog), 0)
+		free := min(max(a.slots-a.used-len(a.backlog), 0), apitype.MaxLeaseBatch)
 		a.poll = pollState{cancel: cancel, max: free}
 		a.mu.Unlock()
 

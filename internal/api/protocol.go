@@ -164,8 +164,8 @@ func (p *Protocol) Lease(ctx context.Context, workerID string, req *apitype.Leas
 // leaseParams checks a lease request.
 func leaseParams(req *apitype.LeaseRequest) (*engine.LeaseParams, error) {
 	fe := &fieldErrors{}
-	if req.Max < 0 || req.Max > maxLeaseBatch {
-		fe.add("max", "must be between 0 and %d", maxLeaseBatch)
+	if req.Max < 0 || req.Max > apitype.MaxLeaseBatch {
+		fe.add("max", "must be between 0 and %d", apitype.MaxLeaseBatch)
 	}
 	if req.Wait != nil && req.Wait.Std() < 0 {
 		fe.add("wait", "must not be negative")
@@ -392,7 +392,7 @@ func completions(req *apitype.CompleteRequest) ([]store.Completion, error) {
 // runningOn returns the ids of the runs leased to worker id now.
 func (p *Protocol) runningOn(ctx context.Context, workerID string) (map[string]bool, error) {
 	mine := map[string]bool{}
-	params := &store.ListRunsParams{WorkerID: workerID, Status: model.RunRunning, Limit: maxLeaseBatch}
+	params := &store.ListRunsParams{WorkerID: workerID, Status: model.RunRunning, Limit: apitype.MaxLeaseBatch}
 	for {
 		page, err := p.eng.Store().ListRuns(ctx, params)
 		if err != nil {

@@ -49,7 +49,7 @@ func TestProtocolErrorsMatchHTTP(t *testing.T) {
 			return err
 		}, 400, []string{"id", "capacity.slots"}},
 		{"lease for too many runs", func(srv worker.Server) error {
-			_, err := srv.Lease(ctx, "nobody", &apitype.LeaseRequest{Max: maxLeaseBatch + 1})
+			_, err := srv.Lease(ctx, "nobody", &apitype.LeaseRequest{Max: apitype.MaxLeaseBatch + 1})
 			return err
 		}, 400, []string{"max"}},
 		{"log chunk of no stream", func(srv worker.Server) error {

@@ -15,9 +15,6 @@ import (
 // regexp is read-only, so it is safe as a package variable.
 var workerIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
-// maxLeaseBatch caps the runs one lease request may ask for.
-const maxLeaseBatch = 1000
-
 // workerNotFound words a missing worker: for the protocol routes, an unregistered worker
 // should register again.
 func workerNotFound(workerID string, err error) error {
