@@ -167,7 +167,7 @@ type Agent struct {
 	// cancellation, so that a drain lets attempts finish.
 	attemptParent context.Context
 	attempts      map[string]*attempt // held leases by run id
-	used          int                 // slots taken by started attempts not yet released
+	used          int                 // slots taken by attempts whose goroutines run
 	backlog       []*attempt          // leased beyond the free slots: start when a slot frees
 	draining      bool
 	poll          pollState
@@ -521,10 +521,32 @@ func (a *Agent) abortPollLocked() {
 	}
 }
 
-// freeLocked returns n slots, starts backlogged attempts, and re-issues a lease poll that was
-// sent with Max 0 now that there is room.
-func (a *Agent) freeLocked(n int) {
-	a.used -= n
+// roomLocked returns how many runs the next lease poll asks for: the free slots, but no more
+// than keeps the leases held (running, waiting for a slot, or ended with their completions
+// not yet delivered) within leaseBound times the slots, and at most one lease batch. A slot
+// frees when its attempt's goroutine returns, before the completion reaches the server, so
+// that a short attempt's slot does not idle for the server's commit; the bound keeps a
+// worker whose completions cannot be delivered from leasing ever more.
+func (a *Agent) roomLocked() int {
+	free := min(a.slots-a.used-len(a.backlog), leaseBound*a.slots-len(a.attempts))
+	return min(max(free, 0), apitype.MaxLeaseBatch)
+}
+
+// leaseBound times the slots is how many leases a worker holds at most.
+const leaseBound = 2
+
+// wakePollLocked re-issues a lease poll that was sent with Max 0 now that there is room.
+func (a *Agent) wakePollLocked() {
+	if a.poll.max == 0 && a.roomLocked() > 0 {
+		a.abortPollLocked()
+	}
+}
+
+// goroutineDone frees the slot of an attempt whose goroutine has returned, and starts
+// backlogged attempts in it.
+func (a *Agent) goroutineDone() {
+	a.mu.Lock()
+	a.used--
 	for len(a.backlog) > 0 && a.used < a.slots {
 		at := a.backlog[0]
 		a.backlog[0] = nil
@@ -532,48 +554,28 @@ func (a *Agent) freeLocked(n int) {
 		a.used++
 		go at.run()
 	}
-	if a.poll.max == 0 && a.slots-a.used-len(a.backlog) > 0 {
-		a.abortPollLocked()
-	}
-}
-
-// goroutineDone drops an attempt goroutine's reference.
-func (a *Agent) goroutineDone(at *attempt) {
-	if at.refs.Add(-1) != 0 {
-		return
-	}
-	a.mu.Lock()
-	a.freeLocked(1)
+	a.wakePollLocked()
 	a.mu.Unlock()
 	a.signalChanged()
 }
 
-// releaseLeases forgets the leases of ats (their completions were delivered, or the leases
-// were lost) and drops their references.
+// releaseLeases forgets the leases of ats: their completions were delivered, or the leases
+// were lost.
 func (a *Agent) releaseLeases(ats ...*attempt) {
 	a.mu.Lock()
-	freed := 0
 	for _, at := range ats {
-		if a.releaseLeaseLocked(at) {
-			freed++
-		}
+		a.releaseLeaseLocked(at)
 	}
-	if freed > 0 {
-		a.freeLocked(freed)
-	}
+	a.wakePollLocked()
 	a.mu.Unlock()
 	a.signalChanged()
 }
 
-// releaseLeaseLocked forgets at's lease, once, and reports whether that freed its slot.
-func (a *Agent) releaseLeaseLocked(at *attempt) bool {
-	if !at.leaseReleased.CompareAndSwap(false, true) {
-		return false
-	}
-	if a.attempts[at.lease.RunID] == at {
+// releaseLeaseLocked forgets at's lease, once.
+func (a *Agent) releaseLeaseLocked(at *attempt) {
+	if at.leaseReleased.CompareAndSwap(false, true) && a.attempts[at.lease.RunID] == at {
 		delete(a.attempts, at.lease.RunID)
 	}
-	return at.refs.Add(-1) == 0
 }
 
 // register registers the worker, retrying transient errors until ctx is done. A permanent

@@ -282,11 +282,54 @@ func TestSlotLimit(t *testing.T) {
 	require.LessOrEqual(t, peak.Load(), int32(slots))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	require.LessOrEqual(t, s.maxOutstanding, slots)
+	require.LessOrEqual(t, s.maxOutstanding, leaseBound*slots)
 	for _, m := range s.polls {
 		require.LessOrEqual(t, m, slots)
 		require.GreaterOrEqual(t, m, 0)
 	}
+}
+
+// A slot frees when its attempt ends, before the completion reaches the server; while
+// completions cannot be delivered, the worker holds at most leaseBound times its slots.
+func TestSlotFreesBeforeTheCompletionIsDelivered(t *testing.T) {
+	t.Parallel()
+	const slots, runs = 2, 3 * leaseBound
+	s := newFake()
+	var deliver atomic.Bool
+	s.onComplete = func(*apitype.CompleteRequest) error {
+		if !deliver.Load() {
+			return errors.New("the server cannot take completions now")
+		}
+		return nil
+	}
+	started := make(chan string, runs)
+	startAgent(t, s, func(c *Config) {
+		c.Capacity.Slots = slots
+		c.Handlers = map[string]Handler{"quick": func(_ context.Context, task *Task) error {
+			started <- task.RunID
+			return nil
+		}}
+	})
+	for i := range runs {
+		s.add(handlerLease("r"+strconv.Itoa(i), "quick"))
+	}
+	for range leaseBound * slots {
+		select {
+		case <-started:
+		case <-time.After(waitFor):
+			t.Fatal("timed out waiting for attempts to start")
+		}
+	}
+	s.await(t, "a poll for nothing with the bound's leases held", func() bool {
+		return len(s.outstanding) == leaseBound*slots && s.polls[len(s.polls)-1] == 0
+	})
+	deliver.Store(true)
+	for i := range runs {
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r"+strconv.Itoa(i)).Status)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, leaseBound*slots, s.maxOutstanding)
 }
 
 // A worker with more slots than one lease request may ask for fills them all: each poll asks

@@ -35,9 +35,8 @@ const (
 	statusLost      = "lost"
 )
 
-// attempt is one leased run on this worker. It holds two references: its goroutine, and its
-// lease (dropped when the completion is delivered or the lease is lost). Its slot is free when
-// both are gone.
+// attempt is one leased run on this worker. It takes a slot while its goroutine runs, and
+// holds its lease (in Agent.attempts) until its completion is delivered or the lease is lost.
 type attempt struct {
 	agent *Agent
 	lease *apitype.Lease
@@ -50,7 +49,6 @@ type attempt struct {
 	lost          atomic.Bool  // the lease is gone: report nothing
 	completed     atomic.Bool  // the completion was handed to the shipper
 	leaseReleased atomic.Bool
-	refs          atomic.Int32
 
 	renewedAt time.Time // when the lease was last known valid; guarded by agent.mu
 
@@ -70,7 +68,6 @@ func (at *attempt) init(a *Agent, l *apitype.Lease, now time.Time) {
 	at.agent = a
 	at.lease = l
 	at.renewedAt = now
-	at.refs.Store(2)
 	at.ctx, at.cancel = context.WithCancelCause(a.attemptParent)
 	at.stdout = streamWriter{at: at, stream: streamStdout}
 	at.stderr = streamWriter{at: at, stream: streamStderr}
@@ -191,7 +188,7 @@ func (at *attempt) finish(o outcome) {
 		at.agent.ship.addCompletion(at, o.completion(at.lease))
 	}
 	at.cancel(nil)
-	at.agent.goroutineDone(at)
+	at.agent.goroutineDone()
 }
 
 // runHandler calls h, the attempt's handler, and maps what it returned to an outcome.

@@ -25,10 +25,10 @@
 // (same run, token and worker) and they run on; the others are killed as lost.
 //
 //   - The lease loop keeps exactly one Lease long poll outstanding. It asks for as many runs as
-//     there are free slots; when the worker is full it still polls, with Max 0, so that the
-//     server's pushes (cancel, lost, drain) arrive at once. A poll sent with Max 0 is aborted
-//     and sent again as soon as a slot frees. Each leased run starts at once in its own
-//     goroutine.
+//     there are free slots (at most apitype.MaxLeaseBatch); when the worker is full it still
+//     polls, with Max 0, so that the server's pushes (cancel, lost, drain) arrive at once. A
+//     poll sent with Max 0 is aborted and sent again as soon as a slot frees. Each leased run
+//     starts at once in its own goroutine.
 //   - The heartbeat loop sends one heartbeat per interval (the server's HeartbeatInterval)
 //     carrying every lease the worker holds, including attempts that have ended but whose
 //     completion is not yet delivered, and acts on the answer: a lost lease is killed, an
@@ -41,9 +41,12 @@
 //     Complete call. There is no artificial delay: batches grow by themselves when the server
 //     is slower than the attempts.
 //
-// A slot is taken when an attempt starts and freed when its completion has been accepted by
-// the server (or its lease is lost) and its goroutine has returned, so the worker never runs
-// more than Capacity.Slots attempts and never asks for more than the server thinks are free.
+// A slot is taken when an attempt starts and freed when its goroutine returns (the handler
+// returned, the process was reaped), so the worker never runs more than Capacity.Slots
+// attempts. Its lease is held, and heartbeated, until the completion is delivered (or the
+// lease is lost); the slot does not wait for that, so a short attempt's slot does not idle
+// for the server's commit. A worker holds at most twice its slots in leases, so that one
+// whose completions cannot be delivered stops leasing.
 //
 // # Outcomes
 //

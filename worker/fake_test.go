@@ -123,6 +123,7 @@ func (s *fakeServer) Lease(ctx context.Context, _ string, req *apitype.LeaseRequ
 	}
 	s.mu.Lock()
 	s.polls = append(s.polls, req.Max)
+	s.bumpLocked()
 	if s.onLease != nil {
 		if err := s.onLease(); err != nil {
 			s.mu.Unlock()

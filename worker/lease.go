@@ -17,8 +17,9 @@ func empty(r *apitype.LeaseResponse) bool {
 }
 
 // leaseLoop keeps one lease poll outstanding until leasing stops. Each poll asks for as many
-// runs as there are free slots, at most apitype.MaxLeaseBatch; a full worker polls with Max 0, so that cancel, lost and drain
-// pushes still reach it, and that poll is aborted and sent again as soon as a slot frees.
+// runs as there is room for (see roomLocked); a full worker polls with Max 0, so that cancel,
+// lost and drain pushes still reach it, and that poll is aborted and sent again as soon as
+// there is room.
 func (a *Agent) leaseLoop(ctx context.Context) {
 	wait := apitype.Duration(a.cfg.PollWait)
 	var b backoff
@@ -31,7 +32,7 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 			cancel()
 			return
 		}
-		free := min(max(a.slots-a.used-len(a.backlog), 0), apitype.MaxLeaseBatch)
+		free := a.roomLocked()
 		a.poll = pollState{cancel: cancel, max: free}
 		a.mu.Unlock()
 

@@ -221,15 +221,10 @@ func (a *Agent) acknowledged(batch []pendingCompletion, resp *apitype.CompleteRe
 
 func (a *Agent) releaseCompleted(batch []pendingCompletion) {
 	a.mu.Lock()
-	freed := 0
 	for i := range batch {
-		if a.releaseLeaseLocked(batch[i].at) {
-			freed++
-		}
+		a.releaseLeaseLocked(batch[i].at)
 	}
-	if freed > 0 {
-		a.freeLocked(freed)
-	}
+	a.wakePollLocked()
 	a.mu.Unlock()
 	a.signalChanged()
 }
