@@ -172,15 +172,16 @@ type Running struct {
 // Facts are what a store read found. Cron, Queues, Workers and Running are complete: a
 // subject they do not name has nothing to alert about. Streaks covers only the jobs whose
 // runs ended since the last read (a streak changes only then): a job_failing alert of a job
-// it does not name stays as it is. With CronUnread the read left the cron jobs out (Cron
-// is empty): cron_late alerts stay as they are and none fires.
+// it does not name stays as it is. With ScansUnread the read left out the cron jobs and the
+// queues (Cron and Queues are empty): cron_late and queue_backlog alerts stay as they are
+// and none fires.
 type Facts struct {
-	Streaks    []Streak
-	Cron       []CronJob
-	CronUnread bool
-	Queues     []Queue
-	Workers    []Worker
-	Running    []Running
+	Streaks     []Streak
+	Cron        []CronJob
+	ScansUnread bool
+	Queues      []Queue
+	Workers     []Worker
+	Running     []Running
 }
 
 // Result is what Evaluate decides: alerts to fire (without ID), firing alerts to resolve
@@ -242,8 +243,8 @@ func Evaluate(open []Alert, facts Facts, rules Rules, now time.Time) Result {
 			continue
 		case !ok && a.Rule == RuleJobFailing && !partialJobs[a.Subject] && !rules.Disabled[a.Rule]:
 			continue // not examined this time
-		case !ok && a.Rule == RuleCronLate && facts.CronUnread && !rules.Disabled[a.Rule]:
-			continue // the cron jobs were not read this time
+		case !ok && (a.Rule == RuleCronLate || a.Rule == RuleQueueBacklog) && facts.ScansUnread && !rules.Disabled[a.Rule]:
+			continue // the cron jobs and queues were not read this time
 		case ok && c.holds:
 			if a.ClearSince != nil { // it holds again: stays open, its clock of clearing stops
 				a.ClearSince = nil

@@ -172,18 +172,20 @@ func TestStreakOfUnexaminedJobStays(t *testing.T) {
 	require.Equal(t, t0.Add(2*time.Hour+time.Minute), *res.Resolve[0].ResolvedAt)
 }
 
-func TestCronLateStaysWhenCronUnread(t *testing.T) {
+func TestScannedAlertsStayWhenUnread(t *testing.T) {
 	t.Parallel()
 	n := 0
-	late := Facts{Cron: []CronJob{{Job: Job{ID: "c"}, NextFireAt: ptr(t0.Add(-time.Hour))}}}
+	late := Facts{Cron: []CronJob{{Job: Job{ID: "c"}, NextFireAt: ptr(t0.Add(-time.Hour))}},
+		Queues: []Queue{{Name: "q", Queued: 10001}}}
 	open := apply(nil, Evaluate(nil, late, Rules{}, t0), &n)
-	require.Len(t, open, 1)
-	require.Equal(t, RuleCronLate, open[0].Rule)
-	// A read without the cron jobs neither clears it nor fires another, however long.
-	require.True(t, Evaluate(open, Facts{CronUnread: true}, Rules{}, t0.Add(time.Hour)).Empty())
-	// A read with them, the job gone, clears it (a complete list).
+	require.Len(t, open, 2)
+	require.ElementsMatch(t, []Rule{RuleCronLate, RuleQueueBacklog}, []Rule{open[0].Rule, open[1].Rule})
+	// A read without the cron jobs and queues neither clears them nor fires others, however
+	// long.
+	require.True(t, Evaluate(open, Facts{ScansUnread: true}, Rules{}, t0.Add(time.Hour)).Empty())
+	// A read with them, the job and queue gone, clears them (complete lists).
 	res := Evaluate(open, Facts{}, Rules{}, t0.Add(2*time.Hour))
-	require.Len(t, res.Update, 1)
+	require.Len(t, res.Update, 2)
 }
 
 func TestDisablingResolvesAtOnce(t *testing.T) {

@@ -112,11 +112,22 @@ func TestAlerter(t *testing.T) {
 		a, b := setup(t)
 		a.TestSignals.Evaluated.WaitOrTimeout()
 		require.Equal(t, t0.Add(DefaultAlertInterval), a.TestSignals.Slept.WaitOrTimeout())
+		_, _, err := b.store.RegisterWorker(t.Context(), &store.RegisterWorkerParams{ID: "w", Session: "s", Now: t0})
+		require.NoError(t, err)
+		require.NoError(t, b.store.SetWorkerState(t.Context(), &store.SetWorkerStateParams{ID: "w", State: model.WorkerLost}))
 		backlog(t, b)
 		b.wake.Notify() // at t0: within the gap of the first pass
 		require.Equal(t, t0.Add(DefaultAlertMinGap), a.TestSignals.Slept.WaitOrTimeout())
 		b.clk.Set(t0.Add(DefaultAlertMinGap))
-		require.Len(t, a.TestSignals.Evaluated.WaitOrTimeout().Fire, 1)
+		// The early pass reads the workers; the queues wait for the interval's pass.
+		fired := a.TestSignals.Evaluated.WaitOrTimeout().Fire
+		require.Len(t, fired, 1)
+		require.Equal(t, alerting.RuleWorkerLost, fired[0].Rule)
+		require.Equal(t, t0.Add(DefaultAlertMinGap+DefaultAlertInterval), a.TestSignals.Slept.WaitOrTimeout())
+		b.clk.Set(t0.Add(DefaultAlertMinGap + DefaultAlertInterval))
+		fired = a.TestSignals.Evaluated.WaitOrTimeout().Fire
+		require.Len(t, fired, 1)
+		require.Equal(t, alerting.RuleQueueBacklog, fired[0].Rule)
 	})
 
 	t.Run("a new alerter continues from the persisted alerts", func(t *testing.T) {
@@ -143,31 +154,32 @@ func TestAlerter(t *testing.T) {
 	})
 }
 
-// cronReads is a store that records, per AlertFacts call, whether it read the cron jobs.
-type cronReads struct {
+// scansReads is a store that records, per AlertFacts call, whether it read the cron jobs
+// and queues.
+type scansReads struct {
 	store.Store
 	mu    sync.Mutex
 	reads []bool
 }
 
-func (s *cronReads) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*alerting.Facts, error) {
+func (s *scansReads) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*alerting.Facts, error) {
 	s.mu.Lock()
-	s.reads = append(s.reads, !p.SkipCron)
+	s.reads = append(s.reads, !p.SkipScans)
 	s.mu.Unlock()
 	return s.Store.AlertFacts(ctx, p)
 }
 
-func (s *cronReads) all() []bool {
+func (s *scansReads) all() []bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.reads)
 }
 
-// Passes that a run's end wakes early leave the cron jobs out (a row each); the cron jobs
-// are read on the interval's passes.
-func TestAlerterReadsCronOncePerInterval(t *testing.T) {
+// Passes that a run's end wakes early leave out the cron jobs (a row each) and the queues (a
+// count of every queued run); they are read on the interval's passes.
+func TestAlerterScansOncePerInterval(t *testing.T) {
 	t.Parallel()
-	st := &cronReads{Store: openStore(t)}
+	st := &scansReads{Store: openStore(t)}
 	clk, wake := clock.NewFake(t0), newWakeup()
 	a := NewAlerter(AlerterConfig{Store: st, Clock: clk, Logger: discard, Wake: wake.Wait, NewID: id.New})
 	a.TestSignals.Evaluated.Init(t)

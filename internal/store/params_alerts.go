@@ -20,9 +20,11 @@ type AlertFactsParams struct {
 	Streak int
 	// RunningBefore: the running runs whose attempt started at or before it are read.
 	RunningBefore time.Time
-	// SkipCron leaves the cron jobs out (Facts.Cron empty, CronUnread set): their read is
-	// a row per scheduled job, which the alerter makes at most once per interval.
-	SkipCron bool
+	// SkipScans leaves out the cron jobs and the queues (Facts.Cron and Facts.Queues
+	// empty, ScansUnread set): the first is a row per scheduled job, the second counts
+	// every queued run (a backlog of a million is a scan of a million index entries), and
+	// the alerter makes them at most once per interval.
+	SkipScans bool
 }
 
 // CronLatest is how many of a cron job's latest runs whose instant came AlertFacts reads.

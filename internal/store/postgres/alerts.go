@@ -25,13 +25,15 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 	if f.Streaks, err = s.alertStreaks(ctx, p); err != nil {
 		return nil, translate(err, "alert facts: streaks")
 	}
-	if p.SkipCron {
-		f.CronUnread = true
-	} else if f.Cron, err = s.alertCron(ctx, p); err != nil {
-		return nil, translate(err, "alert facts: cron")
-	}
-	if f.Queues, err = s.alertQueues(ctx); err != nil {
-		return nil, translate(err, "alert facts: queues")
+	if p.SkipScans {
+		f.ScansUnread = true
+	} else {
+		if f.Cron, err = s.alertCron(ctx, p); err != nil {
+			return nil, translate(err, "alert facts: cron")
+		}
+		if f.Queues, err = s.alertQueues(ctx); err != nil {
+			return nil, translate(err, "alert facts: queues")
+		}
 	}
 	if f.Workers, err = s.alertWorkers(ctx); err != nil {
 		return nil, translate(err, "alert facts: workers")

@@ -18,13 +18,15 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 	if f.Streaks, err = s.alertStreaks(ctx, p); err != nil {
 		return nil, fmt.Errorf("alert facts: %w", err)
 	}
-	if p.SkipCron {
-		f.CronUnread = true
-	} else if f.Cron, err = s.alertCron(ctx, p); err != nil {
-		return nil, fmt.Errorf("alert facts: %w", err)
-	}
-	if f.Queues, err = s.alertQueues(ctx); err != nil {
-		return nil, fmt.Errorf("alert facts: %w", err)
+	if p.SkipScans {
+		f.ScansUnread = true
+	} else {
+		if f.Cron, err = s.alertCron(ctx, p); err != nil {
+			return nil, fmt.Errorf("alert facts: %w", err)
+		}
+		if f.Queues, err = s.alertQueues(ctx); err != nil {
+			return nil, fmt.Errorf("alert facts: %w", err)
+		}
 	}
 	if f.Workers, err = s.alertWorkers(ctx); err != nil {
 		return nil, fmt.Errorf("alert facts: %w", err)

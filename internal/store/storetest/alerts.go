@@ -156,13 +156,14 @@ func testAlerts(t *testing.T, open OpenFunc) {
 		facts, err = f.s.AlertFacts(f.ctx, &store.AlertFactsParams{Now: t0, FailedAfter: t0, Streak: 3, RunningBefore: t0})
 		require.NoError(t, err)
 		require.Empty(t, facts.Running, "started after RunningBefore")
-		require.False(t, facts.CronUnread)
+		require.False(t, facts.ScansUnread)
 
 		facts, err = f.s.AlertFacts(f.ctx, &store.AlertFactsParams{Now: t0, FailedAfter: t0, Streak: 3,
-			RunningBefore: at(time.Second), SkipCron: true})
+			RunningBefore: at(time.Second), SkipScans: true})
 		require.NoError(t, err)
-		require.True(t, facts.CronUnread)
+		require.True(t, facts.ScansUnread)
 		require.Empty(t, facts.Cron, "the cron jobs left out")
+		require.Empty(t, facts.Queues, "the queues left out")
 		require.Len(t, facts.Running, 1, "the rest read as before")
 		require.Len(t, facts.Workers, 2)
 	})
