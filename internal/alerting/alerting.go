@@ -30,6 +30,11 @@ const (
 	RuleRunTooLong   Rule = "run_too_long"  // a run has been running longer than expected
 )
 
+// scanned reports whether rule r decides on facts that a read may leave out (Facts.ScansUnread).
+func scanned(r Rule) bool {
+	return r == RuleCronLate || r == RuleQueueBacklog || r == RuleRunTooLong
+}
+
 // AllRules lists the rules in a stable order.
 var AllRules = []Rule{RuleJobFailing, RuleCronLate, RuleQueueBacklog, RuleWorkerLost, RuleRunTooLong}
 
@@ -172,9 +177,9 @@ type Running struct {
 // Facts are what a store read found. Cron, Queues, Workers and Running are complete: a
 // subject they do not name has nothing to alert about. Streaks covers only the jobs whose
 // runs ended since the last read (a streak changes only then): a job_failing alert of a job
-// it does not name stays as it is. With ScansUnread the read left out the cron jobs and the
-// queues (Cron and Queues are empty): cron_late and queue_backlog alerts stay as they are
-// and none fires.
+// it does not name stays as it is. With ScansUnread the read left out the cron jobs, the
+// queues and the running runs (Cron, Queues and Running are empty): the alerts of their
+// rules (scanned) stay as they are and none fires.
 type Facts struct {
 	Streaks     []Streak
 	Cron        []CronJob
@@ -243,8 +248,8 @@ func Evaluate(open []Alert, facts Facts, rules Rules, now time.Time) Result {
 			continue
 		case !ok && a.Rule == RuleJobFailing && !partialJobs[a.Subject] && !rules.Disabled[a.Rule]:
 			continue // not examined this time
-		case !ok && (a.Rule == RuleCronLate || a.Rule == RuleQueueBacklog) && facts.ScansUnread && !rules.Disabled[a.Rule]:
-			continue // the cron jobs and queues were not read this time
+		case !ok && scanned(a.Rule) && facts.ScansUnread && !rules.Disabled[a.Rule]:
+			continue // not read this time
 		case ok && c.holds:
 			if a.ClearSince != nil { // it holds again: stays open, its clock of clearing stops
 				a.ClearSince = nil

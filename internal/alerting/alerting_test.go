@@ -176,16 +176,20 @@ func TestScannedAlertsStayWhenUnread(t *testing.T) {
 	t.Parallel()
 	n := 0
 	late := Facts{Cron: []CronJob{{Job: Job{ID: "c"}, NextFireAt: ptr(t0.Add(-time.Hour))}},
-		Queues: []Queue{{Name: "q", Queued: 10001}}}
+		Queues:  []Queue{{Name: "q", Queued: 10001}},
+		Running: []Running{{ID: "r", Job: Job{ID: "j", Alerts: &model.JobAlerts{MaxDuration: time.Minute}}, AttemptStarted: t0.Add(-time.Hour)}}}
 	open := apply(nil, Evaluate(nil, late, Rules{}, t0), &n)
-	require.Len(t, open, 2)
-	require.ElementsMatch(t, []Rule{RuleCronLate, RuleQueueBacklog}, []Rule{open[0].Rule, open[1].Rule})
-	// A read without the cron jobs and queues neither clears them nor fires others, however
-	// long.
+	var rules []Rule
+	for _, a := range open {
+		rules = append(rules, a.Rule)
+	}
+	require.ElementsMatch(t, []Rule{RuleCronLate, RuleQueueBacklog, RuleRunTooLong}, rules)
+	// A read without the cron jobs, queues and running runs neither clears them nor fires
+	// others, however long.
 	require.True(t, Evaluate(open, Facts{ScansUnread: true}, Rules{}, t0.Add(time.Hour)).Empty())
-	// A read with them, the job and queue gone, clears them (complete lists).
+	// A read with them, the job, queue and run gone, clears them (complete lists).
 	res := Evaluate(open, Facts{}, Rules{}, t0.Add(2*time.Hour))
-	require.Len(t, res.Update, 2)
+	require.Len(t, res.Update, 3)
 }
 
 func TestDisablingResolvesAtOnce(t *testing.T) {

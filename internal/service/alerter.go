@@ -76,7 +76,7 @@ type Alerter struct {
 	newID     func(time.Time) string
 	notify    func([]alerting.Alert)
 	last      time.Time // the previous pass's reading of the clock
-	scansRead time.Time // the reading of the last pass that read the cron jobs and queues
+	scansRead time.Time // the reading of the last pass that read the cron jobs, queues and running runs
 }
 
 // NewAlerter returns an Alerter; call Start to run it.
@@ -111,8 +111,8 @@ func (a *Alerter) Start(ctx context.Context) error {
 func (a *Alerter) Stepper() *Stepper { return a.stepper(a.Pass) }
 
 // Pass is one round: unless the previous one was less than MinGap ago (a wake-up came
-// early), it reads the open alerts and the facts (the cron jobs and queues only when
-// Interval has passed since they were last read), evaluates the rules at the clock's reading, persists
+// early), it reads the open alerts and the facts (the cron jobs, queues and running runs
+// only when Interval has passed since they were last read), evaluates the rules at the clock's reading, persists
 // the result and notifies; it returns when the next round is due.
 func (a *Alerter) Pass(ctx context.Context) (time.Time, error) {
 	now := a.clock.Now()
@@ -133,9 +133,10 @@ func (a *Alerter) Pass(ctx context.Context) (time.Time, error) {
 	if !a.last.IsZero() {
 		since = a.last.Add(-time.Minute) // servers' clocks differ a little: read a margin again
 	}
-	// The cron jobs are a row each and the queues' backlog a count of every queued run:
-	// they are read at most once per interval. A pass that a run's end woke early leaves
-	// them out, and their alerts as they are.
+	// The cron jobs are a row each, the queues' backlog a count of every queued run, and
+	// the running runs a walk of an index that churns with every run: they are read at
+	// most once per interval. A pass that a run's end woke early leaves them out, and their
+	// alerts as they are.
 	skipScans := !a.scansRead.IsZero() && now.Before(a.scansRead.Add(a.interval))
 	facts, err := a.store.AlertFacts(ctx, &store.AlertFactsParams{Now: now, FailedAfter: since, StreakJobs: streakJobs,
 		Streak: alerting.MaxConsecutiveFailures, RunningBefore: now.Add(-alerting.MinMaxDuration), SkipScans: skipScans})

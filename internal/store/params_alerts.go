@@ -20,10 +20,11 @@ type AlertFactsParams struct {
 	Streak int
 	// RunningBefore: the running runs whose attempt started at or before it are read.
 	RunningBefore time.Time
-	// SkipScans leaves out the cron jobs and the queues (Facts.Cron and Facts.Queues
-	// empty, ScansUnread set): the first is a row per scheduled job, the second counts
-	// every queued run (a backlog of a million is a scan of a million index entries), and
-	// the alerter makes them at most once per interval.
+	// SkipScans leaves out the cron jobs, the queues and the running runs (Facts.Cron,
+	// Queues and Running empty, ScansUnread set): a row per scheduled job, a count of every
+	// queued run (a backlog of a million is a scan of a million index entries), and a walk
+	// of the running runs' index, with the entries of every run that ended since the last
+	// vacuum. The alerter makes them at most once per interval.
 	SkipScans bool
 }
 

@@ -34,12 +34,12 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 		if f.Queues, err = s.alertQueues(ctx); err != nil {
 			return nil, translate(err, "alert facts: queues")
 		}
+		if f.Running, err = s.alertRunning(ctx, p); err != nil {
+			return nil, translate(err, "alert facts: running")
+		}
 	}
 	if f.Workers, err = s.alertWorkers(ctx); err != nil {
 		return nil, translate(err, "alert facts: workers")
-	}
-	if f.Running, err = s.alertRunning(ctx, p); err != nil {
-		return nil, translate(err, "alert facts: running")
 	}
 	return &f, nil
 }

@@ -27,11 +27,11 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 		if f.Queues, err = s.alertQueues(ctx); err != nil {
 			return nil, fmt.Errorf("alert facts: %w", err)
 		}
+		if f.Running, err = s.alertRunning(ctx, p); err != nil {
+			return nil, fmt.Errorf("alert facts: %w", err)
+		}
 	}
 	if f.Workers, err = s.alertWorkers(ctx); err != nil {
-		return nil, fmt.Errorf("alert facts: %w", err)
-	}
-	if f.Running, err = s.alertRunning(ctx, p); err != nil {
 		return nil, fmt.Errorf("alert facts: %w", err)
 	}
 	return &f, nil
