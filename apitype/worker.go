@@ -62,6 +62,10 @@ type RegisterResponse struct {
 	Cancel            []string `json:"cancel,omitempty"`
 }
 
+// MaxHeldLeases caps the leases a registration or a heartbeat lists (Held): a worker holds
+// no more than this many at once.
+const MaxHeldLeases = 100000
+
 // MaxLeaseBatch caps LeaseRequest.Max: a worker with more free slots than this asks for
 // this many and polls again for the rest.
 const MaxLeaseBatch = 1000

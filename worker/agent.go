@@ -523,12 +523,14 @@ func (a *Agent) abortPollLocked() {
 
 // roomLocked returns how many runs the next lease poll asks for: the free slots, but no more
 // than keeps the leases held (running, waiting for a slot, or ended with their completions
-// not yet delivered) within leaseBound times the slots, and at most one lease batch. A slot
-// frees when its attempt's goroutine returns, before the completion reaches the server, so
-// that a short attempt's slot does not idle for the server's commit; the bound keeps a
-// worker whose completions cannot be delivered from leasing ever more.
+// not yet delivered) within leaseBound times the slots and within apitype.MaxHeldLeases
+// (what a heartbeat may list), and at most one lease batch. A slot frees when its attempt's
+// goroutine returns, before the completion reaches the server, so that a short attempt's
+// slot does not idle for the server's commit; the bound keeps a worker whose completions
+// cannot be delivered from leasing ever more.
 func (a *Agent) roomLocked() int {
-	free := min(a.slots-a.used-len(a.backlog), leaseBound*a.slots-len(a.attempts))
+	held := min(leaseBound*a.slots, apitype.MaxHeldLeases)
+	free := min(a.slots-a.used-len(a.backlog), held-len(a.attempts))
 	return min(max(free, 0), apitype.MaxLeaseBatch)
 }
 

@@ -141,6 +141,8 @@ func (a *API) bodyLimit(b bodySize) int64 {
 		return a.lim.MaxLogBodyBytes
 	case bodyStream:
 		return a.lim.MaxStreamBodyBytes
+	case bodyHeld:
+		return max(a.lim.MaxBodyBytes, heldBodyBytes)
 	}
 	return a.lim.MaxBodyBytes
 }

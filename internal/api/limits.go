@@ -111,7 +111,6 @@ const (
 	maxLabelBytes   = 256  // a label's value; keys follow placement.LabelRule
 	maxHandlers     = 1000 // handler kinds a worker serves
 	maxHandlerBytes = 256  // a handler kind's name
-	maxHeldLeases   = 100000
 	// Worker capacity at registration: a worker cannot offer more than a machine has by
 	// orders of magnitude, so a typo (memory in bytes) or a hostile number cannot overflow
 	// the placement arithmetic.
@@ -119,6 +118,10 @@ const (
 	maxWorkerMemoryMB = 1 << 30 // 1 PiB
 	maxWorkerGPU      = 1024
 	maxWorkerSlots    = 100000
+	// heldBodyBytes is the body cap of a registration or a heartbeat, which lists the leases
+	// the worker holds: room for apitype.MaxHeldLeases references of 128 bytes each (a run
+	// id and a token take under 100 in JSON).
+	heldBodyBytes = apitype.MaxHeldLeases * 128
 )
 
 // checkSizes records a field error for each part of spec over its limit, and for the whole.

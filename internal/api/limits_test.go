@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stint-dev/stint/apitype"
 )
 
 // smallLimits are limits small enough that a test can cross each with a short body.
@@ -186,6 +188,36 @@ func TestCountLimits(t *testing.T) {
 		r.decode(t, &page)
 		require.Len(t, page.Items, 2)
 	}
+}
+
+// A worker's registration and heartbeat list every lease it holds: the body of a heartbeat
+// with many more leases than MaxBodyBytes holds is read (a refusal would leave the worker
+// unable to renew any of them), and one listing more than MaxHeldLeases is a field error.
+func TestHeldLeasesBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, "POST", "/v1/workers/register", `{"id": "big", "capacity": {"slots": 20000}}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	refs := func(n int) []apitype.LeaseRef {
+		held := make([]apitype.LeaseRef, n)
+		for i := range held {
+			held[i] = apitype.LeaseRef{RunID: fmt.Sprintf("%026d", i), Token: fmt.Sprintf("%036d", i)}
+		}
+		return held
+	}
+	held := refs(20000)
+	body, err := json.Marshal(apitype.HeartbeatRequest{Held: held})
+	require.NoError(t, err)
+	require.Greater(t, int64(len(body)), DefaultLimits().MaxBodyBytes)
+	r = b.do(t, "POST", "/v1/workers/big/heartbeat", string(body))
+	require.Equal(t, http.StatusOK, r.status, "body: %.300s", r.body)
+	var hb apitype.HeartbeatResponse
+	r.decode(t, &hb)
+	require.Len(t, hb.Lost, len(held), "leases the server never granted are lost")
+
+	r = b.do(t, "POST", "/v1/workers/big/heartbeat", apitype.HeartbeatRequest{Held: refs(apitype.MaxHeldLeases + 1)})
+	require.Equal(t, http.StatusBadRequest, r.status, "body: %.300s", r.body)
+	require.Contains(t, string(r.body), "must list at most 100000 leases, got 100001")
 }
 
 // TestBodyLimits: the body caps are configurable and the batch routes get their own.

@@ -107,8 +107,8 @@ func registerParams(req *apitype.RegisterRequest) (*engine.RegisterParams, error
 			fe.add(fmt.Sprintf("handlers[%d]", i), "must be 1 to %d bytes", maxHandlerBytes)
 		}
 	}
-	if len(req.Held) > maxHeldLeases {
-		fe.add("held", "must list at most %d leases, got %d", maxHeldLeases, len(req.Held))
+	if len(req.Held) > apitype.MaxHeldLeases {
+		fe.add("held", "must list at most %d leases, got %d", apitype.MaxHeldLeases, len(req.Held))
 	}
 	held := leaseRefs(fe, "held", req.Held)
 	if len(fe.errs) > 0 {
@@ -217,8 +217,8 @@ func (p *Protocol) Leave(ctx context.Context, workerID string, req *apitype.Leav
 // heartbeatParams checks a heartbeat.
 func heartbeatParams(req *apitype.HeartbeatRequest) (*engine.HeartbeatParams, error) {
 	fe := &fieldErrors{}
-	if len(req.Held) > maxHeldLeases {
-		fe.add("held", "must list at most %d leases, got %d", maxHeldLeases, len(req.Held))
+	if len(req.Held) > apitype.MaxHeldLeases {
+		fe.add("held", "must list at most %d leases, got %d", apitype.MaxHeldLeases, len(req.Held))
 	}
 	held := leaseRefs(fe, "held", req.Held)
 	if len(fe.errs) > 0 {

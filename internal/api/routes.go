@@ -15,6 +15,7 @@ const (
 	bodyBatch                   // Limits.MaxBatchBodyBytes: POST /v1/jobs/batch, POST /v1/dags
 	bodyLogs                    // Limits.MaxLogBodyBytes: POST /v1/attempts/logs
 	bodyStream                  // Limits.MaxStreamBodyBytes: POST /v1/jobs/stream
+	bodyHeld                    // heldBodyBytes (at least MaxBodyBytes): a worker's register and heartbeat
 )
 
 // route is one entry of the route table.
@@ -103,9 +104,9 @@ func routeTable() []route {
 		{Method: "POST", Path: "/v1/tokens", Perm: auth.Admin, Audit: "token.create", AuditSecret: true, Handle: (*API).createToken},
 		{Method: "POST", Path: "/v1/tokens/{id}/revoke", Perm: auth.Admin, Audit: "token.revoke", Handle: (*API).revokeToken},
 
-		{Method: "POST", Path: "/v1/workers/register", Perm: auth.Worker, Handle: (*API).registerWorker},
+		{Method: "POST", Path: "/v1/workers/register", Perm: auth.Worker, Body: bodyHeld, Handle: (*API).registerWorker},
 		{Method: "POST", Path: "/v1/workers/{id}/lease", Perm: auth.Worker, Handle: (*API).lease},
-		{Method: "POST", Path: "/v1/workers/{id}/heartbeat", Perm: auth.Worker, Handle: (*API).heartbeat},
+		{Method: "POST", Path: "/v1/workers/{id}/heartbeat", Perm: auth.Worker, Body: bodyHeld, Handle: (*API).heartbeat},
 		{Method: "POST", Path: "/v1/workers/{id}/leave", Perm: auth.Worker, Handle: (*API).leave},
 		{Method: "POST", Path: "/v1/attempts/logs", Perm: auth.Worker, Body: bodyLogs, Handle: (*API).appendLogs},
 		{Method: "POST", Path: "/v1/attempts/complete", Perm: auth.Worker, Handle: (*API).complete},
