@@ -112,8 +112,8 @@ func (a *Alerter) Stepper() *Stepper { return a.stepper(a.Pass) }
 
 // Pass is one round: unless the previous one was less than MinGap ago (a wake-up came
 // early), it reads the open alerts and the facts (the cron jobs, queues and running runs
-// only when Interval has passed since they were last read), evaluates the rules at the clock's reading, persists
-// the result and notifies; it returns when the next round is due.
+// only when Interval has passed since they were last read), evaluates the rules at the
+// clock's reading, persists the result and notifies; it returns when the next round is due.
 func (a *Alerter) Pass(ctx context.Context) (time.Time, error) {
 	now := a.clock.Now()
 	if !a.last.IsZero() && now.Before(a.last.Add(a.minGap)) {

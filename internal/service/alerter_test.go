@@ -154,8 +154,8 @@ func TestAlerter(t *testing.T) {
 	})
 }
 
-// scansReads is a store that records, per AlertFacts call, whether it read the cron jobs
-// and queues.
+// scansReads is a store that records, per AlertFacts call, whether it read the cron jobs,
+// queues and running runs.
 type scansReads struct {
 	store.Store
 	mu    sync.Mutex
@@ -175,8 +175,8 @@ func (s *scansReads) all() []bool {
 	return slices.Clone(s.reads)
 }
 
-// Passes that a run's end wakes early leave out the cron jobs (a row each) and the queues (a
-// count of every queued run); they are read on the interval's passes.
+// Passes that a run's end wakes early leave out the cron jobs (a row each), the queues (a
+// count of every queued run) and the running runs; they are read on the interval's passes.
 func TestAlerterScansOncePerInterval(t *testing.T) {
 	t.Parallel()
 	st := &scansReads{Store: openStore(t)}
