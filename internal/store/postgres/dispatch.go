@@ -32,8 +32,10 @@ const promoteSQL = `WITH due AS MATERIALIZED (
 
 // The earliest instants the timers sleep until.
 const (
-	nextDueSQL    = `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled' AND scheduled_for > $1`
-	nextExpirySQL = `SELECT min(lease_expires_at) FROM runs WHERE status = 'running'`
+	nextDueSQL = `SELECT min(scheduled_for) FROM runs WHERE status = 'scheduled' AND scheduled_for > $1`
+	// nextExpirySQL probes runs_running once per queue for its earliest expiry.
+	nextExpirySQL = `SELECT min((SELECT r.lease_expires_at FROM runs r
+		WHERE r.status = 'running' AND r.queue = q.name ORDER BY r.lease_expires_at LIMIT 1)) FROM queues q`
 )
 
 // PromoteDue moves due scheduled runs to queued, earliest first, at most Limit (all when
@@ -537,7 +539,7 @@ func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, err
 // The plan must not depend on statistics (see TestPlans), as in endSQL: the lookups name
 // the id alone, and status, worker and token are tested on the locked row outside it. A
 // join of runs with the input on those columns was planned, on a fresh database, as a walk
-// of runs_running_queue (every running run of every worker) with the input scanned once
+// of runs_running (every running run of every worker) with the input scanned once
 // per run of the worker: each heartbeat cost all running runs plus held x held, which
 // 1,000 agents holding 4 runs each made take seconds (BENCHMARKS.md, Scale). Likewise each
 // lease's session is read from its worker's row by primary key, not matched against the
@@ -749,7 +751,7 @@ func decide(run *runRow, policy model.RetryPolicy, c store.Completion, now time.
 // The plan must not depend on statistics (see TestPlans): the lateral lookup names the id
 // alone, and status and token are tested on the locked row outside it (LIMIT 1 keeps the
 // planner from pushing them back in). Had the lookup said status = 'running', the planner
-// could walk runs_running_queue, a partial index it believes tiny, through every running
+// could walk runs_running, a partial index it believes tiny, through every running
 // run per completion. The filter on the lookup's output also makes cur look like a single
 // row, so the update joins it to runs by primary key, never by hashing a sequential scan
 // of runs (the cheaper plan for the table's size when a connection first plans it on a
@@ -1044,11 +1046,18 @@ func (s *Store) CompleteAttempts(ctx context.Context, p *store.CompleteAttemptsP
 }
 
 // expiredWhere selects (for lockForEnd) at most $2 running runs whose lease expired before
-// $1, earliest first, skipping those another server is rescuing. The inner query locks them
-// (and rechecks them as it locks); the outer one reads them by primary key.
+// $1, earliest first, skipping those another server is rescuing. The innermost query takes
+// each queue's expired runs from runs_running (at most $2 each); the middle one locks the
+// earliest $2 of them (and rechecks them as it locks); the outer one reads them by primary
+// key.
 const expiredWhere = `r.id = ANY (ARRAY(
-		SELECT id FROM runs WHERE status = 'running' AND lease_expires_at < $1
-		ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`
+		SELECT x.id FROM runs x WHERE x.id IN (
+			SELECT e.id FROM queues q CROSS JOIN LATERAL (
+				SELECT e.id, e.lease_expires_at FROM runs e
+				WHERE e.status = 'running' AND e.queue = q.name AND e.lease_expires_at < $1
+				ORDER BY e.lease_expires_at LIMIT $2) e)
+			AND x.status = 'running' AND x.lease_expires_at < $1
+		ORDER BY x.lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED))`
 
 // RescueExpired ends, as lost, the attempts whose lease expired before Now (at most Limit,
 // earliest first), applying the retry rules. Runs another server is rescuing are skipped.

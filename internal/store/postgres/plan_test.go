@@ -65,14 +65,16 @@ func hotPlanCases(now time.Time) []planCase {
 		{"worker booked", workerBookedSQL, []any{"w"}, []string{"runs_placed"}, noScan},
 		{"live rooms", liveRoomsSQL, []any{now, "w"}, []string{"runs_placed"}, noScan},
 		{"lease queues", fmt.Sprintf(leaseQueuesSQL, qfilter), append([]any{now}, qargs...), []string{"Index Scan Backward using runs_queued", "Index Scan Backward using runs_due"}, noScan},
-		{"queue running count", countRunningSQL, []any{"default"}, []string{"runs_running_queue"}, noScan},
+		// runs_running by its queue prefix, or, where the table has one queue, runs_worker:
+		// either walks only the running runs.
+		{"queue running count", countRunningSQL, []any{"default"}, nil, noScan},
 		{"promote", promoteSQL, []any{now, 100}, []string{"runs_scheduled", "Index Cond: (id = due.id)"}, noScan},
 		{"promote a queue's due runs", promoteQueueSQL, []any{"default", now, 100}, []string{"runs_due", "Index Cond: (id = due.id)"}, noScan},
-		// Each completion locks its run by primary key (not by walking runs_running_queue
+		// Each completion locks its run by primary key (not by walking runs_running
 		// with a filter on the id) and the update finds it by primary key.
 		{"complete", endSQL, []any{ids, ids, ids, []*int32{nil, nil}, ids, ids, []*time.Time{nil, nil}, ids, ids, []*time.Time{nil, nil}, now, []int32{0, 0}},
 			[]string{"Index Cond: (id = c.run_id)", "Index Cond: (id = (cur.run_id)::text)"},
-			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker"}, noScan...)},
+			append([]string{"runs_running", "runs_worker"}, noScan...)},
 		// Each listed lease is found by primary key: not by walking an index of running
 		// runs (every worker's) and matching the input against each; each worker of the
 		// batch, and each lease's worker, likewise.
@@ -80,7 +82,7 @@ func hotPlanCases(now time.Time) []planCase {
 			{WorkerID: "w", Session: "s", Held: []store.LeaseRef{{RunID: ids[0], Token: "t"}, {RunID: ids[1], Token: "t"}}},
 			{WorkerID: "w2", Held: []store.LeaseRef{{RunID: ids[1], Token: "t"}}}}}),
 			[]string{"Index Cond: (id = h.run_id)", "Index Cond: (id = (held.id)::text)", "Index Cond: (id = b.worker_id)", "Index Cond: (id = h.worker_id)"},
-			append([]string{"runs_running_queue", "runs_lease_expiry", "runs_worker", "Join Filter", "Seq Scan on workers"}, noScan...)},
+			append([]string{"runs_running", "runs_worker", "Join Filter", "Seq Scan on workers"}, noScan...)},
 		// The insert joins its own inputs; it reads no table.
 		{"submit", insertPlainSQL, textJSON(plainArgs), []string{"Insert on jobs", "Insert on runs"},
 			[]string{"Seq Scan", "Scan using runs", "Scan using jobs"}},
@@ -139,17 +141,17 @@ func TestPlans(t *testing.T) {
 		// Not on the path of a run that succeeds: on a nearly empty table these scan it.
 		{"run keys", `SELECT idempotency_key FROM runs WHERE idempotency_key = ANY($1)`, []any{ids}, []string{"runs_idempotency"}, nil},
 		{"rescue", fmt.Sprintf(lockForEndSQL, policyOf(0), expiredWhere, " SKIP LOCKED"), []any{now, 100},
-			[]string{"runs_lease_expiry", "runs_pkey", "jobs_pkey"}, nil},
+			[]string{"runs_running", "runs_pkey", "jobs_pkey"}, nil},
 		{"completion lock", fmt.Sprintf(lockForEndSQL, policyOf(2), `r.id = ANY($1)`, ""), []any{ids, ids}, []string{"runs_pkey"}, nil},
 		// The timers' minimums: on an empty table every index of running runs is as cheap.
 		{"next due", nextDueSQL, []any{now}, []string{"runs_scheduled"}, nil},
-		{"next lease expiry", nextExpirySQL, nil, []string{"runs_lease_expiry"}, nil},
+		{"next lease expiry", nextExpirySQL, nil, []string{"runs_running"}, nil},
 		{"worker runs", fmt.Sprintf(lockForEndSQL, policyOf(0), workerRunsWhere, ""), []any{"w"}, []string{"runs_worker"}, nil},
 		{"worker usage", workerSQL + ` WHERE w.id = $1`, []any{"w"}, []string{"runs_worker"}, nil},
 		// Probes of runs_queued, one per queue and priority: never every queued run.
 		{"oldest queued", oldestQueuedSQL, nil, []string{"Scan using runs_queued", "Index Cond: ((queue = g_1.queue) AND (priority < g_1.priority))"},
 			[]string{"Seq Scan on runs", "Sort"}},
-		{"depth of a queue", depthOneSQL, []any{"default"}, []string{"runs_running_queue", "runs_scheduled", "runs_rare_status"}, nil},
+		{"depth of a queue", depthOneSQL, []any{"default"}, []string{"runs_scheduled", "runs_rare_status"}, nil},
 		{"cancel by job", `WITH t AS (SELECT r.id FROM runs r WHERE r.job_id = $3::text AND ` + cancelActive + ` ORDER BY r.id FOR UPDATE)
 			UPDATE runs r SET ` + cancelSet + ` FROM t WHERE r.id = t.id AND ` + cancelActive + ` RETURNING ` + runCols,
 			[]any{now, "x", "j"}, []string{"runs_job", "runs_pkey"}, nil},
