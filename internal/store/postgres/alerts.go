@@ -261,25 +261,42 @@ func (s *Store) ListAlerts(ctx context.Context, p *store.ListAlertsParams) ([]al
 
 const auditCols = `id, at, actor, role, action, target, before, after`
 
-// AppendAudit adds entries to the audit log in one transaction (one batch of inserts).
+// appendAuditSQL inserts a batch of audit entries in one statement: a row per element of
+// its arrays. Before, a statement per entry made each submission through the API cost the
+// database a statement of its own (a fifth of the statements in the steady bench).
+const appendAuditSQL = `INSERT INTO audit_log (` + auditCols + `)
+	SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
+		$6::text[], $7::jsonb[], $8::jsonb[])`
+
+// AppendAudit adds entries to the audit log in one statement (its own transaction).
 func (s *Store) AppendAudit(ctx context.Context, p *store.AppendAuditParams) error {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, e := range p.Entries {
-			b.Queue(`INSERT INTO audit_log (`+auditCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-				e.ID, utc(e.At), e.Actor, string(e.Role), e.Action, e.Target, nullJSON(e.Before), nullJSON(e.After))
-		}
-		return tx.SendBatch(ctx, b).Close()
+	n := len(p.Entries)
+	if n == 0 {
+		return nil
+	}
+	var (
+		id, actor, role, action, target = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		at                              = make([]time.Time, n)
+		before, after                   = make([]*string, n), make([]*string, n)
+	)
+	for i, e := range p.Entries {
+		id[i], at[i], actor[i], role[i], action[i], target[i] = e.ID, utc(e.At), e.Actor, string(e.Role), e.Action, e.Target
+		before[i], after[i] = jsonText(e.Before), jsonText(e.After)
+	}
+	err := s.retry(ctx, func() error {
+		_, err := s.pool.Exec(ctx, appendAuditSQL, id, at, actor, role, action, target, before, after)
+		return err
 	})
 	return translate(err, "append audit")
 }
 
-// nullJSON is a jsonb column's value: NULL for none.
-func nullJSON(b json.RawMessage) any {
+// jsonText is a jsonb array element's value: nil (NULL) for none.
+func jsonText(b json.RawMessage) *string {
 	if len(b) == 0 {
 		return nil
 	}
-	return string(b)
+	t := string(b)
+	return &t
 }
 
 // ListAudit lists audit entries newest first.
