@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // workDirs makes the attempts' working directories under base, one fresh directory per
@@ -99,7 +100,14 @@ func safeName(s string) string {
 
 // removeTree removes dir and everything in it. A job may have left directories it cannot
 // be removed from (chmod 0): those are made writable and the removal tried again.
+//
+// Most attempts leave their directory empty, and one rmdir removes it: os.RemoveAll would
+// try unlink first, a failed system call per attempt (5% of the worker's CPU when it runs
+// nothing but `true`).
 func removeTree(dir string) error {
+	if syscall.Rmdir(dir) == nil {
+		return nil
+	}
 	err := os.RemoveAll(dir)
 	if err == nil || !errors.Is(err, fs.ErrPermission) {
 		return err
