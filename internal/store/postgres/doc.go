@@ -39,8 +39,10 @@
 //   - Connections use generic plans (plan_cache_mode=force_generic_plan, unless the URL sets
 //     it): every statement has a fixed shape meant for index access, and a generic plan
 //     keeps it there whatever the batch size and however stale the statistics. Statuses in
-//     SQL are literals, so that the planner can match the partial indexes. plan_test.go
-//     checks each dispatch and list statement's plan with EXPLAIN.
+//     SQL are literals, so that the planner can match the partial indexes. Lease
+//     transactions also disable sorts (leasePlannerSQL): a plan made while the table was
+//     small could otherwise sort the whole backlog on every lease. plan_test.go checks each
+//     dispatch and list statement's plan with EXPLAIN.
 //
 // Wake-ups between servers: NewNotifier returns a Notifier (notify.go) that carries the
 // engine's wake-up topics with LISTEN/NOTIFY on a channel named after the schema, coalescing

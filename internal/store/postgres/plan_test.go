@@ -354,3 +354,48 @@ func fillForPlans(t *testing.T, s *Store, now time.Time) {
 		require.NoError(t, err)
 	}
 }
+
+// TestLeasePlansNeverSort checks that the lease transactions' statements walk runs_queued
+// and runs_due in order whatever the planner's costs make of the alternatives. Without
+// leasePlannerSQL, costs that make random reads dear (random_page_cost 100 with a tiny
+// effective_cache_size here; on a growing, never analyzed table the same kind of flip came
+// from the estimates alone, see leasePlannerSQL) give a plan that reads every queued run of
+// the queue and sorts it: the test first checks that this is so, so that it proves the
+// setting and not the costs.
+func TestLeasePlansNeverSort(t *testing.T) {
+	s := openTest(t)
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	fillRuns(t, s, now, 3)
+	lp := &store.LeaseRunsParams{WorkerID: "w", Max: 100, Handlers: []string{"noop"}, Commands: true}
+	filter, fargs := handlerFilter(lp, 7)
+	ufilter, ufargs := handlerFilter(lp, 6)
+	walk := "Index Scan using runs_queued"
+	cases := []planCase{
+		{"lease, nothing to place", fmt.Sprintf(leaseUnplacedSQL, ufilter), append([]any{"default", 100, "w", now, now}, ufargs...),
+			[]string{walk, "Index Scan using runs_due"}, nil},
+		{"lease candidates", fmt.Sprintf(candidatesSQL, filter), append([]any{"default", 8.0, int64(4096), 2, `{"zone": "eu"}`, 100}, fargs...),
+			[]string{walk}, nil},
+		{"queue due runs", promoteQueueSQL, []any{"default", now, 100}, []string{"Index Scan using runs_due"}, nil},
+	}
+	for i, c := range cases {
+		c.forbid = []string{"Bitmap Heap Scan on runs"}
+		func() {
+			tx, err := s.pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+			for _, set := range []string{"SET LOCAL random_page_cost = 100", "SET LOCAL effective_cache_size = '8kB'"} {
+				_, err = tx.Exec(ctx, set)
+				require.NoError(t, err)
+			}
+			if i == 0 {
+				plan := explain(t, tx.Conn(), "unset", c.sql, c.args...)
+				require.NotContains(t, plan, walk, "these costs must make the plan sort, or the test proves nothing:\n%s", plan)
+			}
+			_, err = tx.Exec(ctx, leasePlannerSQL)
+			require.NoError(t, err)
+			checkPlan(t, tx.Conn(), i, c)
+		}()
+	}
+}
