@@ -255,7 +255,15 @@ func drain(ctx context.Context, cfg *config, s system, rec *recorder, res *resul
 	res.Params["n"] = strconv.Itoa(n)
 	res.Params["batch"] = strconv.Itoa(cfg.batch)
 	res.Params["insert workers"] = strconv.Itoa(cfg.insertWorkers)
+	insertCPU, err := startCPUWatch(ctx, s)
+	if err != nil {
+		return err
+	}
 	took, err := insertAll(ctx, cfg, s, n, func(int) job { return job{cmd: cmd} })
+	if err != nil {
+		return err
+	}
+	insertServerCPU, insertSelfCPU, err := insertCPU.stop(ctx)
 	if err != nil {
 		return err
 	}
@@ -287,6 +295,8 @@ func drain(ctx context.Context, cfg *config, s system, rec *recorder, res *resul
 		unit = "processes"
 	}
 	res.add("insert", float64(n)/took.Seconds(), "jobs/s")
+	res.add("insert: "+s.serverName()+" CPU per job", float64(insertServerCPU.Microseconds())/float64(n), "µs")
+	res.add("insert: client process CPU per job", float64(insertSelfCPU.Microseconds())/float64(n), "µs")
 	res.add("processed", float64(n)/drained.Seconds(), unit+"/s")
 	res.add("drain time", drained.Seconds(), "s")
 	res.add("first start after resume", ms(first.Sub(start)), "ms")

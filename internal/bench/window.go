@@ -107,6 +107,23 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 	}
 }
 
+// reportPerJob adds the stopped window's CPU per job of each side to r's result, each
+// figure's name after prefix, for a window around a phase that is not the one measured
+// (drain's insert): no shares of a core, no statements.
+func (w *cpuWindow) reportPerJob(r *runner, prefix string, jobs int) {
+	add := func(name string, used time.Duration) {
+		r.res.add(prefix+name+" CPU per job", float64(used.Microseconds())/float64(jobs), "µs")
+	}
+	if len(w.pids) > 0 {
+		add("servers", cpuUsed(w.procs, w.procsEnd))
+	}
+	add("bench process", w.selfEnd.cpu-w.self.cpu)
+	if w.db != nil {
+		used, _ := backendCPU(w.db, w.dbEnd)
+		add("PostgreSQL", used)
+	}
+}
+
 // close releases the window's connection; closing twice is harmless.
 func (w *cpuWindow) close() {
 	w.backends.close()

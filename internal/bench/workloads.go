@@ -65,11 +65,20 @@ func insertThenDrain(ctx context.Context, r *runner, unit string, commands bool,
 	if err != nil {
 		return err
 	}
-	took, err := r.insert(ctx, n, spec)
+	insertCPU, err := r.startCPU(ctx)
 	if err != nil {
 		return err
 	}
+	took, err := r.insert(ctx, n, spec)
+	if err != nil {
+		insertCPU.close()
+		return err
+	}
+	if err := insertCPU.stop(ctx, r); err != nil {
+		return err
+	}
 	r.res.add("insert", float64(n)/took.Seconds(), "jobs/s")
+	insertCPU.reportPerJob(r, "insert: ", n)
 	if err := r.addQueuedMemory(ctx, idle, n); err != nil {
 		return err
 	}
