@@ -263,13 +263,19 @@ func scopeOf(ctx context.Context) []string {
 // plan into a namespace outside a scoped token's own. field names where the namespace came
 // from.
 func actIn(ctx context.Context, field, ns string) error {
-	p := principalOf(ctx)
-	if p == nil || p.Sees(ns) {
+	if mayActIn(ctx, ns) {
 		return nil
 	}
+	p := principalOf(ctx)
 	msg := fmt.Sprintf("the token %q may act only in namespaces %s", p.Name, strings.Join(p.Namespaces, ", "))
 	return &httpError{status: http.StatusForbidden, detail: fmt.Sprintf("namespace %q: %s", ns, msg),
 		fields: []apitype.FieldError{{Field: field, Message: msg}}}
+}
+
+// mayActIn reports whether the caller may act in namespace ns (actIn refuses the others).
+func mayActIn(ctx context.Context, ns string) bool {
+	p := principalOf(ctx)
+	return p == nil || p.Sees(ns)
 }
 
 // unscoped refuses (403) a scoped caller a change to something every namespace shares

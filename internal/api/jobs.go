@@ -109,7 +109,7 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	names := make(map[nsKey]int)
 	keys := make(map[nsKey]int)
 	for i := range req.Jobs {
-		prefix := fmt.Sprintf("jobs[%d].", i)
+		prefix := batchEntry(i)
 		vj, fe := buildJob(&req.Jobs[i], prefix, now, a.lim, sealing{keys: a.keys})
 		if len(fe) > 0 {
 			errs = append(errs, fe...)
@@ -140,13 +140,15 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 		return batchErrors(http.StatusBadRequest, errs)
 	}
 	for i, nj := range jobs {
-		if err := actIn(r.Context(), batchEntry(i)+"namespace", nj.Job.Namespace); err != nil {
-			return err
+		if !mayActIn(r.Context(), nj.Job.Namespace) {
+			return actIn(r.Context(), batchEntry(i)+"namespace", nj.Job.Namespace)
 		}
 	}
 	var ups []upstreamRef
 	for i, nj := range jobs {
-		ups = append(ups, upstreamOf(nj.Run, batchEntry(i))...)
+		if nj.Run != nil && len(nj.Run.DependsOn) > 0 {
+			ups = append(ups, upstreamOf(nj.Run, batchEntry(i))...)
+		}
 	}
 	if errs, err := a.missingUpstream(r.Context(), ups); err != nil {
 		return err
@@ -174,7 +176,7 @@ func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
 	out := apitype.BatchCreateJobsResponse{Items: make([]apitype.CreateJobResponse, len(res))}
 	anyCreated := false
 	for i, rr := range res {
-		item, created, err := createResult(rr, fmt.Sprintf("jobs[%d].", i), jobs[i].Job)
+		item, created, err := createResult(rr, batchEntry(i), jobs[i].Job)
 		if err != nil {
 			item = apitype.CreateJobResponse{Error: problemFor(err)}
 			if item.Error.Status >= 500 {
@@ -215,7 +217,7 @@ func (a *API) createJobsMinimal(w http.ResponseWriter, r *http.Request, jobs []s
 	anyCreated := false
 	for i, rr := range res {
 		if rr.Err != nil || rr.Conflict {
-			_, _, err := createResult(rr, fmt.Sprintf("jobs[%d].", i), jobs[i].Job)
+			_, _, err := createResult(rr, batchEntry(i), jobs[i].Job)
 			items[i].Error = problemFor(err)
 			if items[i].Error.Status >= 500 {
 				a.log.ErrorContext(r.Context(), "create job in batch", "index", i, "err", err)
@@ -238,7 +240,7 @@ func (a *API) createJobsMinimal(w http.ResponseWriter, r *http.Request, jobs []s
 }
 
 // batchEntry names entry i of a batch: "jobs[3].".
-func batchEntry(i int) string { return fmt.Sprintf("jobs[%d].", i) }
+func batchEntry(i int) string { return "jobs[" + strconv.Itoa(i) + "]." }
 
 // takenNames returns a field error for every entry whose name already belongs to a job,
 // unless the entry's idempotency key is that job's (a replay). prefix names entry i.

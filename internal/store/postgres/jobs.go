@@ -201,13 +201,21 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 	}
 
 	// Concurrent batches insert names in one order, so that their waits on the unique index
-	// cannot form a cycle.
-	slices.SortFunc(batch, func(a, b newJob) int {
-		if c := strings.Compare(a.job.Namespace, b.job.Namespace); c != 0 {
-			return c
+	// cannot form a cycle. Anonymous entries write no name: a batch of them needs no order.
+	named := 0
+	for _, b := range batch {
+		if !b.anonymous {
+			named++
 		}
-		return strings.Compare(a.job.Name, b.job.Name)
-	})
+	}
+	if named > 1 {
+		slices.SortFunc(batch, func(a, b newJob) int {
+			if c := strings.Compare(a.job.Namespace, b.job.Namespace); c != 0 {
+				return c
+			}
+			return strings.Compare(a.job.Name, b.job.Name)
+		})
+	}
 	inserted := make(map[string]bool, len(batch))
 	if len(batch) > 0 {
 		write := s.copyJobs
