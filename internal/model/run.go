@@ -103,7 +103,9 @@ type Attempt struct {
 }
 
 // Lease is a run handed to a worker: the run, the job spec to execute, and the fencing token
-// that every heartbeat and the completion must carry.
+// that every heartbeat and the completion must carry. The spec has no Args: the attempt's are
+// its run's. The leases of one batch may share their specs' maps and slices: read them,
+// never change them.
 type Lease struct {
 	Run       *Run
 	Spec      JobSpec

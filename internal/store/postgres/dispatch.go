@@ -299,7 +299,12 @@ var leaseUnplacedSQL = `WITH queued AS MATERIALIZED (
 	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 3, 4, 5) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
 		AND NOT EXISTS (SELECT 1 FROM picked p WHERE p.placed)
-	RETURNING ` + runCols + `, ` + runSpec
+	RETURNING ` + runCols + `, ` + leaseSpec
+
+// leaseSpec is the job's spec a lease carries: runSpec without its args, which the run
+// has (a lease's args are its run's). Runs of one job, and one-off jobs alike but for their
+// args, then carry the same spec, which scanLeases decodes once a batch.
+const leaseSpec = `(` + runSpec + `) - 'args'`
 
 // leasePlannerSQL is the first statement of every lease transaction: its statements take
 // runs in an index's order (ORDER BY ... LIMIT ... FOR UPDATE SKIP LOCKED over runs_queued,
@@ -453,7 +458,7 @@ var claimSQL = `WITH picked AS MATERIALIZED (
 	)
 	UPDATE runs r SET ` + fmt.Sprintf(leaseSet, 2, 3, 4) + `
 	FROM picked WHERE r.id = picked.id AND picked.status = 'queued'
-	RETURNING ` + runCols + `, ` + runSpec
+	RETURNING ` + runCols + `, ` + leaseSpec
 
 // promoteQueueSQL queues at most $3 scheduled runs of queue $1 due at $2, earliest first,
 // for the placing path to consider them with the queued ones (leaseUnplacedSQL takes them
@@ -528,6 +533,7 @@ func leaseFromQueue(ctx context.Context, tx pgx.Tx, p *store.LeaseRunsParams, pl
 func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, error) {
 	defer rows.Close()
 	var out []*model.Lease
+	specs := map[string]*model.JobSpec{} // each distinct spec of the batch, decoded once
 	for rows.Next() {
 		var (
 			r                        runRow
@@ -539,8 +545,13 @@ func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, err
 		}
 		fixRun(&r, status, pending, trigger, args)
 		l := &model.Lease{Run: &r.Run, Token: r.LeaseToken, ExpiresAt: exp}
-		if err := decodeSpec(spec, &l.Spec); err != nil {
-			return nil, fmt.Errorf("lease run %s: %w", r.ID, err)
+		if js, ok := specs[string(spec)]; ok {
+			l.Spec = *js
+		} else {
+			if err := decodeSpec(spec, &l.Spec); err != nil {
+				return nil, fmt.Errorf("lease run %s: %w", r.ID, err)
+			}
+			specs[string(spec)] = &l.Spec
 		}
 		out = append(out, l)
 	}

@@ -156,7 +156,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 	}
 	out := &store.Leased{Leases: make([]*model.Lease, len(leased)), HeldUntil: placer.HeldUntil}
 	// Each distinct spec is decoded once: the runs of one job, and jobs submitted alike (a
-	// batch of the same work), share it.
+	// batch of the same work), share it. A lease's args are its run's (model.Lease).
 	decoded := map[string]model.JobSpec{}
 	for i, rr := range leased {
 		spec, ok := decoded[string(rr.spec)]
@@ -166,6 +166,7 @@ func (s *Store) LeaseRuns(ctx context.Context, p *store.LeaseRunsParams) (*store
 					return nil, fmt.Errorf("lease runs: decode spec of job %s: %w", rr.jobID, err)
 				}
 			}
+			spec.Args = nil
 			decoded[string(rr.spec)] = spec
 		}
 		out.Leases[i] = &model.Lease{Run: rr.run, Spec: spec, Token: rr.run.LeaseToken, ExpiresAt: *rr.run.LeaseExpiresAt}

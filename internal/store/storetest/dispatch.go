@@ -75,7 +75,9 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.Len(t, ls, 1)
 		l := ls[0]
-		require.Equal(t, j.Spec, l.Spec)
+		spec := j.Spec
+		spec.Args = nil // a lease's args are its run's
+		require.Equal(t, spec, l.Spec)
 		require.NotEmpty(t, l.Token)
 		require.Equal(t, now.Add(45*time.Second), l.ExpiresAt)
 
@@ -99,6 +101,39 @@ func testDispatch(t *testing.T, open OpenFunc) {
 		require.NotEqual(t, l.Token, l2.Token)
 		require.Equal(t, timep(now), l2.Run.StartedAt)
 		require.Equal(t, "w2", l2.Run.WorkerID)
+	})
+
+	t.Run("LeaseSharedSpecs", func(t *testing.T) {
+		// Jobs alike but for their args, and runs of one job, share a spec: each lease still
+		// has its own run's args, and the same spec.
+		f := setup(t, open)
+		args := map[string]string{}
+		for i := range 3 {
+			j, r := f.anonymous(func(j *model.Job) {
+				j.Spec.Handler = "h"
+				j.Spec.Env = map[string]string{"K": "V"}
+				j.Spec.Args = rawJSON(fmt.Sprintf(`{"n":%d}`, i))
+			})
+			f.createJob(j, r)
+			args[r.ID] = string(j.Spec.Args)
+		}
+		named, _ := f.submit("named")
+		for _, n := range []string{"first", "second"} {
+			r := f.createRuns(f.run(named, func(r *model.Run) { r.Args = rawJSON(`{"n":"` + n + `"}`) }))[0]
+			args[r.ID] = string(r.Args)
+		}
+		ls := f.lease("w1", 10, at(time.Minute))
+		require.Len(t, ls, 6)
+		for _, l := range ls {
+			require.Nil(t, l.Spec.Args, "run %s", l.Run.ID)
+			if want, ok := args[l.Run.ID]; ok {
+				require.JSONEq(t, want, string(l.Run.Args), "run %s", l.Run.ID)
+			}
+			if l.Run.JobID != named.ID {
+				require.Equal(t, map[string]string{"K": "V"}, l.Spec.Env, "run %s", l.Run.ID)
+				require.Equal(t, "h", l.Spec.Handler)
+			}
+		}
 	})
 
 	t.Run("LeaseOrder", func(t *testing.T) {
