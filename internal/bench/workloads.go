@@ -395,6 +395,7 @@ func (r *runner) atInstant(ctx context.Context, instant time.Time) (*cpuWindow, 
 // transaction stamps before the lease reaches the worker.
 func (r *runner) addLateness(instant time.Time, stamped []time.Duration) {
 	late := lateness(instant, r.rec.snapshot())
+	r.res.add("lateness min", percentile(late, 0), "ms")
 	r.res.add("lateness p50", percentile(late, 50), "ms")
 	r.res.add("lateness p99", percentile(late, 99), "ms")
 	r.res.add("lateness max", percentile(late, 100), "ms")
