@@ -576,9 +576,13 @@ func scanLeases(rows pgx.Rows, exp time.Time, queue string) ([]*model.Lease, err
 // (true, id, session, draining) and one per extended lease (false, run id, worker id,
 // cancel requested). A beat of another session changes nothing. The input is sorted (beats
 // by worker id, leases by run id) and each worker and run is locked through a lateral
-// primary-key lookup, so both are locked in id order, as every batch does (a listed run
-// that is no longer the worker's is locked too, for the statement's length, and not
-// extended). Beats of one worker may repeat.
+// primary-key lookup, so both are locked in id order, as every batch does. A listed lease
+// that has already ended (its run no longer running with that token, as are the leases a
+// worker holds until their completions are acknowledged) is seen so by a first lookup
+// without a lock, and not locked: a worker that listed a thousand leases just ended used
+// to lock a thousand runs, a lock's WAL record each, for 30 ms, making their completions
+// wait. A run the first lookup saw running is locked and tested again. Beats of one worker
+// may repeat.
 //
 // The plan must not depend on statistics (see TestPlans), as in endSQL: the lookups name
 // the id alone, and status, worker and token are tested on the locked row outside it. A
@@ -605,8 +609,13 @@ const heartbeatSQL = `WITH w AS (
 	), held AS MATERIALIZED (
 		SELECT h.run_id AS id FROM unnest($4::text[], $5::text[], $6::text[], $7::text[]) AS h(run_id, token, worker_id, session)
 		CROSS JOIN LATERAL (
-			SELECT r.status, r.worker_id, r.lease_token FROM runs r
+			SELECT r.id, r.status, r.lease_token FROM runs r
 			WHERE r.id = h.run_id
+			LIMIT 1
+		) seen
+		CROSS JOIN LATERAL (
+			SELECT r.status, r.worker_id, r.lease_token FROM runs r
+			WHERE r.id = seen.id AND seen.status = 'running' AND seen.lease_token = h.token
 			FOR UPDATE
 			LIMIT 1
 		) l
