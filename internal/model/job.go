@@ -47,12 +47,12 @@ type JobSpec struct {
 	Dir       string            `json:"dir,omitempty"`
 
 	Queue        string        `json:"queue"`
-	Priority     int           `json:"priority"`
-	Requirements Requirements  `json:"requirements"`
+	Priority     int           `json:"priority,omitzero"`
+	Requirements Requirements  `json:"requirements,omitzero"`
 	Timeout      time.Duration `json:"timeout,omitempty"`
 	Retry        RetryPolicy   `json:"retry"`
 	Schedule     *Schedule     `json:"schedule,omitempty"`
-	Concurrency  Concurrency   `json:"concurrency"`
+	Concurrency  Concurrency   `json:"concurrency,omitzero"`
 	Tags         []string      `json:"tags,omitempty"`
 	// DAG places the job in the ad-hoc DAG it was submitted with (POST /v1/dags); nil for
 	// any other job. The API sets it, never the user.
