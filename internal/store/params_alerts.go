@@ -31,6 +31,19 @@ type AlertFactsParams struct {
 // CronLatest is how many of a cron job's latest runs whose instant came AlertFacts reads.
 const CronLatest = 2
 
+// AlertJob is a job as the alert rules read it, from its columns and its stored spec (a
+// model.JobSpec as JSON): only the spec's timeout and alert thresholds are decoded.
+func AlertJob(id, ns, name string, spec []byte) (alerting.Job, error) {
+	var sp struct {
+		Timeout time.Duration    `json:"timeout"`
+		Alerts  *model.JobAlerts `json:"alerts"`
+	}
+	if err := json.Unmarshal(spec, &sp); err != nil {
+		return alerting.Job{}, fmt.Errorf("decode spec of job %s: %w", id, err)
+	}
+	return alerting.Job{ID: id, Namespace: ns, Name: name, Alerts: sp.Alerts, Timeout: sp.Timeout}, nil
+}
+
 // ApplyAlertsParams persist what alerting.Evaluate decided: new alerts (with their IDs),
 // resolved ones and updated ones.
 type ApplyAlertsParams struct {

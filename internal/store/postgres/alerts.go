@@ -44,15 +44,6 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 	return &f, nil
 }
 
-// alertJob decodes a job's columns into what the rules read.
-func alertJob(id, ns, name string, spec []byte) (alerting.Job, error) {
-	var sp model.JobSpec
-	if err := json.Unmarshal(spec, &sp); err != nil {
-		return alerting.Job{}, fmt.Errorf("decode spec of job %s: %w", id, err)
-	}
-	return alerting.Job{ID: id, Namespace: ns, Name: name, Alerts: sp.Alerts, Timeout: sp.Timeout}, nil
-}
-
 func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]alerting.Streak, error) {
 	rows, err := s.pool.Query(ctx, `WITH ids AS (
 			SELECT DISTINCT job_id AS id FROM runs WHERE status = 'failed' AND finished_at > $1
@@ -79,7 +70,7 @@ func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]
 		}
 		st := alerting.Streak{Job: alerting.Job{ID: id}}
 		if ns != nil { // a deleted job has no streak: its alert clears
-			if st.Job, err = alertJob(id, *ns, *name, spec); err != nil {
+			if st.Job, err = store.AlertJob(id, *ns, *name, spec); err != nil {
 				return nil, err
 			}
 			for _, v := range statuses {
@@ -114,7 +105,7 @@ func (s *Store) alertCron(ctx context.Context, p *store.AlertFactsParams) ([]ale
 			return nil, err
 		}
 		if len(out) == 0 || out[len(out)-1].Job.ID != id {
-			j, err := alertJob(id, ns, name, spec)
+			j, err := store.AlertJob(id, ns, name, spec)
 			if err != nil {
 				return nil, err
 			}
@@ -196,7 +187,7 @@ func (s *Store) alertRunning(ctx context.Context, p *store.AlertFactsParams) ([]
 		if err := rows.Scan(&r.ID, &r.AttemptStarted, &id, &ns, &name, &spec); err != nil {
 			return nil, err
 		}
-		if r.Job, err = alertJob(id, ns, name, spec); err != nil {
+		if r.Job, err = store.AlertJob(id, ns, name, spec); err != nil {
 			return nil, err
 		}
 		r.AttemptStarted = r.AttemptStarted.UTC()

@@ -37,15 +37,6 @@ func (s *Store) AlertFacts(ctx context.Context, p *store.AlertFactsParams) (*ale
 	return &f, nil
 }
 
-// alertJob decodes the columns id, namespace, name, spec into what the rules read.
-func alertJob(id, ns, name string, spec []byte) (alerting.Job, error) {
-	var sp model.JobSpec
-	if err := json.Unmarshal(spec, &sp); err != nil {
-		return alerting.Job{}, fmt.Errorf("decode spec of job %s: %w", id, err)
-	}
-	return alerting.Job{ID: id, Namespace: ns, Name: name, Alerts: sp.Alerts, Timeout: sp.Timeout}, nil
-}
-
 // alertStreaks reads the latest ended runs of the jobs with a run failed after
 // FailedAfter (index runs_failed_at) and of StreakJobs (index runs_job).
 func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]alerting.Streak, error) {
@@ -73,7 +64,7 @@ func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", id, err)
 		}
-		j, err := alertJob(id, ns, name, spec)
+		j, err := store.AlertJob(id, ns, name, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -91,70 +82,61 @@ func (s *Store) alertStreaks(ctx context.Context, p *store.AlertFactsParams) ([]
 	return out, nil
 }
 
-// alertCron reads the enabled cron jobs (index jobs_next_fire) and their latest cron runs
-// whose instant came (index runs_cron_instant).
-func (s *Store) alertCron(ctx context.Context, p *store.AlertFactsParams) ([]alerting.CronJob, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, namespace, name, spec, next_fire_at FROM jobs INDEXED BY jobs_next_fire
-		WHERE next_fire_at IS NOT NULL AND enabled = 1`)
-	if err != nil {
-		return nil, fmt.Errorf("cron jobs: %w", err)
-	}
-	var out []alerting.CronJob
-	for rows.Next() {
-		var id, ns, name string
-		var spec []byte
-		var next int64
-		if err := rows.Scan(&id, &ns, &name, &spec, &next); err != nil {
-			_ = rows.Close()
-			return nil, fmt.Errorf("cron jobs: %w", err)
-		}
-		j, err := alertJob(id, ns, name, spec)
-		if err != nil {
-			_ = rows.Close()
-			return nil, err
-		}
-		at := fromMicros(next)
-		out = append(out, alerting.CronJob{Job: j, NextFireAt: &at})
-	}
-	if err := rows.Err(); err != nil {
-		_ = rows.Close()
-		return nil, fmt.Errorf("cron jobs: %w", err)
-	}
-	_ = rows.Close()
-	for i := range out {
-		if out[i].Latest, err = s.latestCronRuns(ctx, out[i].Job.ID, p); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
+// alertCronSQL reads every enabled cron job (index jobs_next_fire) with its CronLatest
+// latest cron runs whose instant is at or before ?1 (index runs_cron_instant, ?2 of them),
+// newest first: one statement, where a query per job made a pass over 10,000 cron jobs
+// cost 10,000 round trips through the driver (a quarter of a second of CPU).
+const alertCronSQL = `SELECT j.id, j.namespace, j.name, j.spec, j.next_fire_at,
+		r.id, r.instant, r.status, r.pending_code, r.pending_reason, r.error, r.queue, r.started_at
+	FROM jobs j INDEXED BY jobs_next_fire
+	LEFT JOIN runs r ON r.rowid IN (
+		SELECT c.rowid FROM runs c INDEXED BY runs_cron_instant
+		WHERE c.job_id = j.id AND c.trigger_kind = 'cron' AND c.instant <= ?1
+		ORDER BY c.instant DESC LIMIT ?2)
+	WHERE j.next_fire_at IS NOT NULL AND j.enabled = 1
+	ORDER BY j.id, r.instant DESC`
 
-func (s *Store) latestCronRuns(ctx context.Context, jobID string, p *store.AlertFactsParams) ([]alerting.CronRun, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, instant, status, pending_code, pending_reason, error, queue, started_at
-		FROM runs INDEXED BY runs_cron_instant WHERE job_id = ? AND trigger_kind = 'cron' AND instant <= ?
-		ORDER BY instant DESC LIMIT ?`, jobID, micros(p.Now), store.CronLatest)
+// alertCron reads the cron jobs with their latest cron runs (alertCronSQL).
+func (s *Store) alertCron(ctx context.Context, p *store.AlertFactsParams) ([]alerting.CronJob, error) {
+	rows, err := s.r.QueryContext(ctx, alertCronSQL, micros(p.Now), store.CronLatest)
 	if err != nil {
-		return nil, fmt.Errorf("cron runs of job %s: %w", jobID, err)
+		return nil, fmt.Errorf("cron jobs: %w", err)
 	}
 	defer rows.Close()
-	var out []alerting.CronRun
+	var out []alerting.CronJob
 	for rows.Next() {
-		var r alerting.CronRun
-		var instant int64
-		var status, code, reason, errText string
-		var started sql.NullInt64
-		if err := rows.Scan(&r.ID, &instant, &status, &code, &reason, &errText, &r.Queue, &started); err != nil {
-			return nil, fmt.Errorf("cron runs of job %s: %w", jobID, err)
+		var (
+			id, ns, name                         string
+			spec                                 []byte
+			next                                 int64
+			runID, status, code, reason, errText sql.NullString
+			queue                                sql.NullString
+			instant, started                     sql.NullInt64
+		)
+		if err := rows.Scan(&id, &ns, &name, &spec, &next, &runID, &instant, &status, &code, &reason, &errText, &queue, &started); err != nil {
+			return nil, fmt.Errorf("cron jobs: %w", err)
 		}
-		r.Instant, r.Status, r.PendingCode, r.StartedAt = fromMicros(instant), model.RunStatus(status), model.PendingCode(code), fromNullMicros(started)
-		r.Reason = reason
+		if len(out) == 0 || out[len(out)-1].Job.ID != id {
+			j, err := store.AlertJob(id, ns, name, spec)
+			if err != nil {
+				return nil, err
+			}
+			at := fromMicros(next)
+			out = append(out, alerting.CronJob{Job: j, NextFireAt: &at})
+		}
+		if !runID.Valid {
+			continue
+		}
+		r := alerting.CronRun{ID: runID.String, Instant: fromMicros(instant.Int64), Status: model.RunStatus(status.String),
+			PendingCode: model.PendingCode(code.String), Reason: reason.String, Queue: queue.String, StartedAt: fromNullMicros(started)}
 		if r.Status.Final() {
-			r.Reason = errText
+			r.Reason = errText.String
 		}
-		out = append(out, r)
+		c := &out[len(out)-1]
+		c.Latest = append(c.Latest, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("cron runs of job %s: %w", jobID, err)
+		return nil, fmt.Errorf("cron jobs: %w", err)
 	}
 	return out, nil
 }
@@ -233,7 +215,7 @@ func (s *Store) alertRunning(ctx context.Context, p *store.AlertFactsParams) ([]
 		if err := rows.Scan(&r.ID, &started, &id, &ns, &name, &spec); err != nil {
 			return nil, fmt.Errorf("running runs: %w", err)
 		}
-		if r.Job, err = alertJob(id, ns, name, spec); err != nil {
+		if r.Job, err = store.AlertJob(id, ns, name, spec); err != nil {
 			return nil, err
 		}
 		r.AttemptStarted = fromMicros(started)

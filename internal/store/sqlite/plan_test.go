@@ -56,6 +56,7 @@ func TestQueryPlans(t *testing.T) {
 		{"spec of a job", jobSpecSQL, 1, []string{"runs_job (job_id=?)"}, []string{"SCAN"}},
 		{"materialize jobs", materializeJobsSQL, 1, []string{"runs_job (job_id=?)"}, []string{"SCAN runs"}},
 		{"materialize runs", materializeRunsSQL, 1, []string{"runs_job (job_id=?)"}, []string{"SCAN runs"}},
+		{"alert cron", alertCronSQL, 2, []string{"jobs_next_fire", "INDEX runs_cron_instant (job_id=? AND instant<?)", "INTEGER PRIMARY KEY (rowid=?)"}, []string{"SCAN runs"}},
 		{"run by cron instant", runByCronSQL, 2, []string{"INDEX runs_cron_instant (job_id=? AND instant=?)"}, nil},
 		{"fired instants", firedInstantsSQL, 3, []string{"INDEX runs_cron_instant (job_id=? AND instant>? AND instant<?)"}, []string{"TEMP B-TREE"}},
 		{"drop runs made ahead", dropAheadSQL, 2, []string{"INDEX runs_cron_instant (job_id=? AND instant>?)"}, nil},

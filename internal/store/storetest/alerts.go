@@ -106,6 +106,13 @@ func testAlerts(t *testing.T, open OpenFunc) {
 			j.NextFireAt = &next
 		})
 		f.createJob(cj, nil)
+		// A second cron job, none of whose instants came yet: no runs, its own thresholds.
+		quiet := f.job("quiet", func(j *model.Job) {
+			j.Spec.Schedule = &model.Schedule{Cron: "0 * * * *"}
+			j.Spec.Timeout, j.Spec.Alerts = time.Hour, &model.JobAlerts{LateAfter: time.Minute}
+			j.NextFireAt = &next
+		})
+		f.createJob(quiet, nil)
 		f.createRuns(
 			f.run(cj, cronAt(at(-2*time.Hour))),
 			f.run(cj, cronAt(at(-time.Hour)), func(r *model.Run) { r.Queue = "cq" }),
@@ -124,7 +131,11 @@ func testAlerts(t *testing.T, open OpenFunc) {
 
 		facts, err := f.s.AlertFacts(f.ctx, &store.AlertFactsParams{Now: t0, FailedAfter: t0, Streak: 3, RunningBefore: at(time.Second)})
 		require.NoError(t, err)
-		require.Len(t, facts.Cron, 1)
+		require.Len(t, facts.Cron, 2)
+		require.Equal(t, "quiet", facts.Cron[1].Job.Name, "by job id")
+		require.Empty(t, facts.Cron[1].Latest)
+		require.Equal(t, time.Hour, facts.Cron[1].Job.Timeout)
+		require.Equal(t, &model.JobAlerts{LateAfter: time.Minute}, facts.Cron[1].Job.Alerts)
 		c := facts.Cron[0]
 		require.Equal(t, "nightly", c.Job.Name)
 		require.Equal(t, next, *c.NextFireAt)
