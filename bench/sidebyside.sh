@@ -10,7 +10,8 @@
 # harness of bench/compare (`cd bench/compare && go build -o /tmp/cmp .`; empty: no River
 # rows). PG is the PostgreSQL server (a scratch database per run is made on it). Each run
 # appends one line to OUT: {"label", "round", "load" (the 1-minute load average before
-# it), "result" (the run's --json object)}. A run that fails appends "error": true instead
+# it), "result" (the run's --json object)}. Drain runs once more per store with --insert
+# stream (label "stint STORE drain (stream)"). A run that fails appends "error": true instead
 # (its stderr's tail goes to OUT.errors) and the script goes on. WORKLOADS narrows the workloads (default: all below).
 set -euo pipefail
 
@@ -46,6 +47,11 @@ sides() {
     [ $store = sqlite ] && url=sqlite
     if [ -n "$OLD" ]; then one "stint-old $store $w" "$r" "$OLD" bench "$w" --store "$url" --json; fi
     one "stint $store $w" "$r" "$NEW" bench "$w" --store "$url" --json
+    # drain again, inserting through streams of jobs (POST /v1/jobs/stream, the bulk path)
+    # instead of batches.
+    if [ "$w" = drain ]; then
+      one "stint $store drain (stream)" "$r" "$NEW" bench drain --store "$url" --insert stream --json
+    fi
   done
 }
 
