@@ -12,7 +12,7 @@ import (
 // SchemaVersion is the newest schema version this binary knows: the newest migration both
 // engines embed (a test checks it against their migrations directories). `stint version`
 // and GET /v1/version report it.
-const SchemaVersion = 17
+const SchemaVersion = 18
 
 // SchemaNewerError is returned (wrapped) by an engine's Open when the database has a
 // migration applied that this binary does not know: a newer stint has migrated it. Open then
