@@ -15,6 +15,15 @@ var errStopped = errors.New("engine stopped")
 // committer batches requests from concurrent callers into one flush (one store transaction).
 // While a flush runs, new requests queue up and go together in the next one: the busier the
 // server, the bigger the batches, and a lone request is flushed at once without waiting.
+//
+// Several goroutines may run flushes (run), but one at a time takes calls from the queue:
+// it holds the lane (small) while it gathers a batch, and while it flushes one of fewer
+// than concurrentBatch requests. Without the lane each idle goroutine took the next single
+// submission of a stream of them and made it a transaction of its own: with 16 producers
+// of one job each and four goroutines on PostgreSQL, 2.8 jobs a transaction and 15-20%
+// fewer jobs/s than with one goroutine. A big batch (a batch route's thousand jobs, a
+// burst's completions) leaves the lane before its flush, so big batches commit side by
+// side.
 type committer[Req, Res any] struct {
 	in       chan *commitCall[Req, Res]
 	flush    func(ctx context.Context, reqs []Req) ([]Res, error)
@@ -23,7 +32,13 @@ type committer[Req, Res any] struct {
 	// comes sooner waits for the rest of it with whatever else comes meanwhile.
 	spacing time.Duration
 	clock   clock.Clock
+	small   chan struct{} // the lane: held while gathering, and while flushing a small batch
+	// waiting, when set (tests), is called when a goroutine starts waiting for the lane.
+	waiting func()
 }
+
+// concurrentBatch is the least batch a committer flushes outside its lane.
+const concurrentBatch = 100
 
 type commitCall[Req, Res any] struct {
 	reqs []Req
@@ -33,7 +48,8 @@ type commitCall[Req, Res any] struct {
 }
 
 func newCommitter[Req, Res any](maxBatch int, flush func(context.Context, []Req) ([]Res, error)) *committer[Req, Res] {
-	return &committer[Req, Res]{in: make(chan *commitCall[Req, Res], 4096), flush: flush, maxBatch: maxBatch}
+	return &committer[Req, Res]{in: make(chan *commitCall[Req, Res], 4096), flush: flush, maxBatch: maxBatch,
+		small: make(chan struct{}, 1)}
 }
 
 // do commits reqs (in one batch with whatever else is waiting) and returns their results in
@@ -64,7 +80,21 @@ func (c *committer[Req, Res]) run(ctx context.Context) {
 	for {
 		calls, reqs = calls[:0], reqs[:0]
 		select {
+		case c.small <- struct{}{}:
+		default:
+			if c.waiting != nil {
+				c.waiting()
+			}
+			select {
+			case c.small <- struct{}{}:
+			case <-ctx.Done():
+				c.failPending()
+				return
+			}
+		}
+		select {
 		case <-ctx.Done():
+			<-c.small
 			c.failPending()
 			return
 		case call := <-c.in:
@@ -81,6 +111,7 @@ func (c *committer[Req, Res]) run(ctx context.Context) {
 						call.err = errStopped
 						close(call.done)
 					}
+					<-c.small
 					c.failPending()
 					return
 				case <-t.C():
@@ -88,17 +119,15 @@ func (c *committer[Req, Res]) run(ctx context.Context) {
 			}
 			last = c.clock.Now()
 		}
-	gather:
-		for len(reqs) < c.maxBatch {
-			select {
-			case call := <-c.in:
-				calls = append(calls, call)
-				reqs = append(reqs, call.reqs...)
-			default:
-				break gather
-			}
+		calls, reqs = c.gather(calls, reqs)
+		big := len(reqs) >= concurrentBatch
+		if big {
+			<-c.small
 		}
 		res, err := c.flush(ctx, reqs)
+		if !big {
+			<-c.small
+		}
 		if err == nil && len(res) != len(reqs) {
 			err = fmt.Errorf("commit: %d results for %d requests", len(res), len(reqs))
 		}
@@ -113,6 +142,20 @@ func (c *committer[Req, Res]) run(ctx context.Context) {
 			close(call.done)
 		}
 	}
+}
+
+// gather adds to calls and reqs the calls queued now, up to maxBatch requests.
+func (c *committer[Req, Res]) gather(calls []*commitCall[Req, Res], reqs []Req) ([]*commitCall[Req, Res], []Req) {
+	for len(reqs) < c.maxBatch {
+		select {
+		case call := <-c.in:
+			calls = append(calls, call)
+			reqs = append(reqs, call.reqs...)
+		default:
+			return calls, reqs
+		}
+	}
+	return calls, reqs
 }
 
 // failPending answers calls still queued when the committer stops.

@@ -91,3 +91,90 @@ func TestCommitterStopped(t *testing.T) {
 	_, err := c.do(context.Background(), stop, []int{1})
 	require.ErrorIs(t, err, errStopped)
 }
+
+// TestCommitterSmallFlushesOneAtATime: with several goroutines flushing, the calls that
+// queue while a small batch flushes wait for it and go together in the next flush, while
+// big batches flush side by side.
+func TestCommitterSmallFlushesOneAtATime(t *testing.T) {
+	t.Parallel()
+	type flushing struct {
+		entered chan []int
+		release chan struct{}
+		mu      sync.Mutex
+		active  int
+		most    int
+	}
+	start := func(t *testing.T, goroutines int) (*committer[int, int], *flushing, chan struct{}, func(reqs []int) <-chan error) {
+		f := &flushing{entered: make(chan []int, 10), release: make(chan struct{})}
+		c := newCommitter(1000, func(_ context.Context, reqs []int) ([]int, error) {
+			f.mu.Lock()
+			f.active++
+			f.most = max(f.most, f.active)
+			f.mu.Unlock()
+			f.entered <- append([]int(nil), reqs...)
+			<-f.release
+			f.mu.Lock()
+			f.active--
+			f.mu.Unlock()
+			return reqs, nil
+		})
+		waiting := make(chan struct{}, 10)
+		c.waiting = func() { waiting <- struct{}{} }
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		for range goroutines {
+			go c.run(ctx)
+		}
+		do := func(reqs []int) <-chan error {
+			errc := make(chan error, 1)
+			go func() {
+				_, err := c.do(ctx, make(chan struct{}), reqs)
+				errc <- err
+			}()
+			return errc
+		}
+		return c, f, waiting, do
+	}
+	bigBatch := func(from int) []int {
+		b := make([]int, concurrentBatch)
+		for i := range b {
+			b[i] = from + i
+		}
+		return b
+	}
+
+	t.Run("small", func(t *testing.T) {
+		c, f, waiting, do := start(t, 3)
+		first := do([]int{1})
+		require.Equal(t, []int{1}, <-f.entered)
+		select {
+		case <-waiting: // another goroutine waits for the lane, holding no call
+		case <-time.After(5 * time.Second):
+			t.Fatal("the other goroutines did not wait while a small batch flushed")
+		}
+		second, third := do([]int{2}), do([]int{3})
+		require.Eventually(t, func() bool { return len(c.in) == 2 }, 5*time.Second, time.Millisecond, "both stay queued")
+		close(f.release)
+		require.ElementsMatch(t, []int{2, 3}, <-f.entered, "the queued calls go together")
+		for _, errc := range []<-chan error{first, second, third} {
+			require.NoError(t, <-errc)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Equal(t, 1, f.most)
+	})
+
+	t.Run("big", func(t *testing.T) {
+		_, f, _, do := start(t, 3)
+		one := do(bigBatch(1000))
+		require.Len(t, <-f.entered, concurrentBatch)
+		two := do(bigBatch(2000))
+		require.Len(t, <-f.entered, concurrentBatch, "a second big batch flushes beside the first")
+		close(f.release)
+		require.NoError(t, <-one)
+		require.NoError(t, <-two)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		require.Equal(t, 2, f.most)
+	})
+}
