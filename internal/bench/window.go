@@ -87,19 +87,13 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 	res.Params["bench process"] = r.benchProcess
 	res.add("CPU window", w.window.Seconds(), "s")
 	res.add("progress polls in the window", float64(w.polls), "requests")
-	add := func(name string, used time.Duration) {
+	w.eachSide(func(name string, used time.Duration) {
 		res.add(name+" CPU", cpuShare(used, w.window), "% of a core")
 		if runs > 0 {
 			res.add(name+" CPU per run", float64(used.Microseconds())/float64(runs), "µs")
 		}
-	}
-	if len(w.pids) > 0 {
-		add("servers", cpuUsed(w.procs, w.procsEnd))
-	}
-	add("bench process", w.selfEnd.cpu-w.self.cpu)
+	})
 	if w.db != nil {
-		used, _ := backendCPU(w.db, w.dbEnd)
-		add("PostgreSQL", used)
 		res.Statements = w.stmts
 		if !w.statements {
 			res.Params["pg_stat_statements"] = statementsOff
@@ -111,16 +105,22 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 // figure's name after prefix, for a window around a phase that is not the one measured
 // (drain's insert): no shares of a core, no statements.
 func (w *cpuWindow) reportPerJob(r *runner, prefix string, jobs int) {
-	add := func(name string, used time.Duration) {
+	w.eachSide(func(name string, used time.Duration) {
 		r.res.add(prefix+name+" CPU per job", float64(used.Microseconds())/float64(jobs), "µs")
-	}
+	})
+}
+
+// eachSide calls f with the CPU each side used over the stopped window: the servers (when
+// the bench reads them), the bench's process, and PostgreSQL's backends (when the store is
+// the bench's database).
+func (w *cpuWindow) eachSide(f func(name string, used time.Duration)) {
 	if len(w.pids) > 0 {
-		add("servers", cpuUsed(w.procs, w.procsEnd))
+		f("servers", cpuUsed(w.procs, w.procsEnd))
 	}
-	add("bench process", w.selfEnd.cpu-w.self.cpu)
+	f("bench process", w.selfEnd.cpu-w.self.cpu)
 	if w.db != nil {
 		used, _ := backendCPU(w.db, w.dbEnd)
-		add("PostgreSQL", used)
+		f("PostgreSQL", used)
 	}
 }
 

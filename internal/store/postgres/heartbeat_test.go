@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/store"
 	"github.com/stint-dev/stint/internal/store/storetest"
@@ -26,17 +24,7 @@ func TestHeartbeatLocksNoEndedRun(t *testing.T) {
 	_, _, err := s.RegisterWorker(ctx, &store.RegisterWorkerParams{ID: "w", Session: "s",
 		Capacity: model.Capacity{Slots: 4}, Handlers: []string{"noop"}, Now: now, Takeover: true})
 	require.NoError(t, err)
-	var batch []store.NewJob
-	for i := range 2 {
-		j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace,
-			Spec:    model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Args: []byte(fmt.Sprintf(`{"n":%d}`, i))},
-			Enabled: true, CreatedAt: now, UpdatedAt: now}
-		j.Name = j.ID
-		r := &model.Run{ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
-			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, Args: j.Spec.Args, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1}
-		batch = append(batch, store.NewJob{Job: j, Run: r})
-	}
-	_, err = s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: batch, Now: now})
+	_, err = s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: oneOffJobs(now, 2), Now: now})
 	require.NoError(t, err)
 	ls, err := storetest.Leases(s.LeaseRuns(ctx, &store.LeaseRunsParams{WorkerID: "w", Max: 2, LeaseTTL: time.Minute, Now: now,
 		Handlers: []string{"noop"}}))

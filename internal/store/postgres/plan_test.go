@@ -416,17 +416,7 @@ func TestLeasedVersionsStayOnTheirPage(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	const n = 500
-	var batch []store.NewJob
-	for i := range n {
-		j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace,
-			Spec:    model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Args: []byte(fmt.Sprintf(`{"n":%d}`, i))},
-			Enabled: true, CreatedAt: now, UpdatedAt: now}
-		j.Name = j.ID
-		r := &model.Run{ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
-			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, Args: j.Spec.Args, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1}
-		batch = append(batch, store.NewJob{Job: j, Run: r})
-	}
-	res, err := s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: batch, Now: now})
+	res, err := s.CreateJobs(ctx, &store.CreateJobsParams{Jobs: oneOffJobs(now, n), Now: now})
 	require.NoError(t, err)
 	for _, r := range res {
 		require.NoError(t, r.Err)
@@ -460,4 +450,20 @@ func TestLeasedVersionsStayOnTheirPage(t *testing.T) {
 	pageCount := len(slices.Compact(slices.Sorted(maps.Values(before))))
 	t.Logf("%d of %d leased runs kept their page (%d pages)", stayed, n, pageCount)
 	require.GreaterOrEqual(t, stayed, n/5, "leases must find room on their runs' pages")
+}
+
+// oneOffJobs are n one-off jobs (anonymous, store.Anonymous) of the noop handler in the
+// default queue, queued at now, job i with args {"n": i}.
+func oneOffJobs(now time.Time, n int) []store.NewJob {
+	out := make([]store.NewJob, n)
+	for i := range out {
+		j := &model.Job{ID: id.New(now), Namespace: model.DefaultNamespace,
+			Spec:    model.JobSpec{Handler: "noop", Queue: model.DefaultQueue, Args: []byte(fmt.Sprintf(`{"n":%d}`, i))},
+			Enabled: true, CreatedAt: now, UpdatedAt: now}
+		j.Name = j.ID
+		r := &model.Run{ID: id.New(now), JobID: j.ID, JobName: j.Name, Namespace: j.Namespace, Status: model.RunQueued,
+			Queue: model.DefaultQueue, Trigger: model.TriggerSubmit, Args: j.Spec.Args, ScheduledFor: now, CreatedAt: now, MaxAttempts: 1}
+		out[i] = store.NewJob{Job: j, Run: r}
+	}
+	return out
 }
