@@ -42,7 +42,8 @@ type Config struct {
 	// LeaseLinger spaces one worker's lease transactions: a lease poll that comes (or is woken)
 	// sooner than this after the worker's previous lease began waits for the rest of it, so
 	// that under a stream of submissions one transaction leases what arrived meanwhile
-	// instead of one transaction each. A worker that leases rarely is never held back. It
+	// instead of one transaction each. A worker that leases rarely is never held back, nor
+	// one whose last lease took all it asked for (a backlog: waiting gathers nothing). It
 	// adds at most this to submit-to-start latency. Zero: no spacing.
 	LeaseLinger time.Duration
 	// CompleteLinger spaces the group commits of completions the same way: a flush waits

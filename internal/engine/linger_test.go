@@ -96,3 +96,30 @@ func TestLeaseLinger(t *testing.T) {
 	require.ElementsMatch(t, []string{a.ID, c.ID}, []string{resp.Leases[0].Run.ID, resp.Leases[1].Run.ID},
 		"both runs that came during the linger, in one lease")
 }
+
+// TestLeaseLingerSkippedOnBacklog: a lease that took all the worker asked for says more
+// work may be waiting, so the next poll is not held back.
+func TestLeaseLingerSkippedOnBacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	clk := clock.NewFake(t0)
+	e := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), LeaseLinger: 5 * time.Millisecond})
+	require.NoError(t, e.Start(ctx))
+	t.Cleanup(e.Stop)
+	b := &testBundle{clk: clk, store: st}
+	register(t, e, "w1")
+
+	first := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	second := submit(t, e, b, time.Time{}, model.RetryPolicy{})
+	resp := lease(t, e, "w1", 1, time.Hour)
+	require.Len(t, resp.Leases, 1)
+
+	got := make(chan *LeaseResult, 1)
+	go func() { got <- lease(t, e, "w1", 1, time.Hour) }() // the clock does not move
+	next := pollAnswer(t, got, "the poll after a full lease waited out the linger")
+	require.Len(t, next.Leases, 1)
+	require.ElementsMatch(t, []string{first.ID, second.ID}, []string{resp.Leases[0].Run.ID, next.Leases[0].Run.ID})
+}

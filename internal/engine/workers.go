@@ -27,6 +27,7 @@ type workerConn struct {
 	drain     bool
 	events    *broadcast
 	lastLease time.Time // when its last lease transaction began
+	lastFull  bool      // its last lease took all it asked for: more work may be waiting
 }
 
 // ErrUnknownWorker answers Lease and Heartbeat from a worker whose session neither this
@@ -255,6 +256,9 @@ func (e *Engine) Lease(ctx context.Context, workerID string, p *LeaseParams) (*L
 				e.undelivered(ctx, leased.Leases)
 				return nil, fmt.Errorf("lease for %s: %w", workerID, ctx.Err())
 			}
+			e.mu.Lock()
+			w.lastFull = len(leased.Leases) >= p.Max
+			e.mu.Unlock()
 			resp.Leases = append(resp.Leases, leased.Leases...)
 			e.obs.Leased(leased.Leases, now)
 			if len(leased.Leases) > 0 {
@@ -323,6 +327,9 @@ func (e *Engine) leaseSpacing(w *workerConn) time.Duration {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d := max(w.lastLease.Add(e.cfg.LeaseLinger).Sub(now), 0)
+	if w.lastFull {
+		d = 0 // a backlog: nothing to gather by waiting
+	}
 	w.lastLease = now.Add(d)
 	return d
 }
