@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/stint-dev/stint/internal/clock"
 	"github.com/stint-dev/stint/internal/model"
-	"github.com/stint-dev/stint/internal/store/sqlite"
 )
 
 // TestCommitterSpacing checks that a flush begins no sooner than spacing after the previous
@@ -64,15 +61,8 @@ func TestCommitterSpacing(t *testing.T) {
 // poll right after a lease waits out the rest of it, then leases what came meanwhile.
 func TestLeaseLinger(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	clk := clock.NewFake(t0)
-	e := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), LeaseLinger: 5 * time.Millisecond})
-	require.NoError(t, e.Start(ctx))
-	t.Cleanup(e.Stop)
-	b := &testBundle{clk: clk, store: st}
+	e, b := setup(t, func(c *Config) { c.LeaseLinger = 5 * time.Millisecond })
+	clk := b.clk
 	register(t, e, "w1")
 
 	first := submit(t, e, b, time.Time{}, model.RetryPolicy{})
@@ -101,15 +91,7 @@ func TestLeaseLinger(t *testing.T) {
 // work may be waiting, so the next poll is not held back.
 func TestLeaseLingerSkippedOnBacklog(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "stint.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	clk := clock.NewFake(t0)
-	e := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), LeaseLinger: 5 * time.Millisecond})
-	require.NoError(t, e.Start(ctx))
-	t.Cleanup(e.Stop)
-	b := &testBundle{clk: clk, store: st}
+	e, b := setup(t, func(c *Config) { c.LeaseLinger = 5 * time.Millisecond })
 	register(t, e, "w1")
 
 	first := submit(t, e, b, time.Time{}, model.RetryPolicy{})
