@@ -52,6 +52,11 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	if err != nil {
 		return err
 	}
+	return decodeRead(b, v, optional)
+}
+
+// decodeRead is decodeBody of a body already read.
+func decodeRead(b []byte, v any, optional bool) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		if optional {
 			return nil

@@ -57,3 +57,21 @@ func TestDecodeJSON(t *testing.T) {
 		})
 	}
 }
+
+// batchRoom guesses at least the entries a batch lists, whatever else opens a brace, and
+// never more than one past the most a batch may list.
+func TestBatchRoom(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		body      string
+		most, out int
+	}{
+		{`{"jobs":[]}`, 10, 0},
+		{`{"jobs":[{"handler":"a"},{"handler":"b"}]}`, 10, 2},
+		{`{"jobs":[{"handler":"a","args":{"x":{}}},{"command":["{"]}]}`, 10, 5},
+		{`{"jobs":[{},{},{},{}]}`, 2, 3},
+		{``, 10, 0},
+	} {
+		require.Equal(t, tc.out, batchRoom([]byte(tc.body), tc.most), tc.body)
+	}
+}

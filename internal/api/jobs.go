@@ -89,11 +89,24 @@ func createResult(res store.CreateJobResult, prefix string, job *model.Job) (api
 	return out, !res.Existing, nil
 }
 
+// batchRoom is how many entries a batch's body b is likely to list, at most most+1: its
+// opening braces but the request's own. Every entry opens one, and its args, retry or
+// requirements more, so the guess is rarely short. Decoding into a slice with that room
+// spares encoding/json growing it from empty, a copy of every entry (304 bytes each) at
+// each doubling: 12% of the route's CPU for 10,000 jobs.
+func batchRoom(b []byte, most int) int {
+	return min(max(bytes.Count(b, []byte{'{'})-1, 0), most+1)
+}
+
 // createJobs serves POST /v1/jobs/batch: every entry is validated first and nothing is
 // created unless all are valid; then all are submitted in one group commit.
 func (a *API) createJobs(w http.ResponseWriter, r *http.Request) error {
-	var req apitype.BatchCreateJobsRequest
-	if err := decodeBody(r, &req, false); err != nil {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	req := apitype.BatchCreateJobsRequest{Jobs: make([]apitype.JobSpec, 0, batchRoom(b, a.lim.MaxBatchJobs))}
+	if err := decodeRead(b, &req, false); err != nil {
 		return err
 	}
 	switch {
