@@ -26,7 +26,6 @@ import (
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
-	"github.com/stint-dev/stint/internal/spawn"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -120,6 +119,16 @@ func (r *Result) add(name string, v float64, unit string) {
 	r.Figures = append(r.Figures, Figure{Name: name, Value: v, Unit: unit})
 }
 
+// figure returns the value of the figure named name, if r has one.
+func (r *Result) figure(name string) (float64, bool) {
+	for _, f := range r.Figures {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return 0, false
+}
+
 // Print writes the result as a table.
 func (r *Result) Print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -199,7 +208,7 @@ func Run(ctx context.Context, workload string, cfg Config) (*Result, error) {
 	if cfg.SeedFinished > 0 && (cfg.Server != "" || !isPostgres(cfg.Store)) {
 		return nil, errors.New("--seed-finished: needs --store with a postgres:// URL (the bench writes the history into the scratch database)")
 	}
-	var limit *spawn.Result
+	var limit *spawned
 	if workload == "exec" && cfg.Server == "" {
 		// The commands run on this machine: measure its own limit first, back to back.
 		l, err := machineLimit(ctx, cfg)
@@ -371,7 +380,7 @@ type runner struct {
 	res          *Result
 	// limit is the machine's limit for starting processes (spawn), measured just before
 	// exec; nil when the commands run on another host's workers.
-	limit *spawn.Result
+	limit *spawned
 }
 
 // benchWorkers is how many workers the bench runs in its process (see Config.Workers).

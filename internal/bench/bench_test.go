@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -57,8 +58,9 @@ func TestWorkloadsRun(t *testing.T) {
 		BatchSize: 100, Lead: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
 	}
 	want := map[string][]string{
-		"drain":     {"insert", "processed", "first start after resume", "last start after resume"},
-		"exec":      {"insert", "processed", "first start after resume (server stamp)", "machine limit", "processed / machine limit"},
+		"drain": {"insert", "processed", "first start after resume", "last start after resume"},
+		"exec": {"insert", "processed", "first start after resume (server stamp)", "machine limit", "processed / machine limit",
+			"machine CPU per run beyond a process at the limit", "processed / machine limit, were CPU the bound"},
 		"steady":    {"completed", "submit-to-start p99", "backlog at end", "never started"},
 		"scheduled": {"lateness p50", "lateness p99", "lateness max"},
 		"cron":      {"lateness p50", "lateness p99", "duplicates", "misses"},
@@ -89,7 +91,7 @@ func TestWorkloadsRun(t *testing.T) {
 			for _, f := range res.Figures {
 				names[f.Name] = f.Value
 			}
-			for _, n := range append(want[w], "bench process CPU", "progress polls in the window") {
+			for _, n := range append(want[w], "bench process CPU", "machine CPU", "progress polls in the window") {
 				require.Contains(t, names, n)
 			}
 			mu.Lock()
@@ -119,6 +121,13 @@ func TestWorkloadsRun(t *testing.T) {
 				require.GreaterOrEqual(t, names["lateness p50"], 0.0)
 			case "drain", "dag":
 				require.LessOrEqual(t, names["first start after resume"], names["last start after resume"])
+			case "exec":
+				// The machine's CPU holds the bench process's, to within the ticks /proc
+				// counts in (10 ms, one per CPU at each end of the window).
+				slack := float64(2*runtime.NumCPU()) * 10_000
+				require.GreaterOrEqual(t, names["machine CPU per run"]*float64(c.N)+slack, names["bench process CPU per run"]*float64(c.N))
+				require.InDelta(t, names["machine CPU per run"]-names["machine limit: machine CPU per process"],
+					names["machine CPU per run beyond a process at the limit"], 1e-6)
 			}
 			require.NotContains(t, names, "servers memory per 10,000 queued runs",
 				"the server runs in the bench's process, whose memory holds the bench's too")

@@ -37,7 +37,7 @@ func readProc(pid int) (procSample, error) {
 	if err != nil {
 		return procSample{}, fmt.Errorf("process %d: %w", pid, err)
 	}
-	return procSample{cpu: time.Duration(ticks) * time.Second / userHZ, rss: rss, hwm: hwm}, nil
+	return procSample{cpu: ticksToDuration(ticks), rss: rss, hwm: hwm}, nil
 }
 
 // parseStat returns utime + stime (fields 14 and 15, in clock ticks) of a /proc/PID/stat
@@ -118,4 +118,62 @@ func growthPer(before, after int64, count int, per float64) float64 {
 		return 0
 	}
 	return float64(after-before) * per / float64(count)
+}
+
+// machineSample is what /proc/stat says of all the machine's CPUs together at one moment.
+type machineSample struct {
+	busy  time.Duration // time spent on anything but idling, summed over the CPUs
+	total time.Duration // all time, idle and stolen included, summed over the CPUs
+}
+
+// readMachine reads the first line of /proc/stat.
+func readMachine() (machineSample, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineSample{}, fmt.Errorf("machine CPU: %w", err)
+	}
+	busy, total, err := parseMachineStat(b)
+	if err != nil {
+		return machineSample{}, fmt.Errorf("machine CPU: %w", err)
+	}
+	return machineSample{busy: ticksToDuration(busy), total: ticksToDuration(total)}, nil
+}
+
+// parseMachineStat returns, from /proc/stat, the CPU time of all CPUs spent working (user,
+// nice, system, irq, softirq) and in all (those, idle, iowait and steal), in clock ticks. The
+// guest columns are already counted in user and nice. Steal, time the hypervisor gave
+// another machine, is counted in the total and not as work.
+func parseMachineStat(b []byte) (busy, total uint64, err error) {
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := bytes.Fields(line)
+	if len(f) < 9 || string(f[0]) != "cpu" {
+		return 0, 0, fmt.Errorf("stat %q: want a first line \"cpu\" and at least 8 columns", line)
+	}
+	var v [8]uint64 // user nice system idle iowait irq softirq steal
+	for i := range v {
+		if v[i], err = strconv.ParseUint(string(f[i+1]), 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("stat: column %d %q: %w", i+1, f[i+1], err)
+		}
+	}
+	busy = v[0] + v[1] + v[2] + v[5] + v[6]
+	return busy, busy + v[3] + v[4] + v[7], nil
+}
+
+// ticksToDuration converts clock ticks of USER_HZ.
+func ticksToDuration(ticks uint64) time.Duration { return time.Duration(ticks) * time.Second / userHZ }
+
+// machineUse is what the machine's CPUs did between two samples.
+type machineUse struct {
+	busy time.Duration // working time, summed over the CPUs
+	// share is busy as a percentage of all the CPUs' time (100: every CPU worked throughout)
+	share float64
+}
+
+// machineBetween is the use of the machine's CPUs from a to b.
+func machineBetween(a, b machineSample) machineUse {
+	u := machineUse{busy: b.busy - a.busy}
+	if all := b.total - a.total; all > 0 {
+		u.share = 100 * u.busy.Seconds() / all.Seconds()
+	}
+	return u
 }

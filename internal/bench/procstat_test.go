@@ -38,6 +38,28 @@ func TestParseStatus(t *testing.T) {
 	require.ErrorContains(t, err, "kB")
 }
 
+func TestParseMachineStat(t *testing.T) {
+	t.Parallel()
+	// user nice system idle iowait irq softirq steal guest guest_nice; then one line per CPU.
+	stat := "cpu  1000 20 300 5000 40 5 6 70 99 0\ncpu0 500 10 150 2500 20 2 3 35 0 0\nintr 1 2\n"
+	busy, total, err := parseMachineStat([]byte(stat))
+	require.NoError(t, err)
+	require.Equal(t, uint64(1000+20+300+5+6), busy, "guest is in user already; steal is not work")
+	require.Equal(t, busy+5000+40+70, total)
+
+	_, _, err = parseMachineStat([]byte("cpu0 1 2 3 4 5 6 7 8\n"))
+	require.ErrorContains(t, err, "first line")
+	_, _, err = parseMachineStat([]byte("cpu 1 2 3\n"))
+	require.ErrorContains(t, err, "columns")
+	_, _, err = parseMachineStat([]byte("cpu 1 2 x 4 5 6 7 8\n"))
+	require.ErrorContains(t, err, "column 3")
+
+	u := machineBetween(machineSample{busy: time.Second, total: 4 * time.Second}, machineSample{busy: 4 * time.Second, total: 8 * time.Second})
+	require.Equal(t, 3*time.Second, u.busy)
+	require.InDelta(t, 75.0, u.share, 1e-9)
+	require.Zero(t, machineBetween(machineSample{}, machineSample{}).share)
+}
+
 // TestReadProc reads this test process, which has used some CPU and holds some memory.
 func TestReadProc(t *testing.T) {
 	t.Parallel()

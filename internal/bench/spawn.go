@@ -22,8 +22,47 @@ func spawnConfig(cfg Config, n int) spawn.Config {
 	return c
 }
 
+// spawned is one way's spawn measurement with what the machine's CPUs did meanwhile.
+type spawned struct {
+	spawn.Result
+	machine machineUse
+}
+
+// cpuPerProcess is the machine's CPU time per process started and reaped, in µs: the bench's
+// fork and wait, and the process's own start, run and exit in the kernel.
+func (s spawned) cpuPerProcess() float64 {
+	return float64(s.machine.busy.Microseconds()) / float64(max(s.Processes, 1))
+}
+
+// measureSpawn runs spawn.Measure with sc and reads the machine's CPU use around each way.
+// progress, when not nil, is called after each way with how many ran.
+func measureSpawn(ctx context.Context, sc spawn.Config, progress func(done int)) ([]spawned, error) {
+	last, err := readMachine()
+	if err != nil {
+		return nil, err
+	}
+	var out []spawned
+	var sampleErr error
+	_, err = spawn.Measure(ctx, sc, func(r spawn.Result) {
+		now, err := readMachine()
+		if err != nil {
+			sampleErr = err
+		}
+		out = append(out, spawned{Result: r, machine: machineBetween(last, now)})
+		last = now
+		if progress != nil {
+			progress(len(out))
+		}
+	})
+	if err == nil {
+		err = sampleErr
+	}
+	return out, err
+}
+
 // runSpawn: the machine's own limit for starting and reaping processes from Go, without
-// stint: N processes of `true` each way of spawn.Ways, back to back.
+// stint: N processes of `true` each way of spawn.Ways, back to back, and the machine's CPU
+// time per process each way.
 func runSpawn(ctx context.Context, cfg Config) (*Result, error) {
 	sc := spawnConfig(cfg, cfg.N)
 	res := &Result{Workload: "spawn", Store: "none: processes started by the bench itself", Params: map[string]string{
@@ -31,9 +70,7 @@ func runSpawn(ctx context.Context, cfg Config) (*Result, error) {
 		"concurrency": strconv.Itoa(sc.Concurrency),
 		"command":     "true",
 	}}
-	done := 0
-	results, err := spawn.Measure(ctx, sc, func(spawn.Result) {
-		done++
+	results, err := measureSpawn(ctx, sc, func(done int) {
 		if cfg.Progress != nil {
 			cfg.Progress("spawn", done, len(spawn.Ways))
 		}
@@ -43,6 +80,8 @@ func runSpawn(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	for _, r := range results {
 		res.add(string(r.Way), r.PerSecond(), "processes/s")
+		res.add(string(r.Way)+": machine CPU per process", r.cpuPerProcess(), "µs")
+		res.add(string(r.Way)+": machine CPU", r.machine.share, "% of all CPUs")
 	}
 	best := spawn.Best(results)
 	res.Params["best"] = string(best.Way)
@@ -53,10 +92,10 @@ func runSpawn(ctx context.Context, cfg Config) (*Result, error) {
 // machineLimit measures, for exec, the machine's limit just before the workload: spawn with
 // as many processes per way as the workload runs (at most spawnLimitN), and returns the best
 // way's result.
-func machineLimit(ctx context.Context, cfg Config) (spawn.Result, error) {
-	results, err := spawn.Measure(ctx, spawnConfig(Config{}, min(cfg.N, spawnLimitN)), nil)
+func machineLimit(ctx context.Context, cfg Config) (spawned, error) {
+	results, err := measureSpawn(ctx, spawnConfig(Config{}, min(cfg.N, spawnLimitN)), nil)
 	if err != nil {
-		return spawn.Result{}, fmt.Errorf("measure the machine's limit (as bench spawn): %w", err)
+		return spawned{}, fmt.Errorf("measure the machine's limit (as bench spawn): %w", err)
 	}
 	return spawn.Best(results), nil
 }

@@ -35,6 +35,9 @@ func TestSpawnWorkload(t *testing.T) {
 	for _, w := range spawn.Ways {
 		require.Positive(t, figures[string(w)], w)
 		best = max(best, figures[string(w)])
+		require.Contains(t, figures, string(w)+": machine CPU per process")
+		require.GreaterOrEqual(t, figures[string(w)+": machine CPU"], 0.0)
+		require.LessOrEqual(t, figures[string(w)+": machine CPU"], 100.0)
 	}
 	require.Equal(t, best, figures["machine limit (best way)"])
 	require.Equal(t, figures[res.Params["best"]], best)

@@ -9,8 +9,9 @@ import (
 // cpuWindow is the CPU time spent over a workload's measured window, split by process: the
 // server processes the bench started (or was given with --pid), the bench's own process (the
 // server and its local worker too when the server runs in it, the bench's workers when it
-// runs them), and the PostgreSQL backends serving the store. Each is read from /proc at the
-// window's two ends.
+// runs them), and the PostgreSQL backends serving the store; and the whole machine's, which
+// adds everything else that ran (exec's commands, the kernel's work for them). Each is read
+// from /proc at the window's two ends.
 type cpuWindow struct {
 	pids     []int
 	backends *backendWatch // nil unless the store is the bench's PostgreSQL database
@@ -21,13 +22,15 @@ type cpuWindow struct {
 	start      time.Time
 	procs      []procSample
 	self       procSample
+	machine    machineSample
 	db         map[int]procSample
 	polls      int64 // the runner's depth polls when the window opened; after stop, in it
 
-	window   time.Duration // set by stop, as the samples below
-	procsEnd []procSample
-	selfEnd  procSample
-	dbEnd    map[int]procSample
+	window     time.Duration // set by stop, as the samples below
+	procsEnd   []procSample
+	selfEnd    procSample
+	machineEnd machineSample
+	dbEnd      map[int]procSample
 }
 
 // startCPU opens the window: call it just before the work measured starts.
@@ -52,6 +55,10 @@ func (r *runner) startCPU(ctx context.Context) (*cpuWindow, error) {
 		w.close()
 		return nil, err
 	}
+	if w.machine, err = readMachine(); err != nil {
+		w.close()
+		return nil, err
+	}
 	w.polls = r.polls.Load()
 	w.start = time.Now()
 	return w, nil
@@ -65,6 +72,9 @@ func (w *cpuWindow) stop(ctx context.Context, r *runner) error {
 	w.polls = r.polls.Load() - w.polls
 	var err error
 	if w.selfEnd, err = readProc(os.Getpid()); err != nil {
+		return err
+	}
+	if w.machineEnd, err = readMachine(); err != nil {
 		return err
 	}
 	if w.procsEnd, err = sampleAll(w.pids); err != nil {
@@ -93,6 +103,11 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 			res.add(name+" CPU per run", float64(used.Microseconds())/float64(runs), "µs")
 		}
 	})
+	m := machineBetween(w.machine, w.machineEnd)
+	res.add("machine CPU", m.share, "% of all CPUs")
+	if runs > 0 {
+		res.add("machine CPU per run", float64(m.busy.Microseconds())/float64(runs), "µs")
+	}
 	if w.db != nil {
 		res.Statements = w.stmts
 		if !w.statements {

@@ -20,7 +20,10 @@ func drain(ctx context.Context, r *runner) error {
 }
 
 // exec: like drain, with jobs that run the real command `true`; then, beside processed, the
-// machine's own limit measured just before (spawn) and the share of it stint reached.
+// machine's own limit measured just before (spawn), the share of it stint reached, and what
+// the machine's CPU time says of that share: how much CPU a run took beyond what a process
+// took at the limit, and the share that CPU alone would allow were the machine's CPUs the
+// bound in both measurements.
 func execWorkload(ctx context.Context, r *runner) error {
 	err := insertThenDrain(ctx, r, "processes", true, func(int) apitype.JobSpec {
 		return apitype.JobSpec{Command: []string{"true"}, Queue: r.queue}
@@ -34,11 +37,17 @@ func execWorkload(ctx context.Context, r *runner) error {
 	}
 	r.res.Params["machine limit"] = fmt.Sprintf("%s, %d processes at once, measured just before (as stint bench spawn)",
 		r.limit.Way, r.limit.Concurrency)
-	r.res.add("machine limit", r.limit.PerSecond(), "processes/s")
-	for _, f := range r.res.Figures {
-		if f.Name == "processed" {
-			r.res.add("processed / machine limit", 100*f.Value/r.limit.PerSecond(), "%")
-		}
+	limit := r.limit.PerSecond()
+	r.res.add("machine limit", limit, "processes/s")
+	r.res.add("machine limit: machine CPU", r.limit.machine.share, "% of all CPUs")
+	perProcess := r.limit.cpuPerProcess()
+	r.res.add("machine limit: machine CPU per process", perProcess, "µs")
+	if processed, ok := r.res.figure("processed"); ok {
+		r.res.add("processed / machine limit", 100*processed/limit, "%")
+	}
+	if perRun, ok := r.res.figure("machine CPU per run"); ok && perRun > 0 {
+		r.res.add("machine CPU per run beyond a process at the limit", perRun-perProcess, "µs")
+		r.res.add("processed / machine limit, were CPU the bound", 100*perProcess/perRun, "%")
 	}
 	return nil
 }

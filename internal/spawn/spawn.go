@@ -54,12 +54,15 @@ func (r Result) PerSecond() float64 {
 	return float64(r.Processes) / r.Elapsed.Seconds()
 }
 
-// Best is the way that started processes the fastest, the machine's limit as far as Go goes.
-func Best(rs []Result) Result {
-	var b Result
+// Best is the way that started processes the fastest, the machine's limit as far as Go goes:
+// of Results, or of anything that says its rate as a Result does; the zero value when rs is
+// empty.
+func Best[R interface{ PerSecond() float64 }](rs []R) R {
+	var b R
+	best := 0.0
 	for _, r := range rs {
-		if r.PerSecond() > b.PerSecond() {
-			b = r
+		if v := r.PerSecond(); v > best {
+			b, best = r, v
 		}
 	}
 	return b

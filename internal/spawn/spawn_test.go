@@ -52,7 +52,7 @@ func TestPerSecond(t *testing.T) {
 	t.Parallel()
 	require.InDelta(t, 500.0, Result{Processes: 1000, Elapsed: 2 * time.Second}.PerSecond(), 1e-9)
 	require.Zero(t, Result{Processes: 10}.PerSecond())
-	require.Equal(t, Result{}, Best(nil))
+	require.Equal(t, Result{}, Best[Result](nil))
 }
 
 // Every way reports a process that exits non-zero.
