@@ -2,9 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/stint-dev/stint/internal/spawn"
 )
@@ -22,16 +25,21 @@ func spawnConfig(cfg Config, n int) spawn.Config {
 	return c
 }
 
-// spawned is one way's spawn measurement with what the machine's CPUs did meanwhile.
+// spawned is one way's spawn measurement with what the machine's CPUs did meanwhile, and
+// the bench process's share: its forks and waits, without the processes' own work.
 type spawned struct {
 	spawn.Result
 	machine machineUse
+	self    time.Duration
 }
 
 // cpuPerProcess is the machine's CPU time per process started and reaped, in µs: the bench's
 // fork and wait, and the process's own start, run and exit in the kernel.
-func (s spawned) cpuPerProcess() float64 {
-	return float64(s.machine.busy.Microseconds()) / float64(max(s.Processes, 1))
+func (s spawned) cpuPerProcess() float64 { return s.perProcess(s.machine.busy) }
+
+// perProcess is d per process started, in µs.
+func (s spawned) perProcess(d time.Duration) float64 {
+	return float64(d.Microseconds()) / float64(max(s.Processes, 1))
 }
 
 // measureSpawn runs spawn.Measure with sc and reads the machine's CPU use around each way.
@@ -41,15 +49,20 @@ func measureSpawn(ctx context.Context, sc spawn.Config, progress func(done int))
 	if err != nil {
 		return nil, err
 	}
+	lastSelf, err := readProc(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
 	var out []spawned
 	var sampleErr error
 	_, err = spawn.Measure(ctx, sc, func(r spawn.Result) {
 		now, err := readMachine()
-		if err != nil {
+		self, selfErr := readProc(os.Getpid())
+		if err = errors.Join(err, selfErr); err != nil {
 			sampleErr = err
 		}
-		out = append(out, spawned{Result: r, machine: machineBetween(last, now)})
-		last = now
+		out = append(out, spawned{Result: r, machine: machineBetween(last, now), self: self.cpu - lastSelf.cpu})
+		last, lastSelf = now, self
 		if progress != nil {
 			progress(len(out))
 		}
@@ -82,6 +95,7 @@ func runSpawn(ctx context.Context, cfg Config) (*Result, error) {
 		res.add(string(r.Way), r.PerSecond(), "processes/s")
 		res.add(string(r.Way)+": machine CPU per process", r.cpuPerProcess(), "µs")
 		res.add(string(r.Way)+": machine CPU", r.machine.share, "% of all CPUs")
+		res.add(string(r.Way)+": bench process CPU per process", r.perProcess(r.self), "µs")
 	}
 	best := spawn.Best(results)
 	res.Params["best"] = string(best.Way)

@@ -42,6 +42,7 @@ func execWorkload(ctx context.Context, r *runner) error {
 	r.res.add("machine limit: machine CPU", r.limit.machine.share, "% of all CPUs")
 	perProcess := r.limit.cpuPerProcess()
 	r.res.add("machine limit: machine CPU per process", perProcess, "µs")
+	r.res.add("machine limit: bench process CPU per process", r.limit.perProcess(r.limit.self), "µs")
 	if processed, ok := r.res.figure("processed"); ok {
 		r.res.add("processed / machine limit", 100*processed/limit, "%")
 	}
