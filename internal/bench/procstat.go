@@ -169,11 +169,12 @@ type machineUse struct {
 	share float64
 }
 
-// machineBetween is the use of the machine's CPUs from a to b.
+// machineBetween is the use of the machine's CPUs from a to b. The share is at most 100:
+// Linux's iowait count may step back, which can leave the total short of the work.
 func machineBetween(a, b machineSample) machineUse {
 	u := machineUse{busy: b.busy - a.busy}
 	if all := b.total - a.total; all > 0 {
-		u.share = 100 * u.busy.Seconds() / all.Seconds()
+		u.share = min(100, 100*u.busy.Seconds()/all.Seconds())
 	}
 	return u
 }

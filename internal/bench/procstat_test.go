@@ -58,6 +58,8 @@ func TestParseMachineStat(t *testing.T) {
 	require.Equal(t, 3*time.Second, u.busy)
 	require.InDelta(t, 75.0, u.share, 1e-9)
 	require.Zero(t, machineBetween(machineSample{}, machineSample{}).share)
+	backwards := machineBetween(machineSample{busy: time.Second, total: 4 * time.Second}, machineSample{busy: 3 * time.Second, total: 5 * time.Second})
+	require.Equal(t, 100.0, backwards.share, "iowait stepped back")
 }
 
 // TestReadProc reads this test process, which has used some CPU and holds some memory.

@@ -36,6 +36,7 @@ func TestSpawnWorkload(t *testing.T) {
 		require.Positive(t, figures[string(w)], w)
 		best = max(best, figures[string(w)])
 		require.Contains(t, figures, string(w)+": machine CPU per process")
+		require.Contains(t, figures, string(w)+": bench process CPU per process")
 		require.GreaterOrEqual(t, figures[string(w)+": machine CPU"], 0.0)
 		require.LessOrEqual(t, figures[string(w)+": machine CPU"], 100.0)
 	}
