@@ -58,7 +58,7 @@ func TestWorkloadsRun(t *testing.T) {
 		BatchSize: 100, Lead: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
 	}
 	want := map[string][]string{
-		"drain": {"insert", "processed", "first start after resume", "last start after resume"},
+		"drain": {"insert", "processed", "first start after resume", "last start after resume", "insert: machine CPU"},
 		"exec": {"insert", "processed", "first start after resume (server stamp)", "machine limit", "processed / machine limit",
 			"machine CPU per run beyond a process at the limit", "processed / machine limit, were CPU the bound"},
 		"steady":    {"completed", "submit-to-start p99", "backlog at end", "never started"},

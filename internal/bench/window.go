@@ -118,11 +118,15 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 
 // reportPerJob adds the stopped window's CPU per job of each side to r's result, each
 // figure's name after prefix, for a window around a phase that is not the one measured
-// (drain's insert): no shares of a core, no statements.
+// (drain's insert): no shares of a core, no statements; the machine's share of all CPUs, to
+// say whether the phase was bound by them.
 func (w *cpuWindow) reportPerJob(r *runner, prefix string, jobs int) {
 	w.eachSide(func(name string, used time.Duration) {
 		r.res.add(prefix+name+" CPU per job", float64(used.Microseconds())/float64(jobs), "µs")
 	})
+	m := machineBetween(w.machine, w.machineEnd)
+	r.res.add(prefix+"machine CPU", m.share, "% of all CPUs")
+	r.res.add(prefix+"machine CPU per job", float64(m.busy.Microseconds())/float64(jobs), "µs")
 }
 
 // eachSide calls f with the CPU each side used over the stopped window: the servers (when
