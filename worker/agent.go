@@ -68,10 +68,10 @@ type Config struct {
 	// supplementary groups and HOME. New fails unless the process runs as root and the user
 	// exists. Empty: commands run as the worker's user.
 	RunAs string
-	// WorkDir is where every command attempt gets a fresh working directory of its own
+	// WorkDir is where every command attempt gets an empty working directory of its own
 	// (its current directory unless the job names one, and its TMPDIR and STINT_WORK_DIR),
-	// removed with whatever is in it when the attempt ends. Empty: a temporary directory
-	// Run makes and removes.
+	// emptied when the attempt ends: removed with whatever is in it, or kept for a later
+	// attempt when left empty. Empty: a temporary directory Run makes and removes.
 	WorkDir string
 	// Limits applies a job's cpu and memory requirements to its processes where the host
 	// allows: see Limits in the package documentation.

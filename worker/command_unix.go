@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,10 +17,10 @@ import (
 // a process that left the group (setsid) may still hold them.
 const pipeGrace = 2 * time.Second
 
-// runCommand runs the attempt's command or shell in a fresh working directory, in its own
+// runCommand runs the attempt's command or shell in an empty working directory, in its own
 // process group (and cgroup, with Config.Cgroup), as Config.RunAs, from a clean environment,
-// within the job's limits, and maps how it ended to an outcome. The working directory, the
-// process group and the cgroup are gone when it returns.
+// within the job's limits, and maps how it ended to an outcome. When it returns, the process
+// group and the cgroup are gone and the working directory is empty or gone (workDirs).
 func (at *attempt) runCommand() outcome {
 	a := at.agent
 	l := at.lease
@@ -28,13 +29,22 @@ func (at *attempt) runCommand() outcome {
 		return outcome{status: statusFailed, err: msg}
 	}
 
+	endTurn, err := a.starters.turn()
+	if err != nil {
+		return fail("start: " + err.Error())
+	}
+	var turnOnce sync.Once
+	defer turnOnce.Do(endTurn)
 	workDir, err := a.work.make(l.RunID, l.Attempt)
 	if err != nil {
 		return fail(err.Error())
 	}
 	a.guard.track(guardDir, workDir)
+	// Nothing the attempt started uses its directory any more unless a process left its group
+	// and kept the output pipes (Wait gave up on them).
+	reusable := true
 	defer func() {
-		if err := removeTree(workDir); err != nil {
+		if err := a.work.release(workDir, reusable); err != nil {
 			a.log.Warn("removing an attempt's work dir", "run_id", l.RunID, "attempt", l.Attempt, "err", err)
 		}
 		a.guard.untrack(guardDir, workDir)
@@ -77,7 +87,9 @@ func (at *attempt) runCommand() outcome {
 
 	at.writeNotes(ps.notes)
 	// A starter's thread forks, so that Pdeathsig follows the agent (starter_unix.go).
-	if err := a.starters.start(cmd); err != nil {
+	err = a.starters.start(cmd)
+	turnOnce.Do(endTurn)
+	if err != nil {
 		return fail("start: " + err.Error())
 	}
 	ps.closeFD()
@@ -117,6 +129,7 @@ func (at *attempt) runCommand() outcome {
 	at.pmu.Unlock()
 
 	err = cmd.Wait()
+	reusable = !errors.Is(err, exec.ErrWaitDelay)
 	if !zombie {
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // best effort where waitid is unavailable
 		a.guard.untrack(guardGroup, group)

@@ -10,7 +10,7 @@ func (a *Agent) openCommands() error {
 		}
 		a.guard = g
 	}
-	w, err := openWorkDirs(a.cfg.WorkDir, a.runAs)
+	w, err := openWorkDirs(a.cfg.WorkDir, a.runAs, a.guard)
 	if err != nil {
 		a.guard.stop()
 		return err

@@ -94,9 +94,11 @@
 //     variables PassEnv names, then the job's env and secret env (the lease carries the
 //     secret values in clear, for that attempt only; the agent never logs them), then
 //     stint's variables. The worker's STINT_ variables (its token) never pass.
-//   - Directory: a fresh one per attempt under WorkDir, owned by the user the command runs
-//     as, its current directory unless the job names one; removed with its contents when
-//     the attempt ends, however it ends, before the end is reported.
+//   - Directory: an empty one per attempt under WorkDir, owned by the user the command runs
+//     as, its current directory unless the job names one. When the attempt ends, however it
+//     ends, and before the end is reported, it is removed with its contents; or, left empty
+//     with nothing the attempt started still holding its output, kept under a spare name
+//     for a later attempt to rename (see workDirs).
 //   - Executable: the first word of a command, looked up in the worker's PATH (the job's env
 //     cannot change that), or /bin/sh for a shell job; outside AllowCommands (when set) the
 //     attempt fails at once with the reason and nothing starts. The retry rules take that as

@@ -186,6 +186,38 @@ func TestWorkDirs(t *testing.T) {
 	}
 }
 
+// A later attempt gets an earlier one's empty directory, renamed; but the directory of an
+// attempt that left a process behind holding its output is removed, so that the process's
+// current directory is no later attempt's.
+func TestWorkDirReusedUnlessLeftInUse(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	s := newFake()
+	startAgent(t, s, func(c *Config) { c.WorkDir = t.TempDir() })
+	inode := func(id string) string {
+		t.Helper()
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, id).Status)
+		return strings.Fields(s.log(id, "stdout"))[0]
+	}
+	s.add(shellLease("a", `stat -c %i .`))
+	a := inode("a")
+	s.add(shellLease("b", `stat -c %i .`))
+	require.Equal(t, a, inode("b"), "b got a's directory")
+
+	// Once it has left the group (its session is its own), so that the group's kill misses it.
+	s.add(shellLease("c", `stat -c %i .; setsid sleep 100 & p=$!
+while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p`))
+	require.Equal(t, a, inode("c"))
+	pid, err := strconv.Atoi(strings.Fields(s.log("c", "stdout"))[1])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(cwd, " (deleted)"), "the left process's directory was removed: %s", cwd)
+}
+
 func evalSymlinks(t *testing.T, p string) string {
 	t.Helper()
 	r, err := filepath.EvalSymlinks(p)

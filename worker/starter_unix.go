@@ -24,6 +24,12 @@ type starters struct {
 	reqs chan startReq
 	done chan struct{} // closed by close
 	wg   sync.WaitGroup
+
+	// turns bounds the attempts that prepare a start at once (make their directory and
+	// cgroup, then wait for a starter): the others wait before making anything, so that a
+	// thousand attempts leased together do not make a thousand directories at once in one
+	// parent and hold them while the starters start them a few at a time.
+	turns chan struct{}
 }
 
 type startReq struct {
@@ -33,7 +39,7 @@ type startReq struct {
 
 // newStarters starts n starters, each on a thread of its own, and returns once they run.
 func newStarters(n int) *starters {
-	s := &starters{reqs: make(chan startReq), done: make(chan struct{})}
+	s := &starters{reqs: make(chan startReq), done: make(chan struct{}), turns: make(chan struct{}, turnsPerStarter*n)}
 	for range n {
 		s.wg.Go(s.loop)
 	}
@@ -58,6 +64,25 @@ func (s *starters) loop() {
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// turnsPerStarter is how many attempts per starter may prepare a start at once.
+const turnsPerStarter = 4
+
+// turn waits for a turn to prepare a start and returns what gives it back, or an error once
+// the starters closed.
+func (s *starters) turn() (done func(), err error) {
+	select {
+	case <-s.done:
+		return nil, errStartersClosed
+	default:
+	}
+	select {
+	case s.turns <- struct{}{}:
+		return func() { <-s.turns }, nil
+	case <-s.done:
+		return nil, errStartersClosed
 	}
 }
 

@@ -54,3 +54,30 @@ func TestStartersErrors(t *testing.T) {
 	var none *starters
 	none.close() // no starters: nothing to do
 }
+
+// At most turnsPerStarter attempts per starter prepare a start at once: another waits for a
+// turn given back, and none is given once the starters closed.
+func TestStarterTurns(t *testing.T) {
+	t.Parallel()
+	s := newStarters(1)
+	var ends []func()
+	for range turnsPerStarter {
+		end, err := s.turn()
+		require.NoError(t, err)
+		ends = append(ends, end)
+	}
+	require.Len(t, s.turns, cap(s.turns), "every turn taken")
+	got := make(chan error, 1)
+	go func() {
+		end, err := s.turn()
+		if err == nil {
+			end()
+		}
+		got <- err
+	}()
+	ends[0]()
+	require.NoError(t, recv(t, got), "a turn given back goes to the one waiting")
+	s.close()
+	_, err := s.turn()
+	require.ErrorIs(t, err, errStartersClosed)
+}

@@ -4,26 +4,44 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
-// workDirs makes the attempts' working directories under base, one fresh directory per
-// command attempt, and removes them.
+// maxSpares bounds how many empty directories an agent keeps for later attempts.
+const maxSpares = 64
+
+// workDirs gives each command attempt an empty working directory of its own under base, and
+// takes it back when the attempt ends.
+//
+// Making a directory costs a file system far more than renaming one: on ext4, mkdir and rmdir
+// took about 170 µs of CPU where a rename took 10-20 µs, which made them the largest cost of a
+// short command after its own process. So a directory its attempt left empty, with nothing of
+// the attempt still running, is not removed: it is reset to the state mkdir gives (mode 0700,
+// the attempt's user) and kept under a spare name, and a later attempt renames it to its own
+// name. Anything else is removed.
 type workDirs struct {
 	base    string
 	created bool        // base was made by the agent: it is removed when Run returns
 	owner   *credential // nil: directories belong to the worker's user
+	guard   *guard      // told of the spares, to remove them if the agent dies
+
+	mu     sync.Mutex
+	spares []string // paths of empty directories, ready for an attempt
+	named  int      // spares named so far
+	prefix string   // of this agent's spares' names
 }
 
 // openWorkDirs prepares base (dir, or a new temporary directory when dir is empty). When
 // commands run as another user, base must let that user reach the directory of its attempt:
 // one the agent makes is searchable by all (0711); a given one must already be.
-func openWorkDirs(dir string, owner *credential) (*workDirs, error) {
-	w := &workDirs{owner: owner}
+func openWorkDirs(dir string, owner *credential, g *guard) (*workDirs, error) {
+	w := &workDirs{owner: owner, guard: g, prefix: ".stint-spare-" + strconv.FormatUint(rand.Uint64(), 36) + "-"}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "stint-worker-")
 		if err != nil {
@@ -60,9 +78,20 @@ func openWorkDirs(dir string, owner *credential) (*workDirs, error) {
 	return w, nil
 }
 
-// make creates the working directory of an attempt: private (0700) to the user it runs as.
+// make gives an attempt its working directory, BASE/RUN-ATTEMPT-RANDOM: empty and private
+// (0700) to the user it runs as; a spare renamed when there is one, else a new one.
 func (w *workDirs) make(runID string, attempt int) (string, error) {
-	d, err := os.MkdirTemp(w.base, safeName(runID)+"-"+strconv.Itoa(attempt)+"-")
+	prefix := safeName(runID) + "-" + strconv.Itoa(attempt) + "-"
+	if spare := w.takeSpare(); spare != "" {
+		d := filepath.Join(w.base, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		err := os.Rename(spare, d)
+		w.guard.untrack(guardDir, spare)
+		if err == nil {
+			return d, nil
+		}
+		_ = removeTree(spare)
+	}
+	d, err := os.MkdirTemp(w.base, prefix)
 	if err != nil {
 		return "", fmt.Errorf("work dir: %w", err)
 	}
@@ -75,12 +104,71 @@ func (w *workDirs) make(runID string, attempt int) (string, error) {
 	return d, nil
 }
 
-// close removes base if the agent made it (what is left in it too).
-func (w *workDirs) close() error {
-	if w == nil || !w.created {
+// release takes back an attempt's directory. reusable says that nothing the attempt started
+// can still be using it; then an empty directory becomes a spare (up to maxSpares). Anything
+// else is removed with what it holds.
+func (w *workDirs) release(dir string, reusable bool) error {
+	if reusable && w.keepSpare(dir) {
 		return nil
 	}
-	return removeTree(w.base)
+	return removeTree(dir)
+}
+
+func (w *workDirs) keepSpare(dir string) bool {
+	w.mu.Lock()
+	full := len(w.spares) >= maxSpares
+	name := w.prefix + strconv.Itoa(w.named)
+	w.named++
+	w.mu.Unlock()
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	if w.owner != nil {
+		uid, gid = w.owner.uid, w.owner.gid
+	}
+	if full || !resetEmptyDir(dir, uid, gid) {
+		return false
+	}
+	spare := filepath.Join(w.base, name)
+	w.guard.track(guardDir, spare)
+	if err := os.Rename(dir, spare); err != nil {
+		w.guard.untrack(guardDir, spare)
+		return false
+	}
+	w.mu.Lock()
+	w.spares = append(w.spares, spare)
+	w.mu.Unlock()
+	return true
+}
+
+func (w *workDirs) takeSpare() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.spares)
+	if n == 0 {
+		return ""
+	}
+	s := w.spares[n-1]
+	w.spares = w.spares[:n-1]
+	return s
+}
+
+// close removes the spares, and base if the agent made it (what is left in it too).
+func (w *workDirs) close() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	spares := w.spares
+	w.spares = nil
+	w.mu.Unlock()
+	var errs []error
+	for _, s := range spares {
+		errs = append(errs, removeTree(s))
+		w.guard.untrack(guardDir, s)
+	}
+	if w.created {
+		errs = append(errs, removeTree(w.base))
+	}
+	return errors.Join(errs...)
 }
 
 // safeName keeps the characters of s that are safe in a file name, at most 64.

@@ -56,7 +56,7 @@ func (f *commandFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.allow, "allow-commands", nil,
 		"the only executables jobs may run: absolute paths, patterns such as /opt/jobs/*, or names looked up in PATH; /bin/sh allows shell jobs (default: any)")
 	fl.StringVar(&f.runAs, "run-as", "", "run jobs as this user, with its groups and HOME (the worker must run as root)")
-	fl.StringVar(&f.workDir, "work-dir", "", "where each attempt gets a fresh working directory, removed when it ends (default: a temporary directory)")
+	fl.StringVar(&f.workDir, "work-dir", "", "where each attempt gets an empty working directory of its own, emptied when it ends (default: a temporary directory)")
 	fl.StringVar(&f.cgroup, "cgroup", "", "a delegated, empty cgroup v2 directory in which each attempt gets a cgroup of its own (Linux)")
 	fl.BoolVar(&f.noLimits, "no-limits", false, "do not limit jobs to their cpu and memory requirements")
 }
