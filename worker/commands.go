@@ -10,7 +10,7 @@ func (a *Agent) openCommands() error {
 		}
 		a.guard = g
 	}
-	w, err := openWorkDirs(a.cfg.WorkDir, a.runAs, a.guard)
+	w, err := openWorkDirs(a.cfg.WorkDir, a.runAs, a.guard, a.cfg.Capacity.Slots)
 	if err != nil {
 		a.guard.stop()
 		return err

@@ -13,9 +13,6 @@ import (
 	"syscall"
 )
 
-// maxSpares bounds how many empty directories an agent keeps for later attempts.
-const maxSpares = 64
-
 // workDirs gives each command attempt an empty working directory of its own under base, and
 // takes it back when the attempt ends.
 //
@@ -24,24 +21,27 @@ const maxSpares = 64
 // short command after its own process. So a directory its attempt left empty, with nothing of
 // the attempt still running, is not removed: it is reset to the state mkdir gives (mode 0700,
 // the attempt's user) and kept under a spare name, and a later attempt renames it to its own
-// name. Anything else is removed.
+// name. Anything else is removed. At most maxSpares are kept: the agent's slots, so that it
+// makes a directory only when more attempts than ever before hold one at once.
 type workDirs struct {
 	base    string
 	created bool        // base was made by the agent: it is removed when Run returns
 	owner   *credential // nil: directories belong to the worker's user
 	guard   *guard      // told of the spares, to remove them if the agent dies
 
-	mu     sync.Mutex
-	spares []string // paths of empty directories, ready for an attempt
-	named  int      // spares named so far
-	prefix string   // of this agent's spares' names
+	maxSpares int
+	mu        sync.Mutex
+	spares    []string // paths of empty directories, ready for an attempt
+	named     int      // spares named so far
+	prefix    string   // of this agent's spares' names
 }
 
 // openWorkDirs prepares base (dir, or a new temporary directory when dir is empty). When
 // commands run as another user, base must let that user reach the directory of its attempt:
 // one the agent makes is searchable by all (0711); a given one must already be.
-func openWorkDirs(dir string, owner *credential, g *guard) (*workDirs, error) {
-	w := &workDirs{owner: owner, guard: g, prefix: ".stint-spare-" + strconv.FormatUint(rand.Uint64(), 36) + "-"}
+func openWorkDirs(dir string, owner *credential, g *guard, maxSpares int) (*workDirs, error) {
+	w := &workDirs{owner: owner, guard: g, maxSpares: maxSpares,
+		prefix: ".stint-spare-" + strconv.FormatUint(rand.Uint64(), 36) + "-"}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "stint-worker-")
 		if err != nil {
@@ -116,7 +116,7 @@ func (w *workDirs) release(dir string, reusable bool) error {
 
 func (w *workDirs) keepSpare(dir string) bool {
 	w.mu.Lock()
-	full := len(w.spares) >= maxSpares
+	full := len(w.spares) >= w.maxSpares
 	name := w.prefix + strconv.Itoa(w.named)
 	w.named++
 	w.mu.Unlock()

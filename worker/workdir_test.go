@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+const testMaxSpares = 5
+
 func openTestWorkDirs(t *testing.T) *workDirs {
 	t.Helper()
-	w, err := openWorkDirs(t.TempDir(), nil, nil)
+	w, err := openWorkDirs(t.TempDir(), nil, nil, testMaxSpares)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = w.close() })
 	return w
@@ -92,7 +94,7 @@ func TestWorkDirsSparesBounded(t *testing.T) {
 	t.Parallel()
 	w := openTestWorkDirs(t)
 	var dirs []string
-	for range maxSpares + 3 {
+	for range testMaxSpares + 3 {
 		d, err := w.make("r", 1)
 		require.NoError(t, err)
 		dirs = append(dirs, d)
@@ -100,7 +102,7 @@ func TestWorkDirsSparesBounded(t *testing.T) {
 	for _, d := range dirs {
 		require.NoError(t, w.release(d, true))
 	}
-	require.Len(t, entries(t, w.base), maxSpares)
+	require.Len(t, entries(t, w.base), testMaxSpares)
 	require.NoError(t, w.close())
 	require.Empty(t, entries(t, w.base))
 	require.DirExists(t, w.base)
