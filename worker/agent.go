@@ -152,6 +152,7 @@ type Agent struct {
 	runAs    *credential
 	work     *workDirs
 	starters *starters
+	devNull  *os.File // every command's stdin, opened once
 	cgroup   *cgroupParent
 	guard    *guard
 

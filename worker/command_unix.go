@@ -78,6 +78,7 @@ func (at *attempt) runCommand() outcome {
 	}
 	cmd.Env = at.commandEnv(home, workDir)
 	cmd.Dir = dir
+	cmd.Stdin = a.devNull
 	cmd.Stdout = &at.stdout
 	cmd.Stderr = &at.stderr
 	cmd.WaitDelay = pipeGrace

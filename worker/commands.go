@@ -1,5 +1,10 @@
 package worker
 
+import (
+	"fmt"
+	"os"
+)
+
 // openCommands prepares what command attempts need before the first one starts: the guard,
 // the base of the working directories and the cgroup.
 func (a *Agent) openCommands() error {
@@ -16,6 +21,11 @@ func (a *Agent) openCommands() error {
 		return err
 	}
 	a.work = w
+	// os/exec would open and close /dev/null for each start.
+	if a.devNull, err = os.Open(os.DevNull); err != nil {
+		a.closeCommands()
+		return fmt.Errorf("stdin for commands: %w", err)
+	}
 	a.starters = newStarters(startersN())
 	if w.created {
 		a.guard.track(guardDir, w.base)
@@ -44,6 +54,9 @@ func (a *Agent) openCommands() error {
 // stops the guard.
 func (a *Agent) closeCommands() {
 	a.starters.close()
+	if a.devNull != nil {
+		_ = a.devNull.Close()
+	}
 	if a.work != nil {
 		if err := a.work.close(); err != nil {
 			a.log.Warn("removing the work dir", "err", err)

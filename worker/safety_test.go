@@ -218,6 +218,23 @@ while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p`))
 	require.True(t, strings.HasSuffix(cwd, " (deleted)"), "the left process's directory was removed: %s", cwd)
 }
 
+// A command's stdin is /dev/null, shared by every attempt: reading it ends at once.
+func TestCommandStdinIsDevNull(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	s := newFake()
+	startAgent(t, s, nil)
+	for _, id := range []string{"a", "b"} {
+		s.add(shellLease(id, `readlink /proc/self/fd/0; cat; echo read-to-end`))
+	}
+	for _, id := range []string{"a", "b"} {
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, id).Status)
+		require.Equal(t, "/dev/null\nread-to-end\n", s.log(id, "stdout"))
+	}
+}
+
 func evalSymlinks(t *testing.T, p string) string {
 	t.Helper()
 	r, err := filepath.EvalSymlinks(p)

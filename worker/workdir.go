@@ -30,6 +30,7 @@ type workDirs struct {
 	guard   *guard      // told of the spares, to remove them if the agent dies
 
 	maxSpares int
+	uid, gid  uint32 // of the attempts' directories
 	mu        sync.Mutex
 	spares    []string // paths of empty directories, ready for an attempt
 	named     int      // spares named so far
@@ -41,7 +42,11 @@ type workDirs struct {
 // one the agent makes is searchable by all (0711); a given one must already be.
 func openWorkDirs(dir string, owner *credential, g *guard, maxSpares int) (*workDirs, error) {
 	w := &workDirs{owner: owner, guard: g, maxSpares: maxSpares,
-		prefix: ".stint-spare-" + strconv.FormatUint(rand.Uint64(), 36) + "-"}
+		prefix: ".stint-spare-" + strconv.FormatUint(rand.Uint64(), 36) + "-",
+		uid:    uint32(os.Geteuid()), gid: uint32(os.Getegid())}
+	if owner != nil {
+		w.uid, w.gid = owner.uid, owner.gid
+	}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "stint-worker-")
 		if err != nil {
@@ -120,11 +125,7 @@ func (w *workDirs) keepSpare(dir string) bool {
 	name := w.prefix + strconv.Itoa(w.named)
 	w.named++
 	w.mu.Unlock()
-	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
-	if w.owner != nil {
-		uid, gid = w.owner.uid, w.owner.gid
-	}
-	if full || !resetEmptyDir(dir, uid, gid) {
+	if full || !resetEmptyDir(dir, w.uid, w.gid) {
 		return false
 	}
 	spare := filepath.Join(w.base, name)
