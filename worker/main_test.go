@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stint-dev/stint/apitype"
 )
 
 // TestMain lets the test binary play two other parts, chosen by its first argument:
@@ -78,7 +80,8 @@ func agentHelper(args []string) int {
 		return 2
 	}
 	s := newFake()
-	cfg := Config{Server: s, ID: "helper", Commands: true, FlushTimeout: time.Second, WorkDir: args[1]}
+	cfg := Config{Server: s, ID: "helper", Commands: true, FlushTimeout: time.Second, WorkDir: args[1],
+		Capacity: apitype.Capacity{Slots: 2}}
 	if len(args) > 2 && args[2] == "guard" {
 		cfg.Guard = guardArgv()
 	}
@@ -94,6 +97,12 @@ func agentHelper(args []string) int {
 		out, ch := s.logLocked("r", "stdout"), s.changed
 		s.mu.Unlock()
 		if line, _, ok := strings.Cut(out, "\n"); ok {
+			// Another attempt, beside it, ends and leaves its directory as a spare.
+			s.add(shellLease("beside", "true"))
+			if !awaitHelper(s, "beside") {
+				fmt.Fprintln(os.Stderr, "agent-helper: the attempt beside did not complete")
+				return 1
+			}
 			fmt.Printf("pid %s\n", strings.TrimSpace(line))
 			select {} // until killed
 		}
@@ -104,4 +113,22 @@ func agentHelper(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "agent-helper: the script printed no pid")
 	return 1
+}
+
+// awaitHelper waits for runID's completion, as long as a test waits for anything.
+func awaitHelper(s *fakeServer, runID string) bool {
+	for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); {
+		s.mu.Lock()
+		_, done := s.completionLocked(runID)
+		ch := s.changed
+		s.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-time.After(time.Second):
+		}
+	}
+	return false
 }

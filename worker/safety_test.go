@@ -316,7 +316,8 @@ func TestRunGuard(t *testing.T) {
 }
 
 // When the agent's process is SIGKILLed, what its attempt runs dies with it: the process it
-// started (Pdeathsig), and with a guard the whole process group, grandchildren included.
+// started (Pdeathsig), and with a guard the whole process group, grandchildren included, and
+// the guard removes the attempt's directory and the spare an earlier attempt left.
 func TestAgentDeathKillsAttempts(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
@@ -332,7 +333,8 @@ func TestAgentDeathKillsAttempts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			args := []string{"agent-helper", tc.script, t.TempDir()}
+			work := t.TempDir()
+			args := []string{"agent-helper", tc.script, work}
 			if tc.guard {
 				args = append(args, "guard")
 			}
@@ -350,8 +352,12 @@ func TestAgentDeathKillsAttempts(t *testing.T) {
 			require.NoError(t, err, line)
 			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 			require.False(t, processGone(pid))
+			require.Len(t, entries(t, work), 2, "the attempt's directory and a spare")
 			kill() // SIGKILL
 			eventually(t, "the attempt's process gone", func() bool { return processGone(pid) })
+			if tc.guard {
+				eventually(t, "the directories removed", func() bool { return len(entries(t, work)) == 0 })
+			}
 		})
 	}
 }
