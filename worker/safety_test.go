@@ -276,6 +276,16 @@ func TestRunAs(t *testing.T) {
 	c := s.awaitCompletion(t, "r")
 	require.Equal(t, statusSucceeded, c.Status, c.Error)
 	require.Equal(t, strings.Join([]string{u.Uid, u.Gid, u.HomeDir, "writable", "denied"}, "\n")+"\n", s.log("r", "stdout"))
+
+	// A directory left empty goes to the next attempt as the user's, private again, writable.
+	dir := `stat -c '%i %u %g %a' "$STINT_WORK_DIR"`
+	s.add(shellLease("empty", `chmod 755 "$STINT_WORK_DIR"; `+dir))
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "empty").Status)
+	s.add(shellLease("next", dir+`; touch "$STINT_WORK_DIR/f" && echo writable`))
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "next").Status)
+	first := strings.Fields(s.log("empty", "stdout"))
+	require.Equal(t, []string{first[0], u.Uid, u.Gid, "755"}, first)
+	require.Equal(t, []string{first[0], u.Uid, u.Gid, "700", "writable"}, strings.Fields(s.log("next", "stdout")), "the same directory, reset")
 }
 
 // The guard kills the process groups it tracks and removes the directories it tracks when its
