@@ -92,37 +92,33 @@ func agentHelper(args []string) int {
 	}
 	go func() { _ = a.Run(context.Background()) }()
 	s.add(shellLease("r", args[0]))
-	for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); {
-		s.mu.Lock()
-		out, ch := s.logLocked("r", "stdout"), s.changed
-		s.mu.Unlock()
-		if line, _, ok := strings.Cut(out, "\n"); ok {
-			// Another attempt, beside it, ends and leaves its directory as a spare.
-			s.add(shellLease("beside", "true"))
-			if !awaitHelper(s, "beside") {
-				fmt.Fprintln(os.Stderr, "agent-helper: the attempt beside did not complete")
-				return 1
-			}
-			fmt.Printf("pid %s\n", strings.TrimSpace(line))
-			select {} // until killed
-		}
-		select {
-		case <-ch:
-		case <-time.After(time.Second):
-		}
+	var line string
+	if !awaitHelper(s, func() bool {
+		first, _, ok := strings.Cut(s.logLocked("r", "stdout"), "\n")
+		line = first
+		return ok
+	}) {
+		fmt.Fprintln(os.Stderr, "agent-helper: the script printed no pid")
+		return 1
 	}
-	fmt.Fprintln(os.Stderr, "agent-helper: the script printed no pid")
-	return 1
+	// Another attempt, beside it, ends and leaves its directory as a spare.
+	s.add(shellLease("beside", "true"))
+	if !awaitHelper(s, func() bool { _, done := s.completionLocked("beside"); return done }) {
+		fmt.Fprintln(os.Stderr, "agent-helper: the attempt beside did not complete")
+		return 1
+	}
+	fmt.Printf("pid %s\n", strings.TrimSpace(line))
+	select {} // until killed
 }
 
-// awaitHelper waits for runID's completion, as long as a test waits for anything.
-func awaitHelper(s *fakeServer, runID string) bool {
+// awaitHelper waits until cond (called with s.mu held) holds, as long as a test waits for
+// anything; the helper has no testing.T to fail.
+func awaitHelper(s *fakeServer, cond func() bool) bool {
 	for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); {
 		s.mu.Lock()
-		_, done := s.completionLocked(runID)
-		ch := s.changed
+		ok, ch := cond(), s.changed
 		s.mu.Unlock()
-		if done {
+		if ok {
 			return true
 		}
 		select {
