@@ -69,8 +69,8 @@ func (s *starters) loop() {
 
 // turnsPerStarter is how many attempts per starter may prepare a start at once. Fewer left
 // the starters idle at times on a busy machine (bench exec, 2 CPUs: 4 a starter reached
-// 53-62% of the machine's limit, 16 reached 60-67%, 64 63-66%); many more made as many
-// directories as slots when a worker started.
+// 53-62% of the machine's limit, 16 reached 60-67%, 64 63-66%); with no bound (58-62%) only
+// the slots bound the directories made at once when a worker starts.
 const turnsPerStarter = 16
 
 // turn waits for a turn to prepare a start and returns what gives it back, or an error once
