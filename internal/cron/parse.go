@@ -279,7 +279,9 @@ func parseItem(item string, f field) (uint64, error) {
 				return 0, fmt.Errorf("range %s starts after it ends (ranges do not wrap around)", base)
 			}
 		case hasStep:
-			hi = f.max
+			// To the end of the range: Sunday written as 7, past the day-of-week range's
+			// end (6), is an end of its own.
+			hi = max(f.max, lo)
 		default:
 			hi = lo
 		}

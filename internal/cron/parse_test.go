@@ -56,6 +56,10 @@ func TestParseValid(t *testing.T) {
 			want: []string{"2030-01-02T00:50:00Z", "2030-01-02T00:55:00Z", "2030-01-03T00:50:00Z"}},
 		{name: "sunday as 7", expr: "0 0 * * 7", str: "0 0 * * 7", from: "2030-01-01T00:00:00Z", // a Tuesday
 			want: []string{"2030-01-06T00:00:00Z", "2030-01-13T00:00:00Z"}},
+		{name: "sunday as 7 with a step", expr: "0 0 * * 7/1", str: "0 0 * * 7/1", from: "2030-01-01T00:00:00Z",
+			want: []string{"2030-01-06T00:00:00Z", "2030-01-13T00:00:00Z"}},
+		{name: "a weekday with a step runs to saturday", expr: "0 0 * * 5/1", str: "0 0 * * 5/1", from: "2030-01-01T00:00:00Z",
+			want: []string{"2030-01-04T00:00:00Z", "2030-01-05T00:00:00Z", "2030-01-11T00:00:00Z"}},
 		{name: "sunday as 0 and SUN", expr: "0 0 * * SUN", str: "0 0 * * SUN", from: "2030-01-01T00:00:00Z",
 			want: []string{"2030-01-06T00:00:00Z"}},
 		{name: "day of month or weekday when both restricted", expr: "0 0 13 * FRI", str: "0 0 13 * FRI", from: "2030-01-01T00:00:00Z",
