@@ -113,31 +113,43 @@ func (w *workDirs) make(runID string, attempt int) (string, error) {
 // can still be using it; then an empty directory becomes a spare (up to maxSpares). Anything
 // else is removed with what it holds.
 func (w *workDirs) release(dir string, reusable bool) error {
-	if reusable && w.keepSpare(dir) {
+	if reusable {
+		dir = w.keepSpare(dir)
+	}
+	if dir == "" {
 		return nil
 	}
 	return removeTree(dir)
 }
 
-func (w *workDirs) keepSpare(dir string) bool {
+// keepSpare makes dir a spare if it is empty and there is room, and returns what is left to
+// remove: "" when it was kept; dir, or its spare name if others were kept meanwhile.
+func (w *workDirs) keepSpare(dir string) string {
 	w.mu.Lock()
 	full := len(w.spares) >= w.maxSpares
 	name := w.prefix + strconv.Itoa(w.named)
 	w.named++
 	w.mu.Unlock()
 	if full || !resetEmptyDir(dir, w.uid, w.gid) {
-		return false
+		return dir
 	}
 	spare := filepath.Join(w.base, name)
 	w.guard.track(guardDir, spare)
 	if err := os.Rename(dir, spare); err != nil {
 		w.guard.untrack(guardDir, spare)
-		return false
+		return dir
 	}
 	w.mu.Lock()
-	w.spares = append(w.spares, spare)
+	kept := len(w.spares) < w.maxSpares
+	if kept {
+		w.spares = append(w.spares, spare)
+	}
 	w.mu.Unlock()
-	return true
+	if kept {
+		return ""
+	}
+	w.guard.untrack(guardDir, spare)
+	return spare
 }
 
 func (w *workDirs) takeSpare() string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,27 @@ func TestWorkDirsSparesBounded(t *testing.T) {
 	require.NoError(t, w.close())
 	require.Empty(t, entries(t, w.base))
 	require.DirExists(t, w.base)
+}
+
+// Attempts that end together keep no more spares than the bound either.
+func TestWorkDirsSparesBoundedTogether(t *testing.T) {
+	t.Parallel()
+	w := openTestWorkDirs(t)
+	var dirs []string
+	for range 4 * testMaxSpares {
+		d, err := w.make("r", 1)
+		require.NoError(t, err)
+		dirs = append(dirs, d)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(dirs))
+	for i, d := range dirs {
+		wg.Go(func() { errs[i] = w.release(d, true) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, entries(t, w.base), testMaxSpares)
+	require.Len(t, w.spares, testMaxSpares)
 }
