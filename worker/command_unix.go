@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -35,11 +34,10 @@ func (at *attempt) runCommand() outcome {
 	}
 	var turnOnce sync.Once
 	defer turnOnce.Do(endTurn)
-	workDir, err := a.work.make(l.RunID, l.Attempt)
+	workDir, err := a.work.make()
 	if err != nil {
 		return fail(err.Error())
 	}
-	a.guard.track(guardDir, workDir)
 	// Nothing the attempt started uses its directory any more unless a process left its group
 	// and kept the output pipes (Wait gave up on them).
 	reusable := true
@@ -47,7 +45,6 @@ func (at *attempt) runCommand() outcome {
 		if err := a.work.release(workDir, reusable); err != nil {
 			a.log.Warn("removing an attempt's work dir", "run_id", l.RunID, "attempt", l.Attempt, "err", err)
 		}
-		a.guard.untrack(guardDir, workDir)
 	}()
 	dir := l.Dir
 	if dir == "" {
@@ -82,7 +79,7 @@ func (at *attempt) runCommand() outcome {
 	cmd.Stdout = &at.stdout
 	cmd.Stderr = &at.stderr
 	cmd.WaitDelay = pipeGrace
-	ps := at.setupProcess(attr, filepath.Base(workDir))
+	ps := at.setupProcess(attr)
 	defer ps.cleanup()
 	cmd.SysProcAttr = attr
 

@@ -97,8 +97,8 @@
 //   - Directory: an empty one per attempt under WorkDir, owned by the user the command runs
 //     as, its current directory unless the job names one. When the attempt ends, however it
 //     ends, and before the end is reported, it is removed with its contents; or, left empty
-//     with nothing the attempt started still holding its output, kept under a spare name
-//     for a later attempt to rename (see workDirs).
+//     with nothing the attempt started still holding its output, kept as it is for a later
+//     attempt (the directories are named for the agent, not the attempt: see workDirs).
 //   - Executable: the first word of a command, looked up in the worker's PATH (the job's env
 //     cannot change that), or /bin/sh for a shell job; outside AllowCommands (when set) the
 //     attempt fails at once with the reason and nothing starts. The retry rules take that as

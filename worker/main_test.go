@@ -101,7 +101,7 @@ func agentHelper(args []string) int {
 		fmt.Fprintln(os.Stderr, "agent-helper: the script printed no pid")
 		return 1
 	}
-	// Another attempt, beside it, ends and leaves its directory as a spare.
+	// Another attempt, beside it, ends and leaves its directory idle, kept for a later one.
 	s.add(shellLease("beside", "true"))
 	if !awaitHelper(s, func() bool { _, done := s.completionLocked("beside"); return done }) {
 		fmt.Fprintln(os.Stderr, "agent-helper: the attempt beside did not complete")

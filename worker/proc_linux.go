@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,14 +111,14 @@ func (p *procSetup) note(format string, args ...any) {
 // job's cpu and memory requirements as limits when Config.Limits is set: memory.max and
 // cpu.max of its cgroup when the cgroup has those controllers; otherwise memory as
 // RLIMIT_DATA on the process (each process of the attempt gets that much, not the attempt as
-// a whole) and cpu not at all. name names the cgroup.
-func (at *attempt) setupProcess(attr *syscall.SysProcAttr, name string) *procSetup {
+// a whole) and cpu not at all.
+func (at *attempt) setupProcess(attr *syscall.SysProcAttr) *procSetup {
 	p := &procSetup{cgroupFD: -1}
 	attr.Pdeathsig = syscall.SIGKILL
 	cpu, memMB := at.wantLimits()
 	cg := at.agent.cgroup
 	if cg != nil {
-		dir := filepath.Join(cg.dir, name)
+		dir := filepath.Join(cg.dir, attemptName(at.lease.RunID, at.lease.Attempt))
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
 			p.cgroup = dir
@@ -293,3 +294,24 @@ func (p *procSetup) cgroupDir() string { return p.cgroup }
 // onMainThread reports whether the calling goroutine runs on the process's main thread (the
 // one whose thread id is the process id).
 func onMainThread() bool { return syscall.Gettid() == os.Getpid() }
+
+// attemptName names what the agent makes for one attempt of run runID alone (its cgroup):
+// RUN-ATTEMPT-RANDOM, where RUN keeps the characters of runID that are safe in a file name.
+func attemptName(runID string, attempt int) string {
+	return safeName(runID) + "-" + strconv.Itoa(attempt) + "-" + strconv.FormatUint(rand.Uint64(), 36)
+}
+
+// safeName keeps the characters of s that are safe in a file name, at most 64.
+func safeName(s string) string {
+	b := make([]byte, 0, min(len(s), 64))
+	for i := 0; i < len(s) && len(b) < 64; i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
+			b = append(b, c)
+		}
+	}
+	if len(b) == 0 || b[0] == '.' {
+		b = append([]byte("run"), b...)
+	}
+	return string(b)
+}

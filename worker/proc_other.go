@@ -22,7 +22,7 @@ type procSetup struct {
 	notes []string
 }
 
-func (at *attempt) setupProcess(*syscall.SysProcAttr, string) *procSetup {
+func (at *attempt) setupProcess(*syscall.SysProcAttr) *procSetup {
 	p := &procSetup{}
 	cpu, memMB := at.wantLimits()
 	if memMB > 0 {

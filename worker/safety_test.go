@@ -140,8 +140,9 @@ func TestAllowCommandsConfig(t *testing.T) {
 	}
 }
 
-// Every command attempt runs in a fresh directory of its own under WorkDir, also its TMPDIR,
-// removed when it ends, however it ends; a job that names a dir runs there but still gets one.
+// Every command attempt runs in an empty directory of its own under WorkDir, also its TMPDIR,
+// removed when it ends, however it ends, unless the attempt left it empty (then a later
+// attempt gets it); a job that names a dir runs there but still gets one.
 func TestWorkDirs(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
@@ -152,13 +153,9 @@ func TestWorkDirs(t *testing.T) {
 	})
 	const script = `pwd -P; echo "$STINT_WORK_DIR"; echo data > "$TMPDIR/f"; mkdir -p sub/deeper && touch sub/deeper/g`
 	s.add(shellLease("a", script), shellLease("b", script))
-	killed := shellLease("c", `cd "$STINT_WORK_DIR"; touch f; echo started; exec sleep 100`)
+	killed := shellLease("c", `cd "$STINT_WORK_DIR"; touch f; echo "$STINT_WORK_DIR"; exec sleep 100`)
 	killed.Timeout = timeout(300 * time.Millisecond)
 	s.add(killed)
-	other := t.TempDir()
-	named := shellLease("d", `pwd -P; echo "$STINT_WORK_DIR"`)
-	named.Dir = other
-	s.add(named)
 
 	dirs := map[string]bool{}
 	for _, id := range []string{"a", "b"} {
@@ -173,20 +170,24 @@ func TestWorkDirs(t *testing.T) {
 	require.Len(t, dirs, 2, "each attempt has its own")
 
 	require.Equal(t, statusTimedOut, s.awaitCompletion(t, "c").Status)
-	entries, err := os.ReadDir(base)
-	require.NoError(t, err)
+	killedDir := strings.TrimSpace(s.log("c", "stdout"))
+	require.Equal(t, base, filepath.Dir(killedDir))
+	require.NoDirExists(t, killedDir, "the killed attempt's dir is gone")
+
+	// The others were removed: this one gets a new directory, and leaves it empty.
+	other := t.TempDir()
+	named := shellLease("d", `pwd -P; echo "$STINT_WORK_DIR"`)
+	named.Dir = other
+	s.add(named)
 
 	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "d").Status)
 	lines := strings.Fields(s.log("d", "stdout"))
 	require.Equal(t, evalSymlinks(t, other), lines[0], "a job's own dir wins")
 	require.Equal(t, base, filepath.Dir(lines[1]))
-	require.NoDirExists(t, lines[1])
-	for _, e := range entries {
-		require.NotContains(t, e.Name(), "c-1-", "the killed attempt's dir is gone")
-	}
+	require.Empty(t, entries(t, lines[1]), "left empty, kept for a later attempt")
 }
 
-// A later attempt gets an earlier one's empty directory, renamed; but the directory of an
+// A later attempt gets an earlier one's empty directory; but the directory of an
 // attempt that left a process behind holding its output is removed, so that the process's
 // current directory is no later attempt's.
 func TestWorkDirReusedUnlessLeftInUse(t *testing.T) {
@@ -327,7 +328,7 @@ func TestRunGuard(t *testing.T) {
 
 // When the agent's process is SIGKILLed, what its attempt runs dies with it: the process it
 // started (Pdeathsig), and with a guard the whole process group, grandchildren included, and
-// the guard removes the attempt's directory and the spare an earlier attempt left.
+// the guard removes the attempt's directory and the idle one an earlier attempt left.
 func TestAgentDeathKillsAttempts(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
@@ -362,7 +363,7 @@ func TestAgentDeathKillsAttempts(t *testing.T) {
 			require.NoError(t, err, line)
 			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 			require.False(t, processGone(pid))
-			require.Len(t, entries(t, work), 2, "the attempt's directory and a spare")
+			require.Len(t, entries(t, work), 2, "the attempt's directory and an idle one")
 			kill() // SIGKILL
 			eventually(t, "the attempt's process gone", func() bool { return processGone(pid) })
 			if tc.guard {

@@ -16,33 +16,37 @@ import (
 // workDirs gives each command attempt an empty working directory of its own under base, and
 // takes it back when the attempt ends.
 //
-// Making a directory costs a file system far more than renaming one: on ext4, mkdir and rmdir
-// took about 170 µs of CPU where a rename took 10-20 µs, which made them the largest cost of a
-// short command after its own process. So a directory its attempt left empty, with nothing of
-// the attempt still running, is not removed: it is reset to the state mkdir gives (mode 0700,
-// the attempt's user) and kept under a spare name, and a later attempt renames it to its own
-// name. Anything else is removed. At most maxSpares are kept: the agent's slots, so that it
-// makes a directory only when more attempts than ever before hold one at once.
+// Making a directory costs a file system far more than keeping one: on ext4, mkdir and rmdir
+// took about 170 µs of CPU, and each directory removed made the next mkdir dearer, which
+// made them the largest cost of a short command after its own process; renaming one took
+// 10 to 35 µs. So the directories are named for the agent, not for their attempts
+// (BASE/stint-AGENT-N), and a directory its attempt left empty, with nothing of the attempt
+// still running, is not removed: it is reset to the state mkdir gives (mode 0700, the
+// attempt's user) and given as it is to a later attempt. Anything else is removed. At most
+// maxIdle are kept between attempts: the agent's slots, so that it makes a directory only
+// when more attempts than ever before hold one at once.
+//
+// Each directory is tracked by the guard from before it is made until it is removed.
 type workDirs struct {
 	base    string
 	created bool        // base was made by the agent: it is removed when Run returns
 	owner   *credential // nil: directories belong to the worker's user
-	guard   *guard      // told of the spares, to remove them if the agent dies
+	guard   *guard      // told of the directories, to remove them if the agent dies
 
-	maxSpares int
-	uid, gid  uint32 // of the attempts' directories
-	mu        sync.Mutex
-	spares    []string // paths of empty directories, ready for an attempt
-	named     int      // spares named so far
-	prefix    string   // of this agent's spares' names
+	maxIdle  int
+	uid, gid uint32 // of the attempts' directories
+	mu       sync.Mutex
+	idle     []string // paths of empty directories, ready for an attempt
+	named    int      // directories named so far
+	prefix   string   // of this agent's directories' names
 }
 
 // openWorkDirs prepares base (dir, or a new temporary directory when dir is empty). When
 // commands run as another user, base must let that user reach the directory of its attempt:
 // one the agent makes is searchable by all (0711); a given one must already be.
-func openWorkDirs(dir string, owner *credential, g *guard, maxSpares int) (*workDirs, error) {
-	w := &workDirs{owner: owner, guard: g, maxSpares: maxSpares,
-		prefix: ".stint-spare-" + strconv.FormatUint(rand.Uint64(), 36) + "-",
+func openWorkDirs(dir string, owner *credential, g *guard, maxIdle int) (*workDirs, error) {
+	w := &workDirs{owner: owner, guard: g, maxIdle: maxIdle,
+		prefix: "stint-" + strconv.FormatUint(rand.Uint64(), 36) + "-",
 		uid:    uint32(os.Geteuid()), gid: uint32(os.Getegid())}
 	if owner != nil {
 		w.uid, w.gid = owner.uid, owner.gid
@@ -83,120 +87,89 @@ func openWorkDirs(dir string, owner *credential, g *guard, maxSpares int) (*work
 	return w, nil
 }
 
-// make gives an attempt its working directory, BASE/RUN-ATTEMPT-RANDOM: empty and private
-// (0700) to the user it runs as; a spare renamed when there is one, else a new one.
-func (w *workDirs) make(runID string, attempt int) (string, error) {
-	prefix := safeName(runID) + "-" + strconv.Itoa(attempt) + "-"
-	if spare := w.takeSpare(); spare != "" {
-		d := filepath.Join(w.base, prefix+strconv.FormatUint(rand.Uint64(), 36))
-		err := os.Rename(spare, d)
-		w.guard.untrack(guardDir, spare)
-		if err == nil {
-			return d, nil
+// make gives an attempt its working directory, empty and private (0700) to the user it runs
+// as: an idle one when there is one, else a new one.
+func (w *workDirs) make() (string, error) {
+	w.mu.Lock()
+	if n := len(w.idle); n > 0 {
+		d := w.idle[n-1]
+		w.idle = w.idle[:n-1]
+		w.mu.Unlock()
+		return d, nil
+	}
+	w.mu.Unlock()
+	for {
+		w.mu.Lock()
+		d := filepath.Join(w.base, w.prefix+strconv.Itoa(w.named))
+		w.named++
+		w.mu.Unlock()
+		w.guard.track(guardDir, d)
+		err := os.Mkdir(d, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			w.guard.untrack(guardDir, d) // not ours
+			continue
 		}
-		_ = removeTree(spare)
-	}
-	d, err := os.MkdirTemp(w.base, prefix)
-	if err != nil {
-		return "", fmt.Errorf("work dir: %w", err)
-	}
-	if w.owner != nil {
-		if err := os.Chown(d, int(w.owner.uid), int(w.owner.gid)); err != nil {
-			_ = os.Remove(d)
+		if err == nil && w.owner != nil {
+			if err = os.Chown(d, int(w.owner.uid), int(w.owner.gid)); err != nil {
+				_ = os.Remove(d)
+			}
+		}
+		if err != nil {
+			w.guard.untrack(guardDir, d)
 			return "", fmt.Errorf("work dir: %w", err)
 		}
+		return d, nil
 	}
-	return d, nil
 }
 
 // release takes back an attempt's directory. reusable says that nothing the attempt started
-// can still be using it; then an empty directory becomes a spare (up to maxSpares). Anything
-// else is removed with what it holds.
+// can still be using it; then an empty directory is kept for a later attempt (up to maxIdle).
+// Anything else is removed with what it holds.
 func (w *workDirs) release(dir string, reusable bool) error {
-	if reusable {
-		dir = w.keepSpare(dir)
-	}
-	if dir == "" {
+	if reusable && w.keep(dir) {
 		return nil
 	}
-	return removeTree(dir)
+	err := removeTree(dir)
+	w.guard.untrack(guardDir, dir)
+	return err
 }
 
-// keepSpare makes dir a spare if it is empty and there is room, and returns what is left to
-// remove: "" when it was kept; dir, or its spare name if others were kept meanwhile.
-func (w *workDirs) keepSpare(dir string) string {
+// keep keeps dir for a later attempt if it is empty and there is room, and reports whether
+// it did.
+func (w *workDirs) keep(dir string) bool {
 	w.mu.Lock()
-	full := len(w.spares) >= w.maxSpares
-	name := w.prefix + strconv.Itoa(w.named)
-	w.named++
+	full := len(w.idle) >= w.maxIdle
 	w.mu.Unlock()
 	if full || !resetEmptyDir(dir, w.uid, w.gid) {
-		return dir
+		return false
 	}
-	spare := filepath.Join(w.base, name)
-	w.guard.track(guardDir, spare)
-	if err := os.Rename(dir, spare); err != nil {
-		w.guard.untrack(guardDir, spare)
-		return dir
-	}
-	w.mu.Lock()
-	kept := len(w.spares) < w.maxSpares
-	if kept {
-		w.spares = append(w.spares, spare)
-	}
-	w.mu.Unlock()
-	if kept {
-		return ""
-	}
-	w.guard.untrack(guardDir, spare)
-	return spare
-}
-
-func (w *workDirs) takeSpare() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := len(w.spares)
-	if n == 0 {
-		return ""
+	if len(w.idle) >= w.maxIdle { // others were kept meanwhile
+		return false
 	}
-	s := w.spares[n-1]
-	w.spares = w.spares[:n-1]
-	return s
+	w.idle = append(w.idle, dir)
+	return true
 }
 
-// close removes the spares, and base if the agent made it (what is left in it too).
+// close removes the idle directories, and base if the agent made it (what is left in it too).
 func (w *workDirs) close() error {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
-	spares := w.spares
-	w.spares = nil
+	idle := w.idle
+	w.idle = nil
 	w.mu.Unlock()
 	var errs []error
-	for _, s := range spares {
-		errs = append(errs, removeTree(s))
-		w.guard.untrack(guardDir, s)
+	for _, d := range idle {
+		errs = append(errs, removeTree(d))
+		w.guard.untrack(guardDir, d)
 	}
 	if w.created {
 		errs = append(errs, removeTree(w.base))
 	}
 	return errors.Join(errs...)
-}
-
-// safeName keeps the characters of s that are safe in a file name, at most 64.
-func safeName(s string) string {
-	b := make([]byte, 0, min(len(s), 64))
-	for i := 0; i < len(s) && len(b) < 64; i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' {
-			b = append(b, c)
-		}
-	}
-	if len(b) == 0 || b[0] == '.' {
-		b = append([]byte("run"), b...)
-	}
-	return string(b)
 }
 
 // removeTree removes dir and everything in it. A job may have left directories it cannot
