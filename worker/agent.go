@@ -23,6 +23,7 @@ const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultLeaseTTL          = 30 * time.Second
 	DefaultPollWait          = 30 * time.Second
+	DefaultLeaseGather       = 50 * time.Millisecond
 	DefaultDrainTimeout      = 30 * time.Second
 	DefaultKillGrace         = 10 * time.Second
 	DefaultFlushTimeout      = 10 * time.Second
@@ -97,6 +98,13 @@ type Config struct {
 	LeaseTTL          time.Duration
 	// PollWait is how long the server may hold a lease poll when nothing is due.
 	PollWait time.Duration
+	// LeaseGather is how long a worker whose slots were all taken, with runs waiting for it
+	// (its last poll got all it asked for), waits for an eighth of its slots to free before
+	// it leases for fewer: one lease of many runs costs the server and the store far less a
+	// run than many leases of a few (see gatheringLocked). It delays a run by at most this,
+	// and only while every slot but a few is busy. Negative: no wait. Workers with fewer
+	// than 16 slots never wait.
+	LeaseGather time.Duration
 	// DrainTimeout is how long Run lets running attempts finish after its context is done
 	// before it stops them; negative waits for ever.
 	DrainTimeout time.Duration
@@ -172,6 +180,7 @@ type Agent struct {
 	backlog       []*attempt          // leased beyond the free slots: start when a slot frees
 	draining      bool
 	poll          pollState
+	gather        gatherState
 
 	changed   chan struct{} // cap 1: a lease or slot was released
 	stopLease chan struct{} // closed when leasing stops
@@ -184,6 +193,14 @@ type Agent struct {
 	readBufs sync.Pool   // *[]byte for copying process output
 	ship     shipper
 	started  atomic.Bool
+}
+
+// gatherState is what gatheringLocked keeps between polls.
+type gatherState struct {
+	room     int         // the room a poll waits for (an eighth of the slots), at least 1
+	lastFull bool        // the last answered poll got every run it asked for
+	timer    *time.Timer // armed while a poll waits for room
+	over     bool        // the timer fired: poll for the room there is
 }
 
 // pollState is the outstanding lease poll.
@@ -242,6 +259,9 @@ func New(cfg Config) (*Agent, error) {
 			*d.v = d.def
 		}
 	}
+	if cfg.LeaseGather == 0 {
+		cfg.LeaseGather = DefaultLeaseGather
+	}
 	if cfg.DrainTimeout == 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
@@ -286,6 +306,7 @@ func New(cfg Config) (*Agent, error) {
 		now:       cfg.Now,
 		kinds:     kinds,
 		slots:     cfg.Capacity.Slots,
+		gather:    gatherState{room: max(1, min(cfg.Capacity.Slots/8, apitype.MaxLeaseBatch))},
 		gpus:      newGPUPool(cfg.GPUs),
 		allow:     allow,
 		runAs:     runAs,
@@ -538,11 +559,38 @@ func (a *Agent) roomLocked() int {
 // leaseBound times the slots is how many leases a worker holds at most.
 const leaseBound = 2
 
-// wakePollLocked re-issues a lease poll that was sent with Max 0 now that there is room.
+// wakePollLocked re-issues a lease poll that was sent with Max 0 now that there is room,
+// unless it is gathering room (gatheringLocked).
 func (a *Agent) wakePollLocked() {
-	if a.poll.max == 0 && a.roomLocked() > 0 {
+	if a.poll.max != 0 || a.poll.cancel == nil {
+		return
+	}
+	if room := a.roomLocked(); room > 0 && !a.gatheringLocked(room) {
 		a.abortPollLocked()
 	}
+}
+
+// gatheringLocked reports whether a poll for room runs waits for more room first, and arms
+// the timer that ends the wait. A worker that had every slot taken with runs still waiting
+// for it (its last poll got all it asked for) would otherwise lease as each slot frees, a
+// few runs at a time, and the server's cost of a lease and of a completion is mostly per
+// call: on PostgreSQL, 112 µs of the database's CPU a run in calls of 20 runs against 80 in
+// calls of 100 (BenchmarkLeaseCompleteCPU). So it waits until an eighth of its slots are
+// free, or Config.LeaseGather has passed.
+func (a *Agent) gatheringLocked(room int) bool {
+	g := &a.gather
+	if room == 0 || room >= g.room || !g.lastFull || g.over || a.cfg.LeaseGather < 0 {
+		return false
+	}
+	if g.timer == nil {
+		g.timer = time.AfterFunc(a.cfg.LeaseGather, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			g.timer, g.over = nil, true
+			a.wakePollLocked()
+		})
+	}
+	return true
 }
 
 // goroutineDone frees the slot of an attempt whose goroutine has returned, and starts

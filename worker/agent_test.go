@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -377,6 +379,143 @@ func TestFullWorkerPollsWithMaxZero(t *testing.T) {
 	close(release)
 	s.awaitCompletion(t, "a")
 	s.awaitCompletion(t, "b")
+}
+
+// A full worker with runs waiting for it gathers room before it leases again: it does not
+// poll as each slot frees but once an eighth of its slots are free, or Config.LeaseGather
+// after.
+func TestLeaseGather(t *testing.T) {
+	t.Parallel()
+	const slots = 16 // gathers 2
+	hold := func(t *testing.T, gather time.Duration) (*fakeServer, *Agent, func(id string)) {
+		s := newFake()
+		var mu sync.Mutex
+		release := map[string]chan struct{}{}
+		released := map[string]bool{}
+		ch := func(id string) chan struct{} {
+			mu.Lock()
+			defer mu.Unlock()
+			if release[id] == nil {
+				release[id] = make(chan struct{})
+			}
+			return release[id]
+		}
+		free := func(id string) {
+			c := ch(id)
+			mu.Lock()
+			defer mu.Unlock()
+			if !released[id] {
+				released[id] = true
+				close(c)
+			}
+		}
+		a, _, _ := startAgent(t, s, func(c *Config) {
+			c.Capacity.Slots = slots
+			c.LeaseGather = gather
+			c.Handlers = map[string]Handler{"hold": func(_ context.Context, task *Task) error {
+				<-ch(task.RunID)
+				return nil
+			}}
+		})
+		t.Cleanup(func() {
+			for i := range slots + 10 {
+				free("r" + strconv.Itoa(i))
+			}
+		})
+		for i := range slots + 10 {
+			s.add(handlerLease("r"+strconv.Itoa(i), "hold"))
+		}
+		s.await(t, "every slot taken and a poll for nothing", func() bool {
+			return len(s.outstanding) == slots && s.polls[len(s.polls)-1] == 0
+		})
+		return s, a, free
+	}
+	// polledFor reports whether a poll after the first two (every slot, then none) asked for n.
+	polledFor := func(s *fakeServer, n int) func() bool {
+		return func() bool { return len(s.polls) > 2 && slices.Contains(s.polls[2:], n) }
+	}
+	// used reports the slots taken; the agent decides whether to poll when a slot frees,
+	// under the same lock.
+	outstandingPoll := func(a *Agent, used int) func() bool {
+		return func() bool {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			return a.used == used && a.poll.cancel != nil && a.poll.max == 0 && !a.poll.aborted
+		}
+	}
+
+	t.Run("room", func(t *testing.T) {
+		t.Parallel()
+		s, a, release := hold(t, time.Hour)
+		var calls [][]string
+		s.onComplete = func(req *apitype.CompleteRequest) error { // s.mu held
+			var ids []string
+			for _, c := range req.Completions {
+				ids = append(ids, c.RunID)
+			}
+			calls = append(calls, ids)
+			return nil
+		}
+		release("r0")
+		eventually(t, "one slot free, the poll for nothing still outstanding", outstandingPoll(a, slots-1))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status, "the first completion call waits for nothing")
+		release("r1")
+		s.await(t, "a poll for the two free slots", polledFor(s, 2))
+		eventually(t, "r1's completion queued, and the ship loop woken", func() bool {
+			a.ship.mu.Lock()
+			defer a.ship.mu.Unlock()
+			return len(a.ship.comps) == 1 && a.ship.comps[0].c.RunID == "r1" && len(a.ship.wake) == 0
+		})
+		release("r2")
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r2").Status)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.Equal(t, []int{slots, 0, 2}, s.polls[:3])
+		require.Equal(t, [][]string{{"r0"}, {"r1", "r2"}}, calls, "r1's completion waited for another")
+	})
+	t.Run("wait", func(t *testing.T) {
+		t.Parallel()
+		s, _, release := hold(t, 10*time.Millisecond)
+		release("r0")
+		s.await(t, "a poll for the one free slot once the gather is over", polledFor(s, 1))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
+	})
+	t.Run("off", func(t *testing.T) {
+		t.Parallel()
+		s, _, release := hold(t, -1)
+		release("r0")
+		s.await(t, "a poll for the one free slot", polledFor(s, 1))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
+	})
+}
+
+// While the worker gathers leases, its completion calls begin Config.LeaseGather apart
+// unless as many completions as a lease gathers are waiting.
+func TestCompletionWait(t *testing.T) {
+	t.Parallel()
+	const gather, room = 50 * time.Millisecond, 8
+	last := time.Date(2026, 11, 28, 6, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		busy  bool
+		n     int
+		since time.Duration
+		want  time.Duration
+	}{
+		{"nothing to send", true, 0, 0, 0},
+		{"not gathering", false, 1, 0, 0},
+		{"a few, just after a call", true, 1, 10 * time.Millisecond, 40 * time.Millisecond},
+		{"a few, the gather over", true, room - 1, gather, 0},
+		{"a few, long after", true, 1, time.Hour, 0},
+		{"as many as a lease gathers", true, room, 0, 0},
+	} {
+		got := completionWait(tc.busy, tc.n, room, gather, last, last.Add(tc.since))
+		if tc.want <= 0 {
+			require.LessOrEqual(t, got, time.Duration(0), tc.name)
+		} else {
+			require.Equal(t, tc.want, got, tc.name)
+		}
+	}
 }
 
 func TestCompleteRetries(t *testing.T) {

@@ -33,6 +33,15 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 			return
 		}
 		free := a.roomLocked()
+		if a.gatheringLocked(free) {
+			free = 0 // woken when there is room enough
+		} else if free > 0 {
+			a.gather.over = false
+			if a.gather.timer != nil {
+				a.gather.timer.Stop()
+				a.gather.timer = nil
+			}
+		}
 		a.poll = pollState{cancel: cancel, max: free}
 		a.mu.Unlock()
 
@@ -43,6 +52,9 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 		a.mu.Lock()
 		aborted := a.poll.aborted
 		a.poll = pollState{}
+		if !aborted && err == nil && free > 0 {
+			a.gather.lastFull = resp != nil && len(resp.Leases) == free
+		}
 		a.mu.Unlock()
 		cancel()
 

@@ -64,22 +64,27 @@ func (s *shipper) markDirty(at *attempt) {
 }
 
 // shipLoop sends queued chunks and completions until ctx is done, and flushes partial chunks
-// every LogFlushInterval while there are any.
+// every LogFlushInterval while there are any. While the agent gathers leases, it spaces its
+// completion calls too (completionWait).
 func (a *Agent) shipLoop(ctx context.Context) {
 	s := &a.ship
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
 	var (
-		chunks []apitype.LogChunk
-		comps  []pendingCompletion
-		dirty  []*attempt
+		chunks       []apitype.LogChunk
+		comps        []pendingCompletion
+		dirty        []*attempt
+		gathered     <-chan time.Time // completions wait for it
+		lastComplete time.Time        // when the last completion call began
 	)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.wake:
+		case <-gathered:
+			gathered = nil
 		case <-timer.C:
 			armed = false
 			s.mu.Lock()
@@ -90,20 +95,52 @@ func (a *Agent) shipLoop(ctx context.Context) {
 				dirty[i] = nil
 			}
 		}
+		busy := a.gatherBusy()
 		s.mu.Lock()
 		chunks, s.chunks = s.chunks, chunks[:0]
-		comps, s.comps = s.comps, comps[:0]
+		wait := completionWait(busy, len(s.comps), a.gather.room, a.cfg.LeaseGather, lastComplete, time.Now())
+		if wait <= 0 {
+			comps, s.comps = s.comps, comps[:0]
+		} else {
+			comps = comps[:0]
+		}
 		flushLater := len(s.dirty) > 0
 		s.mu.Unlock()
 		if flushLater && !armed {
 			timer.Reset(a.cfg.LogFlushInterval)
 			armed = true
 		}
+		if wait > 0 && gathered == nil {
+			gathered = time.After(wait)
+		}
 		a.sendLogs(ctx, chunks)
-		a.sendCompletions(ctx, comps)
+		if len(comps) > 0 {
+			lastComplete = time.Now()
+			a.sendCompletions(ctx, comps)
+		}
 		clear(chunks)
 		clear(comps)
 	}
+}
+
+// completionWait is how long the ship loop holds n queued completions, at now, before
+// sending them: while the agent gathers leases (busy: every slot was taken with runs
+// waiting, and it is not draining), its completion calls begin gather apart unless n
+// reaches room, the room a lease poll gathers, for the same reason (see gatheringLocked).
+// last is when the previous call began. Zero or less: send now.
+func completionWait(busy bool, n, room int, gather time.Duration, last, now time.Time) time.Duration {
+	if n == 0 || !busy || n >= room {
+		return 0
+	}
+	return last.Add(gather).Sub(now)
+}
+
+// gatherBusy reports whether the agent gathers leases: its last poll got every run it asked
+// for, and it is not draining.
+func (a *Agent) gatherBusy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gather.lastFull && !a.draining && a.cfg.LeaseGather > 0
 }
 
 // sendLogs sends chunks in calls of bounded size, retrying transient errors until ctx is

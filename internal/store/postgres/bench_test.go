@@ -193,15 +193,20 @@ func BenchmarkLeaseComplete(b *testing.B) {
 // application_name (pg-us/run); and the WAL written meanwhile (wal-B/run, and by table
 // with STINT_BENCH_WALINSPECT_URL, as BenchmarkCreateJobsCPU). On a busy machine the wall-clock rate swings by 2x from
 // one run to the next while these stay within about 10%, so compare commits by them.
+//
+// "batch=N" leases and completes N unnamed runs a call instead: what a worker's small leases
+// and completions cost a run (a worker with every slot busy leases as slots free).
 func BenchmarkLeaseCompleteCPU(b *testing.B) {
-	b.Run("named", func(b *testing.B) { leaseCompleteCPU(b, true) })
-	b.Run("unnamed", func(b *testing.B) { leaseCompleteCPU(b, false) })
+	b.Run("named", func(b *testing.B) { leaseCompleteCPU(b, true, 500) })
+	b.Run("unnamed", func(b *testing.B) { leaseCompleteCPU(b, false, 500) })
+	for _, n := range []int{20, 100} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) { leaseCompleteCPU(b, false, n) })
+	}
 }
 
 // leaseCompleteCPU is BenchmarkLeaseCompleteCPU over the runs of named jobs, or of unnamed
-// one-off jobs.
-func leaseCompleteCPU(b *testing.B, named bool) {
-	const batch = 500
+// one-off jobs, batch a call.
+func leaseCompleteCPU(b *testing.B, named bool, batch int) {
 	ctx := context.Background()
 	app := fmt.Sprintf("cpubench%d", os.Getpid())
 	s := openURL(b, newSchema(b)+"&application_name="+app)
