@@ -161,6 +161,7 @@ type Agent struct {
 	work     *workDirs
 	starters *starters
 	devNull  *os.File // every command's stdin, opened once
+	paths    *pathCache
 	cgroup   *cgroupParent
 	guard    *guard
 

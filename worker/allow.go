@@ -101,14 +101,15 @@ func (e *notAllowedError) Error() string {
 
 // resolveExecutable returns the program the lease runs, as an absolute, clean path: the shell
 // for a shell job; for a command, its first word looked up in the worker's PATH when it has
-// no slash (as exec.Command does), or taken relative to dir, the directory it runs in.
-func resolveExecutable(command []string, dir string) (string, error) {
+// no slash (as exec.Command does, through paths), or taken relative to dir, the directory it
+// runs in.
+func resolveExecutable(command []string, dir string, paths *pathCache) (string, error) {
 	if len(command) == 0 {
 		return shellPath, nil
 	}
 	name := command[0]
 	if !strings.Contains(name, "/") {
-		p, err := exec.LookPath(name)
+		p, err := paths.lookPath(name)
 		if err != nil {
 			return "", err
 		}

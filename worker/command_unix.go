@@ -51,7 +51,7 @@ func (at *attempt) runCommand() outcome {
 		dir = workDir
 	}
 
-	exe, err := resolveExecutable(l.Command, dir)
+	exe, err := resolveExecutable(l.Command, dir, a.paths)
 	if err != nil {
 		return fail("start: " + err.Error())
 	}

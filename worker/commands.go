@@ -27,6 +27,7 @@ func (a *Agent) openCommands() error {
 		return fmt.Errorf("stdin for commands: %w", err)
 	}
 	a.starters = newStarters(startersN())
+	a.paths = newPathCache(a.now)
 	if w.created {
 		a.guard.track(guardDir, w.base)
 	}
