@@ -100,7 +100,7 @@
 //     with nothing the attempt started still holding its output, kept as it is for a later
 //     attempt (the directories are named for the agent, not the attempt: see workDirs).
 //   - Executable: the first word of a command, looked up in the worker's PATH (the job's env
-//     cannot change that), or /bin/sh for a shell job; outside AllowCommands (when set) the
+//     cannot change that; a lookup is reused for a second), or /bin/sh for a shell job; outside AllowCommands (when set) the
 //     attempt fails at once with the reason and nothing starts. The retry rules take that as
 //     any failure.
 //   - User: RunAs, with its groups (setuid, setgid and setgroups in the child).
