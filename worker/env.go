@@ -62,7 +62,6 @@ func passes(patterns []string, name string) bool {
 // mixed GPUs.
 func (at *attempt) commandEnv(home, workDir string) []string {
 	l := at.lease
-	base := os.Environ()
 	env := make([]string, 0, 16+len(l.Env)+len(l.SecretEnv))
 	if p := os.Getenv("PATH"); p != "" {
 		env = append(env, "PATH="+p)
@@ -81,7 +80,7 @@ func (at *attempt) commandEnv(home, workDir string) []string {
 		env = append(env, "TMPDIR="+workDir)
 	}
 	if pass := at.agent.cfg.PassEnv; len(pass) > 0 {
-		for _, kv := range base {
+		for _, kv := range os.Environ() {
 			if k, _, ok := strings.Cut(kv, "="); ok && k != "" && passes(pass, k) {
 				env = append(env, kv)
 			}
