@@ -129,6 +129,14 @@ func TestWorkloadsRun(t *testing.T) {
 				require.InDelta(t, names["machine CPU per run"]-names["machine limit: machine CPU per process"],
 					names["machine CPU per run beyond a process at the limit"], 1e-6)
 			}
+			if _, perRun := names["bench process CPU per run"]; perRun {
+				// The server runs in the bench's process and allocates for every run.
+				require.Positive(t, names["bench process allocations per run"])
+				require.GreaterOrEqual(t, names["bench process allocated per run"], names["bench process allocations per run"])
+			}
+			if w == "drain" {
+				require.Positive(t, names["insert: bench process allocations per job"])
+			}
 			require.NotContains(t, names, "servers memory per 10,000 queued runs",
 				"the server runs in the bench's process, whose memory holds the bench's too")
 		})

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"runtime/metrics"
 	"time"
 )
 
@@ -24,7 +25,8 @@ type cpuWindow struct {
 	self       procSample
 	machine    machineSample
 	db         map[int]procSample
-	polls      int64 // the runner's depth polls when the window opened; after stop, in it
+	polls      int64      // the runner's depth polls when the window opened; after stop, in it
+	allocs     heapAllocs // the bench process's allocations so far; after stop, in the window
 
 	window     time.Duration // set by stop, as the samples below
 	procsEnd   []procSample
@@ -60,6 +62,7 @@ func (r *runner) startCPU(ctx context.Context) (*cpuWindow, error) {
 		return nil, err
 	}
 	w.polls = r.polls.Load()
+	w.allocs = readHeapAllocs()
 	w.start = time.Now()
 	return w, nil
 }
@@ -70,6 +73,7 @@ func (w *cpuWindow) stop(ctx context.Context, r *runner) error {
 	defer w.close()
 	w.window = time.Since(w.start)
 	w.polls = r.polls.Load() - w.polls
+	w.allocs = readHeapAllocs().since(w.allocs)
 	var err error
 	if w.selfEnd, err = readProc(os.Getpid()); err != nil {
 		return err
@@ -107,6 +111,7 @@ func (w *cpuWindow) report(r *runner, runs int, what string) {
 	res.add("machine CPU", m.share, "% of all CPUs")
 	if runs > 0 {
 		res.add("machine CPU per run", float64(m.busy.Microseconds())/float64(runs), "µs")
+		w.allocs.report(res, "", "run", runs)
 	}
 	if w.db != nil {
 		res.Statements = w.stmts
@@ -127,6 +132,36 @@ func (w *cpuWindow) reportPerJob(r *runner, prefix string, jobs int) {
 	m := machineBetween(w.machine, w.machineEnd)
 	r.res.add(prefix+"machine CPU", m.share, "% of all CPUs")
 	r.res.add(prefix+"machine CPU per job", float64(m.busy.Microseconds())/float64(jobs), "µs")
+	w.allocs.report(r.res, prefix, "job", jobs)
+}
+
+// heapAllocs counts the heap allocations of the bench's process (runtime/metrics): with an
+// in-process server, the server's and its worker's too. Garbage collection's cost follows
+// them.
+type heapAllocs struct{ objects, bytes uint64 }
+
+func readHeapAllocs() heapAllocs {
+	ms := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(ms)
+	var h heapAllocs
+	if ms[0].Value.Kind() == metrics.KindUint64 {
+		h.objects = ms[0].Value.Uint64()
+	}
+	if ms[1].Value.Kind() == metrics.KindUint64 {
+		h.bytes = ms[1].Value.Uint64()
+	}
+	return h
+}
+
+// since is what was allocated between start and h.
+func (h heapAllocs) since(start heapAllocs) heapAllocs {
+	return heapAllocs{objects: h.objects - start.objects, bytes: h.bytes - start.bytes}
+}
+
+// report adds the allocations per unit (run, job) to res, each name after prefix.
+func (h heapAllocs) report(res *Result, prefix, unit string, n int) {
+	res.add(prefix+"bench process allocations per "+unit, float64(h.objects)/float64(n), "allocations")
+	res.add(prefix+"bench process allocated per "+unit, float64(h.bytes)/float64(n), "B")
 }
 
 // eachSide calls f with the CPU each side used over the stopped window: the servers (when
