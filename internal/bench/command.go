@@ -15,9 +15,10 @@ import (
 // Command returns `stint bench`.
 func Command() *cobra.Command {
 	var (
-		cfg     Config
-		asJSON  bool
-		profile string
+		cfg        Config
+		asJSON     bool
+		profile    string
+		memProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench WORKLOAD",
@@ -104,6 +105,11 @@ just before its jobs run and prints the share of it stint reached.`,
 			if err != nil {
 				return err
 			}
+			if memProfile != "" {
+				if err := writeHeapProfile(memProfile); err != nil {
+					return fmt.Errorf("--memprofile: %w", err)
+				}
+			}
 			if asJSON {
 				return res.PrintJSON(cmd.OutOrStdout())
 			}
@@ -143,6 +149,20 @@ just before its jobs run and prints the share of it stint reached.`,
 	_ = fl.MarkDeprecated("retention", "use --retain-runs")
 	_ = fl.MarkDeprecated("retention-pause", "use --retain-pause")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fl.StringVar(&memProfile, "memprofile", "", "write a heap profile of the bench process (with --store: server and worker too) to this file once the workload ended: every allocation since the process began, sampled (go tool pprof -sample_index=alloc_objects)")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the bench process (with --store: server and worker too) to this file, and of each server process the bench starts (--servers, agents) to this file.s1, .s2...")
 	return cmd
+}
+
+// writeHeapProfile writes the process's heap profile to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
