@@ -102,8 +102,9 @@ type Config struct {
 	// (its last poll got all it asked for), waits for an eighth of its slots to free before
 	// it leases for fewer: one lease of many runs costs the server and the store far less a
 	// run than many leases of a few (see gatheringLocked). It delays a run by at most this,
-	// and only while every slot but a few is busy. Negative: no wait. Workers with fewer
-	// than 16 slots never wait.
+	// and only while every slot but a few is busy; meanwhile completion calls are spaced as
+	// much (see completionWait). Negative: no wait. Workers with fewer than 16 slots never
+	// wait.
 	LeaseGather time.Duration
 	// DrainTimeout is how long Run lets running attempts finish after its context is done
 	// before it stops them; negative waits for ever.
@@ -514,6 +515,7 @@ func (a *Agent) stopLeasing() {
 	a.draining = true
 	a.abortPollLocked()
 	a.mu.Unlock()
+	a.ship.signal() // completions held while gathering go now
 }
 
 // stopAll stops every attempt that holds a lease.

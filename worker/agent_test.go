@@ -386,8 +386,7 @@ func TestFullWorkerPollsWithMaxZero(t *testing.T) {
 // after.
 func TestLeaseGather(t *testing.T) {
 	t.Parallel()
-	const slots = 16 // gathers 2
-	hold := func(t *testing.T, gather time.Duration) (*fakeServer, *Agent, func(id string)) {
+	hold := func(t *testing.T, slots int, gather time.Duration, queued int) (*fakeServer, *Agent, context.CancelFunc, func(id string)) {
 		s := newFake()
 		var mu sync.Mutex
 		release := map[string]chan struct{}{}
@@ -409,7 +408,7 @@ func TestLeaseGather(t *testing.T) {
 				close(c)
 			}
 		}
-		a, _, _ := startAgent(t, s, func(c *Config) {
+		a, cancel, _ := startAgent(t, s, func(c *Config) {
 			c.Capacity.Slots = slots
 			c.LeaseGather = gather
 			c.Handlers = map[string]Handler{"hold": func(_ context.Context, task *Task) error {
@@ -418,17 +417,17 @@ func TestLeaseGather(t *testing.T) {
 			}}
 		})
 		t.Cleanup(func() {
-			for i := range slots + 10 {
+			for i := range queued {
 				free("r" + strconv.Itoa(i))
 			}
 		})
-		for i := range slots + 10 {
+		for i := range queued {
 			s.add(handlerLease("r"+strconv.Itoa(i), "hold"))
 		}
 		s.await(t, "every slot taken and a poll for nothing", func() bool {
 			return len(s.outstanding) == slots && s.polls[len(s.polls)-1] == 0
 		})
-		return s, a, free
+		return s, a, cancel, free
 	}
 	// polledFor reports whether a poll after the first two (every slot, then none) asked for n.
 	polledFor := func(s *fakeServer, n int) func() bool {
@@ -446,7 +445,22 @@ func TestLeaseGather(t *testing.T) {
 
 	t.Run("room", func(t *testing.T) {
 		t.Parallel()
-		s, a, release := hold(t, time.Hour)
+		const slots = 16 // gathers 2
+		s, a, _, release := hold(t, slots, time.Hour, slots+10)
+		release("r0")
+		eventually(t, "one slot free, the poll for nothing still outstanding", outstandingPoll(a, slots-1))
+		release("r1")
+		s.await(t, "a poll for the two free slots", polledFor(s, 2))
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.Equal(t, []int{slots, 0, 2}, s.polls[:3])
+	})
+	t.Run("completions", func(t *testing.T) {
+		// The first completion call waits for nothing; the next waits for as many
+		// completions as a poll gathers (3 here), or for the drain.
+		t.Parallel()
+		const slots = 24 // gathers 3
+		s, a, stop, release := hold(t, slots, time.Hour, slots+10)
 		var calls [][]string
 		s.onComplete = func(req *apitype.CompleteRequest) error { // s.mu held
 			var ids []string
@@ -457,32 +471,44 @@ func TestLeaseGather(t *testing.T) {
 			return nil
 		}
 		release("r0")
-		eventually(t, "one slot free, the poll for nothing still outstanding", outstandingPoll(a, slots-1))
-		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status, "the first completion call waits for nothing")
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
 		release("r1")
-		s.await(t, "a poll for the two free slots", polledFor(s, 2))
-		eventually(t, "r1's completion queued, and the ship loop woken", func() bool {
+		eventually(t, "r1's completion held, the ship loop past its wake-up", func() bool {
 			a.ship.mu.Lock()
 			defer a.ship.mu.Unlock()
 			return len(a.ship.comps) == 1 && a.ship.comps[0].c.RunID == "r1" && len(a.ship.wake) == 0
 		})
-		release("r2")
-		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r2").Status)
+		stop() // the drain sends it
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r1").Status)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		require.Equal(t, []int{slots, 0, 2}, s.polls[:3])
-		require.Equal(t, [][]string{{"r0"}, {"r1", "r2"}}, calls, "r1's completion waited for another")
+		require.Equal(t, []string{"r0"}, calls[0])
+		require.Equal(t, []string{"r1"}, calls[1])
+	})
+	t.Run("emptied", func(t *testing.T) {
+		// Nothing more to lease: once its slots free, the worker's completions wait for
+		// nothing, though its last answered poll was full.
+		t.Parallel()
+		const slots = 16
+		s, _, _, release := hold(t, slots, time.Hour, slots)
+		release("r0")
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
+		release("r1")
+		s.await(t, "a poll for the two free slots", polledFor(s, 2))
+		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r1").Status)
 	})
 	t.Run("wait", func(t *testing.T) {
 		t.Parallel()
-		s, _, release := hold(t, 10*time.Millisecond)
+		const slots = 16
+		s, _, _, release := hold(t, slots, 10*time.Millisecond, slots+10)
 		release("r0")
 		s.await(t, "a poll for the one free slot once the gather is over", polledFor(s, 1))
 		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
 	})
 	t.Run("off", func(t *testing.T) {
 		t.Parallel()
-		s, _, release := hold(t, -1)
+		const slots = 16
+		s, _, _, release := hold(t, slots, -1, slots+10)
 		release("r0")
 		s.await(t, "a poll for the one free slot", polledFor(s, 1))
 		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)

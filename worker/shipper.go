@@ -124,10 +124,10 @@ func (a *Agent) shipLoop(ctx context.Context) {
 }
 
 // completionWait is how long the ship loop holds n queued completions, at now, before
-// sending them: while the agent gathers leases (busy: every slot was taken with runs
-// waiting, and it is not draining), its completion calls begin gather apart unless n
-// reaches room, the room a lease poll gathers, for the same reason (see gatheringLocked).
-// last is when the previous call began. Zero or less: send now.
+// sending them: while the agent gathers leases (busy: see gatherBusy), its completion calls
+// begin gather apart unless n reaches room, the room a lease poll gathers, for the same
+// reason (see gatheringLocked). last is when the previous call began. Zero or less: send
+// now.
 func completionWait(busy bool, n, room int, gather time.Duration, last, now time.Time) time.Duration {
 	if n == 0 || !busy || n >= room {
 		return 0
@@ -136,11 +136,13 @@ func completionWait(busy bool, n, room int, gather time.Duration, last, now time
 }
 
 // gatherBusy reports whether the agent gathers leases: its last poll got every run it asked
-// for, and it is not draining.
+// for, fewer of its slots are free than a poll gathers, and it is not draining. (A worker
+// whose slots emptied since, its poll held by a server with nothing to lease, sends its
+// completions at once.)
 func (a *Agent) gatherBusy() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.gather.lastFull && !a.draining && a.cfg.LeaseGather > 0
+	return a.gather.lastFull && a.slots-a.used < a.gather.room && !a.draining && a.cfg.LeaseGather > 0
 }
 
 // sendLogs sends chunks in calls of bounded size, retrying transient errors until ctx is
