@@ -92,7 +92,7 @@ func TestWorkDirsNameTaken(t *testing.T) {
 }
 
 // A directory replaced by a symbolic link is not followed: the link is removed, and what it
-// pointed to is left alone and not taken as a spare.
+// pointed to is left alone and not kept for a later attempt.
 func TestWorkDirsSymlinkNotKept(t *testing.T) {
 	t.Parallel()
 	w := openTestWorkDirs(t)
