@@ -497,22 +497,17 @@ func TestLeaseGather(t *testing.T) {
 		s.await(t, "a poll for the two free slots", polledFor(s, 2))
 		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r1").Status)
 	})
-	t.Run("wait", func(t *testing.T) {
-		t.Parallel()
-		const slots = 16
-		s, _, _, release := hold(t, slots, 10*time.Millisecond, slots+10)
-		release("r0")
-		s.await(t, "a poll for the one free slot once the gather is over", polledFor(s, 1))
-		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
-	})
-	t.Run("off", func(t *testing.T) {
-		t.Parallel()
-		const slots = 16
-		s, _, _, release := hold(t, slots, -1, slots+10)
-		release("r0")
-		s.await(t, "a poll for the one free slot", polledFor(s, 1))
-		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
-	})
+	// With a gather that ends (10 ms) or none, a poll for the one free slot comes.
+	for name, gather := range map[string]time.Duration{"wait": 10 * time.Millisecond, "off": -1} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			const slots = 16
+			s, _, _, release := hold(t, slots, gather, slots+10)
+			release("r0")
+			s.await(t, "a poll for the one free slot", polledFor(s, 1))
+			require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
+		})
+	}
 }
 
 // While the worker gathers leases, its completion calls begin Config.LeaseGather apart
