@@ -209,7 +209,8 @@ type gatherState struct {
 type pollState struct {
 	cancel  context.CancelFunc // nil when no poll is outstanding
 	max     int
-	aborted bool
+	aborted bool      // cut short to send another (for room) or to drain; kept once it returned, until the next poll
+	began   time.Time // when it was sent (the agent's clock)
 }
 
 // New checks cfg and returns an agent ready to Run.

@@ -485,17 +485,31 @@ func TestLeaseGather(t *testing.T) {
 		require.Equal(t, []string{"r0"}, calls[0])
 		require.Equal(t, []string{"r1"}, calls[1])
 	})
-	t.Run("emptied", func(t *testing.T) {
-		// Nothing more to lease: once its slots free, the worker's completions wait for
-		// nothing, though its last answered poll was full.
+	t.Run("short answer", func(t *testing.T) {
+		// The completion that ends while the poll for room is out waits for its answer;
+		// the answer fills one of the two free slots, which ends the gather, and the
+		// completion goes then.
 		t.Parallel()
 		const slots = 16
 		s, _, _, release := hold(t, slots, time.Hour, slots)
+		// Whether r16 was leased when r1's completion came (onComplete runs with s.mu held).
+		var r16Leased bool
+		s.onComplete = func(req *apitype.CompleteRequest) error {
+			if req.Completions[0].RunID == "r1" {
+				r16Leased = s.outstanding["r16"]
+			}
+			return nil
+		}
 		release("r0")
 		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r0").Status)
 		release("r1")
 		s.await(t, "a poll for the two free slots", polledFor(s, 2))
+		s.add(handlerLease("r16", "hold"))
+		t.Cleanup(func() { release("r16") })
 		require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r1").Status)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.True(t, r16Leased, "r1's completion went before the poll's answer")
 	})
 	// With a gather that ends (10 ms) or none, a poll for the one free slot comes.
 	for name, gather := range map[string]time.Duration{"wait": 10 * time.Millisecond, "off": -1} {
@@ -536,6 +550,31 @@ func TestCompletionWait(t *testing.T) {
 		} else {
 			require.Equal(t, tc.want, got, tc.name)
 		}
+	}
+}
+
+// A worker gathers while its last poll was full and fewer slots are free than a poll
+// gathers, counting those a poll out for less than the gather asks for as taken.
+func TestGathering(t *testing.T) {
+	t.Parallel()
+	const gather, room = 50 * time.Millisecond, 8
+	for _, tc := range []struct {
+		name         string
+		full         bool
+		free, asked  int
+		age, gatherd time.Duration
+		want         bool
+	}{
+		{"full, no room", true, room - 1, 0, 0, gather, true},
+		{"full, room", true, room, 0, 0, gather, false},
+		{"last poll short", false, 0, 0, 0, gather, false},
+		{"off", true, 0, 0, 0, -1, false},
+		{"a poll for the room just out", true, room + 2, room + 2, time.Millisecond, gather, true},
+		{"a poll for more than room just out", true, 3 * room, 3 * room, time.Millisecond, gather, true},
+		{"room beyond what the poll asks", true, 2 * room, room, time.Millisecond, gather, false},
+		{"a poll held past the gather", true, room + 2, room + 2, gather, gather, false},
+	} {
+		require.Equal(t, tc.want, gathering(tc.full, tc.free, room, tc.asked, tc.age, tc.gatherd), tc.name)
 	}
 }
 

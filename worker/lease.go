@@ -42,20 +42,26 @@ func (a *Agent) leaseLoop(ctx context.Context) {
 				a.gather.timer = nil
 			}
 		}
-		a.poll = pollState{cancel: cancel, max: free}
+		began := a.now()
+		a.poll = pollState{cancel: cancel, max: free, began: began}
 		a.mu.Unlock()
 
 		gen := a.regGen.Load()
-		began := a.now()
 		resp, err := a.srv.Lease(pctx, a.ID(), &apitype.LeaseRequest{Session: a.Session(), Max: free, Wait: &wait})
 
 		a.mu.Lock()
 		aborted := a.poll.aborted
-		a.poll = pollState{}
+		a.poll = pollState{aborted: aborted} // until the next poll replaces it (gatherBusy)
+		short := false
 		if !aborted && err == nil && free > 0 {
-			a.gather.lastFull = resp != nil && len(resp.Leases) == free
+			full := resp != nil && len(resp.Leases) == free
+			short = a.gather.lastFull && !full
+			a.gather.lastFull = full
 		}
 		a.mu.Unlock()
+		if short {
+			a.ship.signal() // completions held for this poll's answer go now
+		}
 		cancel()
 
 		if resp != nil {

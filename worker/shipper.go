@@ -95,7 +95,7 @@ func (a *Agent) shipLoop(ctx context.Context) {
 				dirty[i] = nil
 			}
 		}
-		busy := a.gatherBusy()
+		busy := a.gatherBusy(a.now())
 		s.mu.Lock()
 		chunks, s.chunks = s.chunks, chunks[:0]
 		wait := completionWait(busy, len(s.comps), a.gather.room, a.cfg.LeaseGather, lastComplete, time.Now())
@@ -135,14 +135,41 @@ func completionWait(busy bool, n, room int, gather time.Duration, last, now time
 	return last.Add(gather).Sub(now)
 }
 
-// gatherBusy reports whether the agent gathers leases: its last poll got every run it asked
-// for, fewer of its slots are free than a poll gathers, and it is not draining. (A worker
-// whose slots emptied since, its poll held by a server with nothing to lease, sends its
-// completions at once.)
-func (a *Agent) gatherBusy() bool {
+// gatherBusy reports whether the agent gathers leases, at now (see gathering).
+func (a *Agent) gatherBusy(now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.gather.lastFull && a.slots-a.used < a.gather.room && !a.draining && a.cfg.LeaseGather > 0
+	free := a.slots - a.used
+	var asked int
+	var age time.Duration
+	switch {
+	case a.poll.aborted:
+		asked = free // a poll for room is about to replace it (or the agent drains)
+	case a.poll.cancel != nil:
+		asked, age = a.poll.max, now.Sub(a.poll.began)
+	}
+	return gathering(a.gather.lastFull && !a.draining, free, a.gather.room, asked, age, a.cfg.LeaseGather)
+}
+
+// gathering is the rule gatherBusy applies: a worker gathers leases while its last poll
+// got every run it asked for (full), it is not draining, and fewer of its free slots than a
+// poll gathers (room) are left once the poll out now, if it is younger than the gather, has
+// its answer (asked: the runs it asks for; age: how long it has been out).
+//
+// Counting the young poll's runs keeps the completions that end while a poll for room is
+// out from going in a call of their own: that poll's answer normally fills the slots again
+// within milliseconds (in bench exec, half the completion calls carried 1-30 runs before).
+// A poll older than the gather is taken as held by a server with nothing to lease, so a
+// worker whose slots emptied sends its completions at once; one answered with fewer runs
+// than it asked for ends the gather (lastFull) and wakes the ship loop.
+func gathering(full bool, free, room, asked int, age, gather time.Duration) bool {
+	if !full || gather <= 0 {
+		return false
+	}
+	if asked > 0 && age < gather {
+		free -= asked
+	}
+	return free < room
 }
 
 // sendLogs sends chunks in calls of bounded size, retrying transient errors until ctx is
