@@ -19,6 +19,7 @@ import (
 
 	"github.com/stint-dev/stint/apitype"
 	"github.com/stint-dev/stint/client"
+	"github.com/stint-dev/stint/worker"
 )
 
 // fleetWorker is one real `stint worker` process of the fleet test and what it declared.
@@ -115,7 +116,7 @@ type capSample struct {
 
 // sampleWorkers polls GET /v1/workers every 50 ms until ctx ends and records any worker
 // whose used cpu, memory or gpu exceed what it declared (invariant 5), or that holds more
-// than twice its slots in leases. (A worker frees a slot when its attempt ends, before the
+// leases than worker.HeldLeasesPerSlot times its slots. (A worker frees a slot when its attempt ends, before the
 // completion reaches the server, so the server's used slots, the leases held, may exceed the
 // declared slots by completions on their way; "capacity from what ran" checks, from the
 // jobs' own spans, that no more than the slots run at once.)
@@ -136,7 +137,7 @@ func sampleWorkers(ctx context.Context, c *client.Client, s *capSample) {
 			busy := false
 			for _, w := range list.Items {
 				u, k := w.Used, w.Capacity
-				if u.CPU > k.CPU+1e-9 || u.MemoryMB > k.MemoryMB || u.GPU > k.GPU || u.Slots > 2*k.Slots {
+				if u.CPU > k.CPU+1e-9 || u.MemoryMB > k.MemoryMB || u.GPU > k.GPU || u.Slots > worker.HeldLeasesPerSlot*k.Slots {
 					s.nviolations++
 					if len(s.violations) < 10 {
 						s.violations = append(s.violations, fmt.Sprintf("%s: worker %s (%s) used %+v > capacity %+v",

@@ -555,13 +555,18 @@ func (a *Agent) abortPollLocked() {
 // slot does not idle for the server's commit; the bound keeps a worker whose completions
 // cannot be delivered from leasing ever more.
 func (a *Agent) roomLocked() int {
-	held := min(leaseBound*a.slots, apitype.MaxHeldLeases)
+	held := min(HeldLeasesPerSlot*a.slots, apitype.MaxHeldLeases)
 	free := min(a.slots-a.used-len(a.backlog), held-len(a.attempts))
 	return min(max(free, 0), apitype.MaxLeaseBatch)
 }
 
-// leaseBound times the slots is how many leases a worker holds at most.
-const leaseBound = 2
+// HeldLeasesPerSlot times its slots is how many leases a worker holds at most: running,
+// waiting for a slot, or ended with their completions not yet delivered. Short attempts
+// end a lease batch's worth of runs before the completions of the batch before are
+// delivered: at twice its slots, a worker of 1,000 slots running no-op handlers waited
+// for each completion call before it leased again, and a burst of 10,000 due runs started
+// about 10% later (BENCHMARKS.md, "Room to lease ahead of completions").
+const HeldLeasesPerSlot = 4
 
 // wakePollLocked re-issues a lease poll that was sent with Max 0 now that there is room,
 // unless it is gathering room (gatheringLocked).

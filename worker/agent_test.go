@@ -284,7 +284,7 @@ func TestSlotLimit(t *testing.T) {
 	require.LessOrEqual(t, peak.Load(), int32(slots))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	require.LessOrEqual(t, s.maxOutstanding, leaseBound*slots)
+	require.LessOrEqual(t, s.maxOutstanding, HeldLeasesPerSlot*slots)
 	for _, m := range s.polls {
 		require.LessOrEqual(t, m, slots)
 		require.GreaterOrEqual(t, m, 0)
@@ -292,10 +292,10 @@ func TestSlotLimit(t *testing.T) {
 }
 
 // A slot frees when its attempt ends, before the completion reaches the server; while
-// completions cannot be delivered, the worker holds at most leaseBound times its slots.
+// completions cannot be delivered, the worker holds at most HeldLeasesPerSlot times its slots.
 func TestSlotFreesBeforeTheCompletionIsDelivered(t *testing.T) {
 	t.Parallel()
-	const slots, runs = 2, 3 * leaseBound
+	const slots, runs = 2, 3 * HeldLeasesPerSlot
 	s := newFake()
 	var deliver atomic.Bool
 	s.onComplete = func(*apitype.CompleteRequest) error {
@@ -315,7 +315,7 @@ func TestSlotFreesBeforeTheCompletionIsDelivered(t *testing.T) {
 	for i := range runs {
 		s.add(handlerLease("r"+strconv.Itoa(i), "quick"))
 	}
-	for range leaseBound * slots {
+	for range HeldLeasesPerSlot * slots {
 		select {
 		case <-started:
 		case <-time.After(waitFor):
@@ -323,7 +323,7 @@ func TestSlotFreesBeforeTheCompletionIsDelivered(t *testing.T) {
 		}
 	}
 	s.await(t, "a poll for nothing with the bound's leases held", func() bool {
-		return len(s.outstanding) == leaseBound*slots && s.polls[len(s.polls)-1] == 0
+		return len(s.outstanding) == HeldLeasesPerSlot*slots && s.polls[len(s.polls)-1] == 0
 	})
 	deliver.Store(true)
 	for i := range runs {
@@ -331,7 +331,7 @@ func TestSlotFreesBeforeTheCompletionIsDelivered(t *testing.T) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	require.Equal(t, leaseBound*slots, s.maxOutstanding)
+	require.Equal(t, HeldLeasesPerSlot*slots, s.maxOutstanding)
 }
 
 // A worker with more slots than one lease request may ask for fills them all: each poll asks

@@ -45,8 +45,8 @@
 // returned, the process was reaped), so the worker never runs more than Capacity.Slots
 // attempts. Its lease is held, and heartbeated, until the completion is delivered (or the
 // lease is lost); the slot does not wait for that, so a short attempt's slot does not idle
-// for the server's commit. A worker holds at most twice its slots in leases, so that one
-// whose completions cannot be delivered stops leasing.
+// for the server's commit. A worker holds at most HeldLeasesPerSlot times its slots in
+// leases, so that one whose completions cannot be delivered stops leasing.
 //
 // # Outcomes
 //
