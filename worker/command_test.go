@@ -154,6 +154,24 @@ func TestCommandLogChunksAndCap(t *testing.T) {
 	}
 }
 
+// A command that writes more than its pipe holds before the agent reads the pipes as they
+// fill (readersAfter) waits for them, and loses nothing; one that ends first is read once
+// it exited.
+func TestCommandOutputBeyondAPipe(t *testing.T) {
+	t.Parallel()
+	s := newFake()
+	startAgent(t, s, func(c *Config) { c.LogCap = 4 << 20 })
+	const big, small = 3 << 20, 100 << 10 // stdout beyond any pipe; stderr beyond 64 KiB
+	s.add(shellLease("r", fmt.Sprintf(`head -c %d /dev/zero | tr '\0' a; head -c %d /dev/zero | tr '\0' b >&2`, big, small)))
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "r").Status)
+	require.Equal(t, strings.Repeat("a", big), s.log("r", "stdout"))
+	require.Equal(t, strings.Repeat("b", small), s.log("r", "stderr"))
+	s.add(shellLease("q", `echo quick; echo also >&2`))
+	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "q").Status)
+	require.Equal(t, "quick\n", s.log("q", "stdout"))
+	require.Equal(t, "also\n", s.log("q", "stderr"))
+}
+
 func TestCommandOutputStreamsWhileRunning(t *testing.T) {
 	t.Parallel()
 	s := newFake()

@@ -9,12 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 )
-
-// pipeGrace is how long Wait waits for the output pipes to close after the process exited:
-// a process that left the group (setsid) may still hold them.
-const pipeGrace = 2 * time.Second
 
 // runCommand runs the attempt's command or shell in an empty working directory, in its own
 // process group (and cgroup, with Config.Cgroup), as Config.RunAs, from a clean environment,
@@ -39,7 +34,7 @@ func (at *attempt) runCommand() outcome {
 		return fail(err.Error())
 	}
 	// Nothing the attempt started uses its directory any more unless a process left its group
-	// and kept the output pipes (Wait gave up on them).
+	// and kept the output pipes (see outputs.finish).
 	reusable := true
 	defer func() {
 		if err := a.work.release(workDir, reusable); err != nil {
@@ -76,9 +71,11 @@ func (at *attempt) runCommand() outcome {
 	cmd.Env = at.commandEnv(home, workDir)
 	cmd.Dir = dir
 	cmd.Stdin = a.devNull
-	cmd.Stdout = &at.stdout
-	cmd.Stderr = &at.stderr
-	cmd.WaitDelay = pipeGrace
+	out, err := openOutputs(&at.stdout, &at.stderr, a.cfg.LogFlushInterval)
+	if err != nil {
+		return fail("start: " + err.Error())
+	}
+	cmd.Stdout, cmd.Stderr = out.w[0], out.w[1]
 	ps := at.setupProcess(attr)
 	defer ps.cleanup()
 	cmd.SysProcAttr = attr
@@ -88,8 +85,10 @@ func (at *attempt) runCommand() outcome {
 	err = a.starters.start(cmd)
 	turnOnce.Do(endTurn)
 	if err != nil {
+		out.close()
 		return fail("start: " + err.Error())
 	}
+	out.started()
 	ps.closeFD()
 	pid := cmd.Process.Pid
 	noted := len(ps.notes)
@@ -127,11 +126,12 @@ func (at *attempt) runCommand() outcome {
 	at.pmu.Unlock()
 
 	err = cmd.Wait()
-	reusable = !errors.Is(err, exec.ErrWaitDelay)
 	if !zombie {
 		_ = syscall.Kill(-pid, syscall.SIGKILL) // best effort where waitid is unavailable
 		a.guard.untrack(guardGroup, group)
 	}
+	// Nothing the attempt started uses its directory once nothing holds its output pipes.
+	reusable = out.finish()
 
 	var o outcome
 	if ps := cmd.ProcessState; ps != nil && ps.Exited() {
@@ -145,7 +145,7 @@ func (at *attempt) runCommand() outcome {
 	}
 	var ee *exec.ExitError
 	switch {
-	case err == nil, errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success():
+	case err == nil:
 		o.status = statusSucceeded
 	case errors.As(err, &ee):
 		o.status, o.err = statusFailed, ee.Error() // "exit status 3", "signal: killed"
