@@ -28,16 +28,20 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// ReadFrom copies a process's output pipe into the log with a pooled buffer (io.Copy, which
-// os/exec uses, would allocate one per stream per process).
-func (w *streamWriter) ReadFrom(r io.Reader) (int64, error) {
-	pool := &w.at.agent.readBufs
-	bp, _ := pool.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, readBufSize)
-		bp = &b
+// readBuf takes a buffer for copying a process's output from the agent's pool (io.Copy
+// would allocate one per stream per process); put it back in a.readBufs.
+func (a *Agent) readBuf() *[]byte {
+	if bp, _ := a.readBufs.Get().(*[]byte); bp != nil {
+		return bp
 	}
-	defer pool.Put(bp)
+	b := make([]byte, readBufSize)
+	return &b
+}
+
+// ReadFrom copies a process's output pipe into the log with a pooled buffer.
+func (w *streamWriter) ReadFrom(r io.Reader) (int64, error) {
+	bp := w.at.agent.readBuf()
+	defer w.at.agent.readBufs.Put(bp)
 	var n int64
 	for {
 		k, err := r.Read(*bp)

@@ -205,13 +205,8 @@ func (o *outputs) close() {
 // readOnce reads what fd holds now, with one read, into the log: how many bytes (0 at the
 // end of the pipe).
 func (w *streamWriter) readOnce(fd int) (int, error) {
-	pool := &w.at.agent.readBufs
-	bp, _ := pool.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, readBufSize)
-		bp = &b
-	}
-	defer pool.Put(bp)
+	bp := w.at.agent.readBuf()
+	defer w.at.agent.readBufs.Put(bp)
 	n, err := syscall.Read(fd, *bp)
 	if n > 0 {
 		w.at.writeLog(w.stream, (*bp)[:n])
