@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -170,6 +171,25 @@ func TestCommandOutputBeyondAPipe(t *testing.T) {
 	require.Equal(t, statusSucceeded, s.awaitCompletion(t, "q").Status)
 	require.Equal(t, "quick\n", s.log("q", "stdout"))
 	require.Equal(t, "also\n", s.log("q", "stderr"))
+}
+
+// A process that left the group and keeps writing to the output after the command exited
+// does not hold the attempt past the grace: its end is reported, with what was read.
+func TestCommandOutputWriterLeftBehind(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	s := newFake()
+	startAgent(t, s, nil)
+	s.add(shellLease("r", `setsid yes x & p=$!
+while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p >&2`))
+	c := s.awaitCompletion(t, "r")
+	pid, err := strconv.Atoi(strings.TrimSpace(s.log("r", "stderr")))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.Equal(t, statusSucceeded, c.Status)
+	require.True(t, strings.HasPrefix(s.log("r", "stdout"), "x\nx\n"), "what it wrote before the grace ended is kept")
 }
 
 func TestCommandOutputStreamsWhileRunning(t *testing.T) {

@@ -39,6 +39,7 @@ type outputs struct {
 	mu      sync.Mutex
 	r       [2]int      // read ends while no reader has them; -1 after
 	files   [2]*os.File // the read ends the readers hold
+	reading bool        // readers were started
 	timer   *time.Timer // runs look
 	every   time.Duration
 	most    time.Duration // of every
@@ -108,7 +109,7 @@ func (o *outputs) startReadersLocked() {
 			continue
 		}
 		f := os.NewFile(uintptr(fd), "|0")
-		o.files[i] = f
+		o.files[i], o.reading = f, true
 		o.readers.Go(func() {
 			_, _ = o.streams[i].ReadFrom(f)
 		})
@@ -126,7 +127,11 @@ func (o *outputs) finish() bool {
 	if o.r[0] >= 0 && !o.drainLocked() {
 		o.startReadersLocked() // a writer is left: wait for it, within the grace
 	}
+	reading := o.reading
 	o.mu.Unlock()
+	if !reading {
+		return true // drained
+	}
 	done := make(chan struct{})
 	go func() { o.readers.Wait(); close(done) }()
 	clean := true
@@ -146,11 +151,16 @@ func (o *outputs) finish() bool {
 }
 
 // drainLocked reads both pipes without waiting, while there is anything to read, and
-// reports whether both ended (no writer holds them any more); then it closes them.
+// reports whether both ended (no writer holds them any more); then it closes them. It
+// gives up after a few pipes' worth, in case a process left behind keeps writing: the
+// readers take it from there.
 func (o *outputs) drainLocked() bool {
 	fds := []unix.PollFd{{Fd: int32(o.r[0]), Events: unix.POLLIN}, {Fd: int32(o.r[1]), Events: unix.POLLIN}}
 	ended := [2]bool{}
-	for !ended[0] || !ended[1] {
+	for range drainPolls {
+		if ended[0] && ended[1] {
+			break
+		}
 		n, err := unix.Poll(fds, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
@@ -173,12 +183,19 @@ func (o *outputs) drainLocked() bool {
 			}
 		}
 	}
+	if !ended[0] || !ended[1] {
+		return false
+	}
 	for i, fd := range o.r {
 		_ = syscall.Close(fd)
 		o.r[i] = -1
 	}
 	return true
 }
+
+// drainPolls bounds drainLocked's polls: each is followed by a read of up to readBufSize
+// from each pipe that has something, so that this is several times what two pipes hold.
+const drainPolls = 16
 
 // close closes the pipes' ends still open.
 func (o *outputs) close() {
