@@ -182,8 +182,7 @@ func TestCommandOutputWriterLeftBehind(t *testing.T) {
 	}
 	s := newFake()
 	startAgent(t, s, nil)
-	s.add(shellLease("r", `setsid yes x & p=$!
-while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p >&2`))
+	s.add(shellLease("r", leaveGroup("yes x", ">&2")))
 	c := s.awaitCompletion(t, "r")
 	pid, err := strconv.Atoi(strings.TrimSpace(s.log("r", "stderr")))
 	require.NoError(t, err)

@@ -208,8 +208,7 @@ func TestWorkDirReusedUnlessLeftInUse(t *testing.T) {
 	require.Equal(t, a, inode("b"), "b got a's directory")
 
 	// Once it has left the group (its session is its own), so that the group's kill misses it.
-	s.add(shellLease("c", `stat -c %i .; setsid sleep 100 & p=$!
-while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p`))
+	s.add(shellLease("c", "stat -c %i .; "+leaveGroup("sleep 100", "")))
 	require.Equal(t, a, inode("c"))
 	pid, err := strconv.Atoi(strings.Fields(s.log("c", "stdout"))[1])
 	require.NoError(t, err)
@@ -217,6 +216,14 @@ while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p`))
 	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 	require.NoError(t, err)
 	require.True(t, strings.HasSuffix(cwd, " (deleted)"), "the left process's directory was removed: %s", cwd)
+}
+
+// leaveGroup is a shell script that starts command in a session of its own (setsid), out of
+// the attempt's process group, waits until it is there (Linux: reads /proc), and prints its
+// pid, with redirect ("" or ">&2").
+func leaveGroup(command, redirect string) string {
+	return "setsid " + command + ` & p=$!
+while [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$p" ]; do :; done; echo $p ` + redirect
 }
 
 // A command's stdin is /dev/null, shared by every attempt: reading it ends at once.
