@@ -191,17 +191,27 @@ func TestCommandOutputWriterLeftBehind(t *testing.T) {
 	require.True(t, strings.HasPrefix(s.log("r", "stdout"), "x\nx\n"), "what it wrote before the grace ended is kept")
 }
 
+// Output shows while the process still runs: written at once, or after the worker's
+// first looks at the pipes found them empty (it looks again until they hold some).
 func TestCommandOutputStreamsWhileRunning(t *testing.T) {
 	t.Parallel()
-	s := newFake()
-	startAgent(t, s, func(c *Config) { c.LogFlushInterval = 20 * time.Millisecond })
-	s.add(shellLease("r", "echo first; exec sleep 100"))
-	// A partial chunk goes out on the flush timer while the process still runs.
-	s.awaitLog(t, "r", "first\n")
-	_, done := s.completion("r")
-	require.False(t, done)
-	s.push(func(s *fakeServer) { s.cancel = append(s.cancel, "r") })
-	require.Equal(t, statusCancelled, s.awaitCompletion(t, "r").Status)
+	for name, script := range map[string]string{
+		"at once": "echo first; exec sleep 100",
+		"later":   "sleep 0.2; echo first; exec sleep 100",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newFake()
+			startAgent(t, s, func(c *Config) { c.LogFlushInterval = 20 * time.Millisecond })
+			s.add(shellLease("r", script))
+			// A partial chunk goes out on the flush timer while the process still runs.
+			s.awaitLog(t, "r", "first\n")
+			_, done := s.completion("r")
+			require.False(t, done)
+			s.push(func(s *fakeServer) { s.cancel = append(s.cancel, "r") })
+			require.Equal(t, statusCancelled, s.awaitCompletion(t, "r").Status)
+		})
+	}
 }
 
 // A timeout stops the whole process group, grandchildren included, with SIGTERM and then
