@@ -207,9 +207,11 @@ type gatherState struct {
 
 // pollState is the outstanding lease poll.
 type pollState struct {
-	cancel  context.CancelFunc // nil when no poll is outstanding
-	max     int
-	aborted bool      // cut short to send another (for room) or to drain; kept once it returned, until the next poll
+	cancel context.CancelFunc // nil when no poll is outstanding
+	max    int
+	// aborted: cut short to send another (for room) or to drain; kept once the poll
+	// returned, until the next one replaces it.
+	aborted bool
 	began   time.Time // when it was sent (the agent's clock)
 }
 
