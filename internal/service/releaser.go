@@ -60,7 +60,7 @@ type Releaser struct {
 	rateQueues func() bool
 	onReleased func([]*model.Run)
 	onTurn     func()
-	turn       time.Time // the instant the last round slept until, when it found one
+	turn       time.Time // the turn the last round that named one slept until, until told of
 }
 
 // NewReleaser returns a Releaser; call Start to run it.
@@ -96,11 +96,14 @@ func (r *Releaser) Stepper() *Stepper { return r.stepper(r.Pass) }
 // none, or the zero time after a release (more may be due at once).
 func (r *Releaser) Pass(ctx context.Context) (time.Time, error) {
 	now := r.clock.Now()
-	turn := r.turn
-	r.turn = time.Time{}
-	if !turn.IsZero() && r.rateQueues() && !now.Before(turn) {
-		r.onTurn()
-		r.TestSignals.Turn.Signal(turn)
+	// The turn is forgotten only once told of: a round that fails before it names the next
+	// one leaves it for the round after the pause, which tells of it then.
+	if turn := r.turn; !turn.IsZero() && !now.Before(turn) {
+		r.turn = time.Time{}
+		if r.rateQueues() {
+			r.onTurn()
+			r.TestSignals.Turn.Signal(turn)
+		}
 	}
 	next, ok, err := r.store.NextRelease(ctx)
 	if err != nil {
@@ -125,6 +128,7 @@ func (r *Releaser) Pass(ctx context.Context) (time.Time, error) {
 		}
 	}
 	if !ok {
+		r.turn = time.Time{}
 		return now.Add(r.idleWait), nil
 	}
 	r.turn = next // a queue's turn may come then: the next round tells of it

@@ -143,6 +143,32 @@ func TestReleaser(t *testing.T) {
 		require.Equal(t, t0.Add(time.Minute), r.TestSignals.Slept.WaitOrTimeout())
 	})
 
+	t.Run("a failed round does not lose a queue's turn", func(t *testing.T) {
+		t.Parallel()
+		turn := t0.Add(10 * time.Second)
+		var calls atomic.Int32
+		fake := &fakeStore{nextQueueTurn: func(_ context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
+			if calls.Add(1) == 2 {
+				return time.Time{}, false, errOutage
+			}
+			if p.Now.Before(turn) {
+				return turn, true, nil
+			}
+			return turn.Add(10 * time.Second), true, nil
+		}}
+		r, b := setup(t, func(c *ReleaserConfig) { c.Store = fake })
+		b.rateQueues.Store(true)
+		start(t, r)
+		require.Equal(t, turn, r.TestSignals.Slept.WaitOrTimeout())
+		b.wake.Notify() // woken before the turn, say by a lease: this round fails
+		require.ErrorIs(t, r.TestSignals.Failed.WaitOrTimeout(), errOutage)
+		require.Equal(t, t0.Add(DefaultRetryDelay), r.TestSignals.Slept.WaitOrTimeout())
+		b.clk.Set(turn) // the pause and the turn are over at once
+		require.Equal(t, turn, r.TestSignals.Turn.WaitOrTimeout(), "the round after the pause tells of the turn")
+		require.Equal(t, turn.Add(10*time.Second), r.TestSignals.Slept.WaitOrTimeout())
+		require.Equal(t, int32(1), b.turns.Load())
+	})
+
 	t.Run("Stop ends it", func(t *testing.T) {
 		t.Parallel()
 		fake := &fakeStore{}
