@@ -115,10 +115,12 @@ func TakeTurns(tat, now time.Time, r *model.RateLimit, n int) (int, time.Time) {
 	return taken, tat
 }
 
-// NextTurn is when a key whose theoretical arrival time is tat gets its next turn.
-func NextTurn(tat, now time.Time, r *model.RateLimit) time.Time {
-	at, _ := Reserve(tat, now, r)
-	return at
+// TurnAt is the instant a key whose theoretical arrival time is tat has its next turn
+// from: a run asking at or after it may start (Reserve's at, before it is moved up to
+// the asking time). It is before the asking time when the turn came earlier and is still
+// untaken.
+func TurnAt(tat time.Time, r *model.RateLimit) time.Time {
+	return tat.Add(r.Per/time.Duration(r.Rate) - r.Per)
 }
 
 // stamp is how a reason writes an instant: RFC 3339 in UTC (with the fraction of a second

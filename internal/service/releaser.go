@@ -60,7 +60,7 @@ type Releaser struct {
 	rateQueues func() bool
 	onReleased func([]*model.Run)
 	onTurn     func()
-	turn       time.Time // the turn the last round that named one slept until, until told of
+	looked     time.Time // when the last round that looked at the queues' turns did
 }
 
 // NewReleaser returns a Releaser; call Start to run it.
@@ -89,22 +89,14 @@ func (r *Releaser) loop(ctx context.Context) { r.run(ctx, r.Pass, r.failedPass) 
 // Stepper drives the releaser from the caller's goroutine instead of Start (see Stepper).
 func (r *Releaser) Stepper() *Stepper { return r.stepper(r.Pass) }
 
-// Pass is one round of the releaser's loop, in the caller's goroutine. It first tells of a
-// rate-limited queue's turn when the previous round named one and it has come (OnTurn);
-// then it admits the runs whose rate-limit turn has come, if any, and returns when the next
-// round is due: the earliest held run's turn or queue turn, IdleWait from now when there is
-// none, or the zero time after a release (more may be due at once).
+// Pass is one round of the releaser's loop, in the caller's goroutine. It admits the runs
+// whose rate-limit turn has come, if any, and otherwise tells of a rate-limited queue's turn
+// that came since the previous round looked (OnTurn): the instant it slept until, or one
+// that came while it was busy or woken late. It returns when the next round is due: the
+// earliest held run's turn or queue turn to come, IdleWait from now when there is none, or
+// the zero time after a release or a turn told of (more may be due at once).
 func (r *Releaser) Pass(ctx context.Context) (time.Time, error) {
 	now := r.clock.Now()
-	// The turn is forgotten only once told of: a round that fails before it names the next
-	// one leaves it for the round after the pause, which tells of it then.
-	if turn := r.turn; !turn.IsZero() && !now.Before(turn) {
-		r.turn = time.Time{}
-		if r.rateQueues() {
-			r.onTurn()
-			r.TestSignals.Turn.Signal(turn)
-		}
-	}
 	next, ok, err := r.store.NextRelease(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next rate-limit release: %w", err)
@@ -119,18 +111,24 @@ func (r *Releaser) Pass(ctx context.Context) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if r.rateQueues() {
-		qturn, tok, err := r.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now})
+		// Turns up to the previous look were told of; a round that failed did not look.
+		turn, tok, err := r.store.NextQueueTurn(ctx, &store.NextQueueTurnParams{Now: now, After: r.looked})
 		if err != nil {
 			return time.Time{}, fmt.Errorf("next queue turn: %w", err)
 		}
-		if tok && (!ok || qturn.Before(next)) {
-			next, ok = qturn, true
+		if tok && !turn.After(now) {
+			r.looked = now
+			r.onTurn() // wakes every worker: one call tells of every queue's turn up to now
+			r.TestSignals.Turn.Signal(turn)
+			return time.Time{}, nil
+		}
+		if tok && (!ok || turn.Before(next)) {
+			next, ok = turn, true
 		}
 	}
+	r.looked = now
 	if !ok {
-		r.turn = time.Time{}
 		return now.Add(r.idleWait), nil
 	}
-	r.turn = next // a queue's turn may come then: the next round tells of it
 	return next, nil
 }

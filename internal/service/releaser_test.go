@@ -96,27 +96,6 @@ func TestReleaser(t *testing.T) {
 		require.Equal(t, t0.Add(30*time.Second), r.TestSignals.Slept.WaitOrTimeout())
 	})
 
-	t.Run("tells of a rate-limited queue's next turn", func(t *testing.T) {
-		t.Parallel()
-		r, b := setup(t)
-		_, err := b.store.UpdateQueue(context.Background(), &store.UpdateQueueParams{Name: model.DefaultQueue,
-			RateLimit: &model.RateLimit{Rate: 1, Per: 10 * time.Second}, Now: t0})
-		require.NoError(t, err)
-		b.rateQueues.Store(true)
-		newRun(t, b.store, b.job, t0, t0)
-		newRun(t, b.store, b.job, t0, t0)
-		got, err := b.store.LeaseRuns(context.Background(), &store.LeaseRunsParams{WorkerID: "w", Max: 5, LeaseTTL: time.Minute, Now: t0})
-		require.NoError(t, err)
-		require.Len(t, got.Leases, 1, "one turn now")
-		start(t, r)
-
-		turn := t0.Add(10 * time.Second)
-		require.Equal(t, turn, r.TestSignals.Slept.WaitOrTimeout())
-		b.clk.Set(turn)
-		require.Equal(t, turn, r.TestSignals.Turn.WaitOrTimeout())
-		require.Equal(t, int32(1), b.turns.Load())
-	})
-
 	t.Run("watches no queue turns while no queue is rate-limited", func(t *testing.T) {
 		t.Parallel()
 		fake := &fakeStore{nextQueueTurn: func(context.Context, *store.NextQueueTurnParams) (time.Time, bool, error) {
@@ -143,6 +122,52 @@ func TestReleaser(t *testing.T) {
 		require.Equal(t, t0.Add(time.Minute), r.TestSignals.Slept.WaitOrTimeout())
 	})
 
+	// rateQueue limits the default queue to one run every 10s and has its turn at t0 taken
+	// by a lease of the first of two runs: the next turn is at t0+10s.
+	rateQueue := func(t *testing.T, b *testBundle) {
+		t.Helper()
+		_, err := b.store.UpdateQueue(context.Background(), &store.UpdateQueueParams{Name: model.DefaultQueue,
+			RateLimit: &model.RateLimit{Rate: 1, Per: 10 * time.Second}, Now: t0})
+		require.NoError(t, err)
+		b.rateQueues.Store(true)
+		newRun(t, b.store, b.job, t0, t0)
+		newRun(t, b.store, b.job, t0, t0)
+		got, err := b.store.LeaseRuns(context.Background(), &store.LeaseRunsParams{WorkerID: "w", Max: 5, LeaseTTL: time.Minute, Now: t0})
+		require.NoError(t, err)
+		require.Len(t, got.Leases, 1, "one turn now")
+	}
+
+	t.Run("tells of a rate-limited queue's next turn", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		rateQueue(t, b)
+		start(t, r)
+
+		turn := t0.Add(10 * time.Second)
+		require.Equal(t, turn, r.TestSignals.Slept.WaitOrTimeout())
+		b.clk.Set(turn)
+		require.Equal(t, turn, r.TestSignals.Turn.WaitOrTimeout())
+		require.Equal(t, turn.Add(idle), r.TestSignals.Slept.WaitOrTimeout(), "told once")
+		require.Equal(t, int32(1), b.turns.Load())
+	})
+
+	t.Run("tells of a turn that came while it was not looking", func(t *testing.T) {
+		t.Parallel()
+		r, b := setup(t)
+		b.rateQueues.Store(true)
+		start(t, r)
+		require.Equal(t, t0.Add(idle), r.TestSignals.Slept.WaitOrTimeout(), "no queue turn to wait for")
+		// A lease takes the queue's turn and wakes the releaser, which gets to run only once
+		// the next turn has come (a busy machine).
+		rateQueue(t, b)
+		turn := t0.Add(10 * time.Second)
+		b.clk.Set(turn.Add(time.Second))
+		b.wake.Notify()
+		require.Equal(t, turn, r.TestSignals.Turn.WaitOrTimeout())
+		require.Equal(t, turn.Add(time.Second).Add(idle), r.TestSignals.Slept.WaitOrTimeout(), "told once")
+		require.Equal(t, int32(1), b.turns.Load())
+	})
+
 	t.Run("a failed round does not lose a queue's turn", func(t *testing.T) {
 		t.Parallel()
 		turn := t0.Add(10 * time.Second)
@@ -151,10 +176,10 @@ func TestReleaser(t *testing.T) {
 			if calls.Add(1) == 2 {
 				return time.Time{}, false, errOutage
 			}
-			if p.Now.Before(turn) {
+			if turn.After(p.After) {
 				return turn, true, nil
 			}
-			return turn.Add(10 * time.Second), true, nil
+			return turn.Add(10 * time.Second), true, nil // the turn after it, once taken
 		}}
 		r, b := setup(t, func(c *ReleaserConfig) { c.Store = fake })
 		b.rateQueues.Store(true)

@@ -84,4 +84,6 @@ type ReleaseDueParams struct {
 // NextQueueTurnParams are the arguments of NextQueueTurn.
 type NextQueueTurnParams struct {
 	Now time.Time
+	// After is the instant of the caller's previous look: turns at or before it are known.
+	After time.Time
 }

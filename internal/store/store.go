@@ -129,9 +129,10 @@ type Store interface {
 	ReleaseDue(ctx context.Context, p *ReleaseDueParams) ([]*model.Run, error)
 	// NextRelease returns the earliest turn a run held by a rate limit waits for.
 	NextRelease(ctx context.Context) (t time.Time, ok bool, err error)
-	// NextQueueTurn returns the earliest instant after Now at which a rate-limited queue
+	// NextQueueTurn returns the earliest instant after After at which a rate-limited queue
 	// that has queued runs, or scheduled runs due at Now, gets its next turn (LeaseRuns takes
-	// no more runs of such a queue than its limit allows at the time of the lease).
+	// no more runs of such a queue than its limit allows at the time of the lease). The
+	// instant is at or before Now when that turn came since After and is still untaken.
 	NextQueueTurn(ctx context.Context, p *NextQueueTurnParams) (t time.Time, ok bool, err error)
 
 	// FiredInstants returns the Instant of a job's cron runs in [From, To], ascending: the

@@ -447,15 +447,15 @@ func (s *Store) NextRelease(ctx context.Context) (time.Time, bool, error) {
 	return s.minTime(ctx, nextReleaseSQL, "next release")
 }
 
-// NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has
+// NextQueueTurn returns the earliest next turn after After of a rate-limited queue that has
 // queued runs, or scheduled runs due at Now.
 func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
-	now := p.Now
+	// A queue without a rate_limits row was never leased: its turns are free.
 	rows, err := s.pool.Query(ctx, `SELECT q.rate, q.rate_per_us, l.tat FROM queues q
-		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
+		JOIN rate_limits l ON l.key = 'queue:' || q.name
 		WHERE q.rate > 0 AND NOT q.paused
 		  AND (EXISTS (SELECT 1 FROM runs r WHERE r.status = 'queued' AND r.queue = q.name)
-		    OR EXISTS (SELECT 1 FROM runs r WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= $1))`, utc(now))
+		    OR EXISTS (SELECT 1 FROM runs r WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= $1))`, utc(p.Now))
 	if err != nil {
 		return time.Time{}, false, translate(err, "next queue turn")
 	}
@@ -465,17 +465,13 @@ func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams)
 		var (
 			rate int
 			per  int64
-			tat  *time.Time
+			tat  time.Time
 		)
 		if err := rows.Scan(&rate, &per, &tat); err != nil {
 			return time.Time{}, false, translate(err, "next queue turn")
 		}
-		var t time.Time
-		if tat != nil {
-			t = tat.UTC()
-		}
-		turn := scheduler.NextTurn(t, now.UTC(), store.RateFromColumns(rate, per)).UTC()
-		if turn.After(now) && (next.IsZero() || turn.Before(next)) {
+		turn := scheduler.TurnAt(tat.UTC(), store.RateFromColumns(rate, per))
+		if turn.After(p.After) && (next.IsZero() || turn.Before(next)) {
 			next = turn
 		}
 	}

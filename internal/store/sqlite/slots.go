@@ -313,15 +313,15 @@ func (s *Store) admitWhere(ctx context.Context, what, query string, now time.Tim
 	return out, nil
 }
 
-// NextQueueTurn returns the earliest next turn after Now of a rate-limited queue that has
+// NextQueueTurn returns the earliest next turn after After of a rate-limited queue that has
 // queued runs, or scheduled runs due at Now.
 func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams) (time.Time, bool, error) {
-	now := p.Now
-	rows, err := s.r.QueryContext(ctx, `SELECT q.rate, q.rate_per_us, coalesce(l.tat, 0) FROM queues q
-		LEFT JOIN rate_limits l ON l.key = 'queue:' || q.name
+	// A queue without a rate_limits row was never leased: its turns are free.
+	rows, err := s.r.QueryContext(ctx, `SELECT q.rate, q.rate_per_us, l.tat FROM queues q
+		JOIN rate_limits l ON l.key = 'queue:' || q.name
 		WHERE q.rate > 0 AND q.paused = 0
 		  AND (EXISTS (SELECT 1 FROM runs r INDEXED BY runs_queued WHERE r.status = 'queued' AND r.queue = q.name)
-		    OR EXISTS (SELECT 1 FROM runs r INDEXED BY runs_due WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= ?))`, micros(now))
+		    OR EXISTS (SELECT 1 FROM runs r INDEXED BY runs_due WHERE r.status = 'scheduled' AND r.queue = q.name AND r.scheduled_for <= ?))`, micros(p.Now))
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
 	}
@@ -335,8 +335,8 @@ func (s *Store) NextQueueTurn(ctx context.Context, p *store.NextQueueTurnParams)
 		if err := rows.Scan(&rate, &per, &tat); err != nil {
 			return time.Time{}, false, fmt.Errorf("next queue turn: %w", err)
 		}
-		turn := scheduler.NextTurn(fromMicros(tat), now, store.RateFromColumns(rate, per))
-		if turn.After(now) && (next.IsZero() || turn.Before(next)) {
+		turn := scheduler.TurnAt(fromMicros(tat), store.RateFromColumns(rate, per))
+		if turn.After(p.After) && (next.IsZero() || turn.Before(next)) {
 			next = turn
 		}
 	}

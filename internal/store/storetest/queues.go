@@ -134,6 +134,13 @@ func testQueues(t *testing.T, open OpenFunc) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, at(30*time.Second), next)
+		next, ok, err = f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: at(40 * time.Second), After: at(10 * time.Second)})
+		require.NoError(t, err)
+		require.True(t, ok, "a turn that came since After and is untaken")
+		require.Equal(t, at(30*time.Second), next)
+		_, ok, err = f.s.NextQueueTurn(f.ctx, &store.NextQueueTurnParams{Now: at(40 * time.Second), After: at(30 * time.Second)})
+		require.NoError(t, err)
+		require.False(t, ok, "the turn at After is known")
 		require.Len(t, f.lease("w", 10, at(30*time.Second)), 1)
 		require.Len(t, f.lease("w", 10, at(time.Minute)), 1)
 
