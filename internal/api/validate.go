@@ -312,7 +312,7 @@ func specToModel(spec *apitype.JobSpec, fe *fieldErrors, lim *Limits, sl sealing
 	checkSizes(spec, lim, fe)
 
 	// What to run: exactly one of command, shell and handler.
-	var given []string
+	given := make([]string, 0, 3)
 	if spec.Command != nil {
 		given = append(given, "command")
 	}
