@@ -39,8 +39,10 @@ func (e *Engine) RecordAudit(ctx context.Context, entry *model.AuditEntry) error
 }
 
 // writeAudits writes queued audit entries until ctx ends, then writes what is still
-// queued.
+// queued. A write begins AuditLinger after the previous one at the earliest, unless a
+// whole batch waits or ctx ends.
 func (e *Engine) writeAudits(ctx context.Context) {
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -49,6 +51,15 @@ func (e *Engine) writeAudits(ctx context.Context) {
 			}
 			return
 		case entry := <-e.audits:
+			if d := last.Add(e.cfg.AuditLinger).Sub(e.clock.Now()); d > 0 && len(e.audits) < e.cfg.MaxBatch {
+				t := e.clock.NewTimer(d)
+				select {
+				case <-t.C():
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
+			last = e.clock.Now()
 			e.appendAudits(ctx, e.auditBatch(entry))
 		}
 	}

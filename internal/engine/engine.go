@@ -54,6 +54,11 @@ type Config struct {
 	// the heartbeats are a steady stream of small writes. It delays each heartbeat's answer
 	// by at most this, which the interval and the lease TTL dwarf. Zero: none.
 	HeartbeatLinger time.Duration
+	// AuditLinger spaces the audit log's writes the same way: a write waits until this
+	// after the previous one began, so that under a stream of requests one transaction
+	// writes the entries of many. Entries are written after their request's answer either
+	// way; this delays them by at most AuditLinger more, and no request. Zero: none.
+	AuditLinger time.Duration
 	// Rand returns uniform numbers in [0, 1) for retry jitter. Default math/rand/v2.
 	Rand func() float64
 	// CronLead is how far ahead of its instant a cron job without a concurrency limit
