@@ -80,15 +80,14 @@ func ReplacedReason(by string) string {
 // admits, at most Rate.Rate in any window of Rate.Per (a burst of Rate.Rate, then one every
 // Per/Rate). It returns when a run asking at now may start, and the key's next tat.
 func Reserve(tat, now time.Time, r *model.RateLimit) (at, next time.Time) {
-	interval := r.Per / time.Duration(r.Rate)
-	if tat.Before(now) {
-		tat = now
-	}
-	at = tat.Add(interval - r.Per) // the burst tolerance is Per - interval
+	at = TurnAt(tat, r)
 	if at.Before(now) {
 		at = now
 	}
-	return at, tat.Add(interval)
+	if tat.Before(now) {
+		tat = now
+	}
+	return at, tat.Add(r.Per / time.Duration(r.Rate))
 }
 
 // RateHold marks r as waiting for its turn under its key's rate limit, until at (new, or
@@ -120,7 +119,7 @@ func TakeTurns(tat, now time.Time, r *model.RateLimit, n int) (int, time.Time) {
 // the asking time). It is before the asking time when the turn came earlier and is still
 // untaken.
 func TurnAt(tat time.Time, r *model.RateLimit) time.Time {
-	return tat.Add(r.Per/time.Duration(r.Rate) - r.Per)
+	return tat.Add(r.Per/time.Duration(r.Rate) - r.Per) // the burst tolerance is Per - interval
 }
 
 // stamp is how a reason writes an instant: RFC 3339 in UTC (with the fraction of a second

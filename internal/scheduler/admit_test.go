@@ -28,6 +28,25 @@ func TestReserveAllowsABurstThenSpaces(t *testing.T) {
 	require.Equal(t, later, at)
 }
 
+func TestTurnAt(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := &model.RateLimit{Rate: 3, Per: time.Minute}
+	var tat time.Time
+	for range 3 {
+		_, tat = Reserve(tat, now, r)
+	}
+	require.Equal(t, now.Add(20*time.Second), TurnAt(tat, r), "after a burst of 3, the next turn is 20s on")
+	for _, asking := range []time.Time{now, now.Add(20 * time.Second), now.Add(time.Hour)} {
+		want := TurnAt(tat, r)
+		if want.Before(asking) {
+			want = asking
+		}
+		at, _ := Reserve(tat, asking, r)
+		require.Equal(t, want, at, "a run asking at %s starts at the turn, or at once once it came", asking)
+	}
+	require.Equal(t, now.Add(20*time.Second), TurnAt(tat, r), "the turn stays where it came while untaken")
+}
+
 func TestAdmit(t *testing.T) {
 	c := &model.RunConcurrency{Max: 2, Policy: model.ConcurrencyForbid}
 	require.Equal(t, AdmitRun, Admit(c, 1))
