@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
+	"github.com/stint-dev/stint/apitype"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,5 +90,34 @@ func TestPreferMinimal(t *testing.T) {
 		require.NoError(t, err)
 		r.Header["Prefer"] = c.header
 		require.Equal(t, c.want, preferMinimal(r), "%q", c.header)
+	}
+}
+
+// TestAppendMinimal: the hand-written minimal answer is byte for byte what encoding/json
+// writes, and gives way to it where an entry has an error or an id it would escape.
+func TestAppendMinimal(t *testing.T) {
+	t.Parallel()
+	want := func(items []apitype.CreatedIDs) string {
+		var buf bytes.Buffer
+		require.NoError(t, json.NewEncoder(&buf).Encode(apitype.BatchCreateJobsMinimalResponse{Items: items}))
+		return buf.String()
+	}
+	for _, items := range [][]apitype.CreatedIDs{
+		{},
+		{{JobID: "01j0000000000000000000000a", RunID: "01j0000000000000000000000b"}},
+		{{JobID: "j1", RunID: "r1"}, {JobID: "j2", Existing: true}, {RunID: "r3"}, {}, {Existing: true}, {JobID: "A-b_9"}},
+	} {
+		got, ok := appendMinimal(nil, items)
+		require.True(t, ok, "%+v", items)
+		require.Equal(t, want(items), string(got))
+	}
+	for _, items := range [][]apitype.CreatedIDs{
+		{{JobID: "j1"}, {Error: &apitype.Problem{Status: 409, Title: "Conflict"}}},
+		{{JobID: `j"1`}},
+		{{RunID: "r<1"}},
+		{{JobID: "é"}},
+	} {
+		_, ok := appendMinimal(nil, items)
+		require.False(t, ok, "%+v", items)
 	}
 }

@@ -208,9 +208,12 @@ func (s *streamReader) run(out chan<- streamChunk) {
 func (s *streamReader) check(line []byte) streamItem {
 	it := streamItem{line: s.line}
 	s.spec = apitype.JobSpec{} // the job keeps what the spec's fields point to, not the spec
-	if err := s.dec.decode(line, &s.spec); err != nil {
-		it.err = err
-		return it
+	if !readSpec(line, &s.spec) {
+		s.spec = apitype.JobSpec{}
+		if err := s.dec.decode(line, &s.spec); err != nil {
+			it.err = err
+			return it
+		}
 	}
 	vj, errs := buildJob(&s.spec, "", s.a.clock.Now(), s.a.lim, sealing{keys: s.a.keys})
 	if len(errs) > 0 {
