@@ -7,17 +7,21 @@ package id
 import (
 	"crypto/rand"
 	"encoding/binary"
+	mathrand "math/rand/v2"
 	"time"
 )
 
 const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
 
-// New returns an id for time t.
+// New returns an id for time t. Its random bits come from math/rand/v2's generator
+// (ChaCha8, one per thread, seeded by the system): an id must be unique, not secret, and
+// crypto/rand took 40 of the 145 ns an id cost (BenchmarkNew), two ids a submitted job.
+// Token, which must not be guessed, keeps crypto/rand.
 func New(t time.Time) string {
 	var b [16]byte
 	ms := uint64(t.UnixMilli())
-	binary.BigEndian.PutUint64(b[:8], ms<<16)
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails on supported platforms
+	binary.BigEndian.PutUint64(b[:8], ms<<16|mathrand.Uint64()&0xffff)
+	binary.BigEndian.PutUint64(b[8:], mathrand.Uint64())
 	return encode(b)
 }
 

@@ -37,3 +37,24 @@ func TestEncodeKnownValue(t *testing.T) {
 	b = [16]byte{0x80}
 	require.Equal(t, "40000000000000000000000000", encode(b), "the top bit lands in the first character")
 }
+
+func TestIDsOfOneMillisecondDifferInTheirRandomBits(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	first := New(t0)
+	seen := map[string]bool{}
+	for range 10000 {
+		s := New(t0)
+		require.False(t, seen[s], "duplicate id %s", s)
+		seen[s] = true
+		// 48 bits of time are the first 9.6 characters: the first 9 are the instant's.
+		require.Equal(t, first[:9], s[:9])
+	}
+}
+
+func BenchmarkNew(b *testing.B) {
+	t0 := time.Now()
+	for b.Loop() {
+		_ = New(t0)
+	}
+}
