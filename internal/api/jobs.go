@@ -256,7 +256,7 @@ func (a *API) createJobsMinimal(w http.ResponseWriter, r *http.Request, jobs []s
 		status = http.StatusCreated
 	}
 	w.Header().Set("Preference-Applied", "return=minimal")
-	b, ok := appendMinimal(make([]byte, 0, 16+len(items)*70), items)
+	b, ok := appendMinimal(make([]byte, 0, 16+len(items)*80), items) // an entry of two ids: 79 bytes
 	if !ok {
 		writeJSON(w, status, apitype.BatchCreateJobsMinimalResponse{Items: items})
 		return nil
