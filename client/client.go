@@ -239,7 +239,9 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, q
 // answer is returned as *apitype.Problem or *HTTPError.
 func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, query url.Values, in any) (*http.Response, error) {
 	var body []byte
-	if in != nil {
+	if b, ok := in.(encodedBody); ok {
+		body = b
+	} else if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
@@ -248,6 +250,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 	}
 	return c.sendBody(ctx, hc, method, path, query, body, nil)
 }
+
+// encodedBody is a request body already encoded as JSON: send sends it as it is.
+type encodedBody []byte
 
 // sendBody is send with the body already encoded (nil: none) and extra request headers.
 func (c *Client) sendBody(ctx context.Context, hc *http.Client, method, path string, query url.Values, body []byte, header http.Header) (*http.Response, error) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/stint-dev/stint/apitype"
+	"github.com/stint-dev/stint/internal/specjson"
 )
 
 // StreamOptions tune StreamJobs and CreateJobsStream.
@@ -114,15 +115,13 @@ type specReader struct {
 	mu   sync.Mutex
 	next func() (apitype.JobSpec, bool)
 	stop func()
-	buf  bytes.Buffer
-	enc  *json.Encoder // into buf
-	err  error         // an encoding error, or io.EOF at the end
+	buf  bytes.Buffer // specs encoded, each ended by a newline, not read yet
+	err  error        // an encoding error, or io.EOF at the end
 }
 
 func newSpecReader(specs iter.Seq[apitype.JobSpec]) *specReader {
 	r := &specReader{}
 	r.next, r.stop = iter.Pull(specs)
-	r.enc = json.NewEncoder(&r.buf)
 	return r
 }
 
@@ -136,9 +135,13 @@ func (r *specReader) Read(p []byte) (int, error) {
 			r.err = io.EOF
 			break
 		}
-		if err := r.enc.Encode(&spec); err != nil {
+		// The bytes a json.Encoder writes: json.Marshal's and a newline.
+		b, err := specjson.AppendJobSpec(r.buf.AvailableBuffer(), &spec)
+		if err != nil {
 			r.err = fmt.Errorf("encode job spec %q: %w", spec.Name, err)
+			break
 		}
+		r.buf.Write(append(b, '\n'))
 	}
 	if r.buf.Len() > 0 {
 		return r.buf.Read(p)

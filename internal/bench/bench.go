@@ -26,6 +26,7 @@ import (
 	"github.com/stint-dev/stint/client"
 	"github.com/stint-dev/stint/internal/id"
 	"github.com/stint-dev/stint/internal/model"
+	"github.com/stint-dev/stint/internal/specjson"
 	"github.com/stint-dev/stint/worker"
 )
 
@@ -568,7 +569,14 @@ func (r *runner) submitJob(ctx context.Context, server int, spec *apitype.JobSpe
 // asking for the minimal answer when minimal is set. It returns the answer of a 201 (an error
 // otherwise) and the instant just before the request left, after the encoding.
 func (r *runner) post(ctx context.Context, server int, path string, body any, minimal bool) (*http.Response, time.Time, error) {
-	b, err := json.Marshal(body)
+	var b []byte
+	var err error
+	if batch, ok := body.(*apitype.BatchCreateJobsRequest); ok && batch != nil {
+		// A batch is encoded as the SDK encodes it: json.Marshal's bytes, without reflection.
+		b, err = specjson.AppendBatchRequest(make([]byte, 0, 16+64*len(batch.Jobs)), batch.Jobs)
+	} else {
+		b, err = json.Marshal(body)
+	}
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("encode request: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
+	"github.com/stint-dev/stint/internal/specjson/modelspec"
 )
 
 // utc is the boundary form of a time: UTC, microsecond precision (what timestamptz keeps).
@@ -44,9 +45,11 @@ func compactJSON(b []byte) json.RawMessage {
 	return json.RawMessage(buf.Bytes())
 }
 
-// encodeSpec is the stored form of a job spec.
+// encodeSpec is the stored form of a job spec: json.Marshal's bytes, written without
+// reflection. It fails where json.Marshal fails: on Args that is not valid JSON, or a NaN or
+// infinite float.
 func encodeSpec(spec *model.JobSpec) ([]byte, error) {
-	b, err := json.Marshal(spec)
+	b, err := modelspec.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encode job spec: %w", err)
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -22,7 +21,7 @@ func (s *Store) CreateGraph(ctx context.Context, p *store.CreateGraphParams) (*s
 		if err := store.CheckInstants(nj.Run); err != nil {
 			return nil, fmt.Errorf("create graph: %w", err)
 		}
-		b, err := json.Marshal(nj.Job.Spec)
+		b, err := encodeSpec(&nj.Job.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("create graph: job %q: encode spec: %w", nj.Job.Name, err)
 		}

@@ -32,7 +32,7 @@ func (s *Store) CreateJobs(ctx context.Context, p *store.CreateJobsParams) ([]st
 		if err := store.CheckInstants(nj.Run); err != nil {
 			return nil, fmt.Errorf("create jobs: %w", err)
 		}
-		b, err := json.Marshal(nj.Job.Spec)
+		b, err := encodeSpec(&nj.Job.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("create jobs: job %q: encode spec: %w", nj.Job.Name, err)
 		}
@@ -506,7 +506,7 @@ func (s *Store) ListJobs(ctx context.Context, p *store.ListJobsParams) (*store.J
 
 // UpdateJob replaces a job's spec, enabled flag and next fire time.
 func (s *Store) UpdateJob(ctx context.Context, p *store.UpdateJobParams) (*model.Job, error) {
-	spec, err := json.Marshal(p.Spec)
+	spec, err := encodeSpec(&p.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("update job %s: encode spec: %w", p.ID, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stint-dev/stint/internal/model"
 	"github.com/stint-dev/stint/internal/scheduler"
+	"github.com/stint-dev/stint/internal/specjson/modelspec"
 	"github.com/stint-dev/stint/internal/store"
 )
 
@@ -125,6 +126,13 @@ func runsOf(rows []runRow) []*model.Run {
 }
 
 const jobCols = `id, namespace, name, spec, enabled, next_fire_at, idempotency_key, request_hash, created_at, updated_at`
+
+// encodeSpec is the stored form of a job spec: json.Marshal's bytes, written without
+// reflection. It fails where json.Marshal fails: on Args that is not valid JSON, or a NaN or
+// infinite float.
+func encodeSpec(spec *model.JobSpec) ([]byte, error) {
+	return modelspec.Marshal(spec)
+}
 
 func scanJob(sc scanner) (*model.Job, error) {
 	var (
