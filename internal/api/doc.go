@@ -22,7 +22,9 @@
 // Bad input never changes anything (invariant 7): a request is decoded strictly (unknown
 // fields, wrong types, malformed JSON and trailing data are refused), validated whole, and
 // answered with one problem document (RFC 9457) listing every bad field by its JSON path
-// (retry.max_attempts, command[0], jobs[3].name) before the engine is called. Limits
+// (retry.max_attempts, command[0], jobs[3].name) before the engine is called. The routes
+// that submit jobs read a spec by hand first (specread.go) and leave to encoding/json, which
+// words the errors, every body that reading might not take exactly as it would. Limits
 // (limits.go) bound every request the same way on every route; the routes that create jobs
 // or runs take a turn of their client's submission rate first (ratelimit.go). Errors become
 // HTTP statuses in one function, problemFor: a store that cannot serve (model.ErrUnavailable)
