@@ -98,7 +98,7 @@ func appendJobSpec(dst []byte, s *apitype.JobSpec) (_ []byte, ok bool) {
 	}
 	if r := s.Requirements; r != nil {
 		o = o.Key("requirements")
-		if o.B, ok = appendRequirements(o.B, r); !ok {
+		if o.B, ok = jsonw.Requirements(o.B, r.CPU, r.MemoryMB, r.GPU, r.Labels); !ok {
 			return dst, false
 		}
 	}
@@ -150,26 +150,6 @@ func appendJobSpec(dst []byte, s *apitype.JobSpec) (_ []byte, ok bool) {
 		if o, ok = o.Marshal("alerts", s.Alerts); !ok {
 			return dst, false
 		}
-	}
-	return o.End(), true
-}
-
-// appendRequirements writes apitype.Requirements.
-func appendRequirements(dst []byte, r *apitype.Requirements) (_ []byte, ok bool) {
-	o := jsonw.Object(dst)
-	if r.CPU != 0 {
-		if o, ok = o.Float("cpu", r.CPU); !ok {
-			return dst, false
-		}
-	}
-	if r.MemoryMB != 0 {
-		o = o.Int("memory_mb", r.MemoryMB)
-	}
-	if r.GPU != 0 {
-		o = o.Int("gpu", int64(r.GPU))
-	}
-	if len(r.Labels) > 0 {
-		o = o.StringMap("labels", r.Labels)
 	}
 	return o.End(), true
 }

@@ -76,7 +76,7 @@ func appendSpec(dst []byte, s *model.JobSpec) (_ []byte, ok bool) {
 	// omitzero: reflect's IsZero, field by field (a non-nil empty Labels is not zero).
 	if r := &s.Requirements; r.CPU != 0 || r.MemoryMB != 0 || r.GPU != 0 || r.Labels != nil {
 		o = o.Key("requirements")
-		if o.B, ok = appendRequirements(o.B, r); !ok {
+		if o.B, ok = jsonw.Requirements(o.B, r.CPU, r.MemoryMB, r.GPU, r.Labels); !ok {
 			return dst, false
 		}
 	}
@@ -109,26 +109,6 @@ func appendSpec(dst []byte, s *model.JobSpec) (_ []byte, ok bool) {
 		if o, ok = o.Marshal("alerts", s.Alerts); !ok {
 			return dst, false
 		}
-	}
-	return o.End(), true
-}
-
-// appendRequirements writes model.Requirements.
-func appendRequirements(dst []byte, r *model.Requirements) (_ []byte, ok bool) {
-	o := jsonw.Object(dst)
-	if r.CPU != 0 {
-		if o, ok = o.Float("cpu", r.CPU); !ok {
-			return dst, false
-		}
-	}
-	if r.MemoryMB != 0 {
-		o = o.Int("memory_mb", r.MemoryMB)
-	}
-	if r.GPU != 0 {
-		o = o.Int("gpu", int64(r.GPU))
-	}
-	if len(r.Labels) > 0 {
-		o = o.StringMap("labels", r.Labels)
 	}
 	return o.End(), true
 }

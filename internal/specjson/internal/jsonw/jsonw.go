@@ -219,6 +219,28 @@ var rawOutside, rawInside = func() (out, in [256]bool) {
 	return out, in
 }()
 
+// Requirements appends the object of a job's requirements, whose four fields
+// apitype.Requirements and model.Requirements share under the same tags, all omitempty;
+// false when cpu is NaN or infinite.
+func Requirements(dst []byte, cpu float64, memoryMB int64, gpu int, labels map[string]string) (_ []byte, ok bool) {
+	o := Object(dst)
+	if cpu != 0 {
+		if o, ok = o.Float("cpu", cpu); !ok {
+			return dst, false
+		}
+	}
+	if memoryMB != 0 {
+		o = o.Int("memory_mb", memoryMB)
+	}
+	if gpu != 0 {
+		o = o.Int("gpu", int64(gpu))
+	}
+	if len(labels) > 0 {
+		o = o.StringMap("labels", labels)
+	}
+	return o.End(), true
+}
+
 // Obj writes a JSON object member by member into B: start it with Object, add the members
 // in the order encoding/json writes them (the struct's field order), then End it. Its
 // methods take and return it by value (o = o.String(...)), so that a buffer on the
